@@ -1,0 +1,187 @@
+"""The ``boardstream`` command: setup, the local stack, topics and the data generator.
+
+User errors (bad flags, bad settings, no broker) print one line naming the problem and exit
+non-zero, without a traceback; ``--verbose`` adds the Kafka client's own log lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from boardstream.errors import BoardstreamError
+from boardstream.settings import Settings
+
+
+def count(text: str) -> int:
+    """argparse type: a whole number >= 0, with an error that names the bad value."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {value:g}")
+    return value
+
+
+def _setup(args: argparse.Namespace, settings: Settings) -> int:
+    from boardstream.stack import jars
+
+    for jar_set in jars.ALL:
+        found = jars.fetch(jar_set, settings.jars_dir)
+        print(f"{jar_set.name}: {len(found)} jars in {jar_set.target(settings.jars_dir)}")
+    return 0
+
+
+def _stack(args: argparse.Namespace, settings: Settings) -> int:
+    from boardstream.stack.local import LocalStack
+
+    stack = LocalStack(settings)
+    if args.action == "up":
+        lines = stack.up(postgres=args.postgres)
+    elif args.action == "down":
+        lines = stack.down()
+    else:
+        lines = [status.line() for status in stack.status()]
+    print("\n".join(lines))
+    return 0
+
+
+def _topics(args: argparse.Namespace, settings: Settings) -> int:
+    from boardstream.kafka.clients import admin_client
+    from boardstream.kafka.topics import create_topics, describe_topics, platform_topics
+
+    admin = admin_client(settings)
+    specs = platform_topics(settings)
+    if args.action == "create":
+        for result in create_topics(admin, settings, specs):
+            print(result.line())
+        return 0
+    names = args.topic or [spec.name for spec in specs]
+    for description in describe_topics(admin, settings, names):
+        end = sum(description.end_offsets.values())
+        print(f"{description.name}: {description.partitions} partitions, end offsets {end:,}")
+        for partition, offset in sorted(description.end_offsets.items()):
+            start = description.start_offsets[partition]
+            print(f"  partition {partition}: offsets {start:,}..{offset:,}")
+        for name, (value, is_default) in sorted(description.configs.items()):
+            if args.all_configs or not is_default:
+                print(f"  {name}={value}{' (default)' if is_default else ''}")
+    return 0
+
+
+def _produce(args: argparse.Namespace, settings: Settings) -> int:
+    from boardstream.generator.plan import PRODUCTION_BOARDS, PRODUCTION_MEMBERS, GeneratorOptions
+    from boardstream.generator.producer import produce
+
+    members = PRODUCTION_MEMBERS if args.production_scale else args.members
+    boards = PRODUCTION_BOARDS if args.production_scale else args.boards
+    options = GeneratorOptions(
+        members=members,
+        boards=boards,
+        seed=args.seed,
+        update_ratio=args.update_ratio,
+        deletes=args.deletes,
+        late_members=args.late_members,
+        orphans=args.orphans,
+        malformed=args.malformed,
+    )
+    try:
+        options.validate()
+    except ValueError as error:
+        raise BoardstreamError(str(error)) from None
+    manifest_path = args.manifest or settings.var_dir / "manifests" / (
+        time.strftime("%Y%m%dT%H%M%S") + f"-seed{args.seed}.json"
+    )
+    manifest = produce(settings, options, manifest_path)
+    for kind, number in manifest.counts.items():
+        print(f"{kind}: {number:,}")
+    print(f"manifest: {manifest_path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="boardstream", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    setup = commands.add_parser("setup", help="fetch the Kafka broker and Spark connector jars")
+    setup.set_defaults(run=_setup)
+
+    stack = commands.add_parser("stack", help="start, stop or show the local services")
+    stack.add_argument("action", choices=["up", "down", "status"])
+    stack.add_argument("--postgres", action="store_true", help="also start PostgreSQL (up)")
+    stack.set_defaults(run=_stack)
+
+    topics = commands.add_parser("topics", help="create or describe the platform's topics")
+    topics.add_argument("action", choices=["create", "describe"])
+    topics.add_argument("--topic", action="append", help="describe only this topic (repeatable)")
+    topics.add_argument("--all-configs", action="store_true", help="also print default configs")
+    topics.set_defaults(run=_topics)
+
+    produce = commands.add_parser("produce", help="produce seeded member and board records")
+    produce.add_argument("--members", type=count, default=1_000)
+    produce.add_argument("--boards", type=count, default=1_000)
+    produce.add_argument(
+        "--production-scale",
+        action="store_true",
+        help="442,128 members and 447,017 boards (overrides --members/--boards)",
+    )
+    produce.add_argument("--seed", type=int, default=42, help="same seed, same records")
+    produce.add_argument(
+        "--update-ratio", type=ratio, default=0.0, help="member updates per member (e.g. 0.2)"
+    )
+    produce.add_argument("--deletes", type=count, default=0, help="member tombstones")
+    produce.add_argument(
+        "--late-members", type=count, default=0, help="members produced after their boards"
+    )
+    produce.add_argument("--orphans", type=count, default=0, help="boards whose member never comes")
+    produce.add_argument("--malformed", type=count, default=0, help="records a job must dead-letter")
+    produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
+    produce.set_defaults(run=_produce)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("boardstream.librdkafka").setLevel(
+        logging.DEBUG if args.verbose else logging.CRITICAL
+    )
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"BOARDSTREAM_{'_'.join(str(part) for part in e['loc']).upper()}: {e['msg']}"
+            for e in error.errors()
+        )
+        print(f"boardstream: error: bad setting: {problems}", file=sys.stderr)
+        return 2
+    try:
+        return args.run(args, settings)
+    except BoardstreamError as error:
+        print(f"boardstream: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("boardstream: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""A deterministic generator of member and board records shaped like production's."""

@@ -1,0 +1,1 @@
+"""Kafka plumbing on confluent-kafka: admin (topics) and client configuration."""

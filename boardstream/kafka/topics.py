@@ -1,0 +1,128 @@
+"""The platform's topics: what they are, creating them idempotently, and describing them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+from boardstream.errors import BoardstreamError
+from boardstream.kafka.clients import cluster_metadata, require_topics
+from boardstream.settings import Settings
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    config: dict[str, str] = field(default_factory=dict)
+
+
+def platform_topics(settings: Settings) -> list[TopicSpec]:
+    """``member`` is a table (compacted: latest profile per key, null deletes); the rest are
+    streams."""
+    stream = {"cleanup.policy": "delete"}
+    kinds = [
+        (settings.member_topic, {"cleanup.policy": "compact"}),
+        (settings.board_topic, stream),
+        (settings.board_detail_topic, stream),
+        (settings.unmatched_topic, stream),
+        (settings.dlq_topic, stream),
+    ]
+    return [
+        TopicSpec(name, settings.topic_partitions(name), settings.replication_factor, dict(config))
+        for name, config in kinds
+    ]
+
+
+@dataclass(frozen=True)
+class CreateResult:
+    topic: str
+    created: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.topic}: {'created' if self.created else 'exists'} ({self.detail})"
+
+
+def create_topics(admin: AdminClient, settings: Settings, specs: list[TopicSpec]) -> list[CreateResult]:
+    """Create missing topics; an existing one is left as is but checked against its spec."""
+    existing = cluster_metadata(admin, settings).topics
+    results: list[CreateResult] = []
+    to_create = [spec for spec in specs if spec.name not in existing]
+    futures = admin.create_topics(
+        [NewTopic(s.name, s.partitions, s.replication_factor, config=s.config) for s in to_create],
+        operation_timeout=settings.connect_timeout_s,
+    ) if to_create else {}
+    for spec in specs:
+        detail = f"{spec.partitions} partitions, {spec.config.get('cleanup.policy', 'delete')}"
+        if spec.name in futures:
+            try:
+                futures[spec.name].result()
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise BoardstreamError(f"creating topic {spec.name} failed: {error}") from None
+                results.append(CreateResult(spec.name, False, detail))
+                continue
+            results.append(CreateResult(spec.name, True, detail))
+            continue
+        actual = len(existing[spec.name].partitions)
+        if actual != spec.partitions:
+            detail += f"; note: it has {actual} partitions, settings ask for {spec.partitions}"
+        results.append(CreateResult(spec.name, False, detail))
+    return results
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    configs: dict[str, tuple[str | None, bool]]  # name -> (value, is_default)
+    end_offsets: dict[int, int]
+    start_offsets: dict[int, int]
+
+    @property
+    def partitions(self) -> int:
+        return len(self.end_offsets)
+
+
+def describe_topics(admin: AdminClient, settings: Settings, topics: list[str]) -> list[TopicDescription]:
+    """Configs (flagging defaults) and earliest/latest offsets per partition."""
+    metadata = require_topics(admin, settings, topics)
+    resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
+    config_futures = admin.describe_configs(resources, request_timeout=settings.connect_timeout_s)
+    configs = {
+        resource.name: {
+            name: (entry.value, entry.is_default) for name, entry in future.result().items()
+        }
+        for resource, future in config_futures.items()
+    }
+    descriptions = []
+    for topic in topics:
+        partitions = sorted(metadata.topics[topic].partitions)
+        descriptions.append(
+            TopicDescription(
+                topic,
+                configs[topic],
+                end_offsets=_offsets(admin, settings, topic, partitions, OffsetSpec.latest()),
+                start_offsets=_offsets(admin, settings, topic, partitions, OffsetSpec.earliest()),
+            )
+        )
+    return descriptions
+
+
+def _offsets(
+    admin: AdminClient, settings: Settings, topic: str, partitions: list[int], spec: OffsetSpec
+) -> dict[int, int]:
+    futures = admin.list_offsets(
+        {TopicPartition(topic, p): spec for p in partitions},
+        request_timeout=settings.connect_timeout_s,
+    )
+    return {tp.partition: future.result().offset for tp, future in futures.items()}

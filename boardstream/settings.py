@@ -1,0 +1,103 @@
+"""The one place boardstream's configuration comes from.
+
+The CLI, the Spark jobs, the DAGs and the Airflow plugin all build a :class:`Settings`, so the
+three Kafka clients (confluent-kafka, the Spark connector, Airflow's Kafka hook) can never
+disagree about where the broker is or what a topic is called. Every field is read from an
+environment variable ``BOARDSTREAM_<FIELD>`` at construction time (not at import), so tests
+can set variables and build a fresh object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    """Typed settings; each field's env var is ``BOARDSTREAM_`` + its upper-cased name."""
+
+    model_config = SettingsConfigDict(env_prefix="BOARDSTREAM_", frozen=True, extra="ignore")
+
+    var_dir: Path = Field(
+        default=PROJECT_ROOT / "var",
+        description="Where the local stack keeps data, logs, pid files, jars and checkpoints.",
+    )
+    jar_cache: Path | None = Field(
+        default=None, description="Where fetched jars live; default: var_dir/jars."
+    )
+    bootstrap_servers: str = Field(
+        default="localhost:9092", description="Kafka bootstrap servers, host:port[,host:port]."
+    )
+    controller_port: int = Field(
+        default=9093, description="Port of the local KRaft controller listener."
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the board_detail database; default: SQLite under var_dir.",
+    )
+    postgres_port: int = Field(default=5432, description="Port of the local PostgreSQL server.")
+    checkpoint_root: Path | None = Field(
+        default=None, description="Root of Spark checkpoints; default: var_dir/checkpoints."
+    )
+    member_topic: str = "member"
+    board_topic: str = "board"
+    board_detail_topic: str = "board-detail"
+    unmatched_topic: str = "board-unmatched"
+    dlq_topic: str = "board-dlq"
+    partitions: int = Field(default=3, ge=1, description="Default partition count of new topics.")
+    member_partitions: int | None = Field(default=None, ge=1)
+    board_partitions: int | None = Field(default=None, ge=1)
+    replication_factor: int = Field(default=1, ge=1)
+    spark_master: str = Field(
+        default="local[2]", description="Spark master when a job is not run by spark-submit."
+    )
+    connect_timeout_s: float = Field(
+        default=10.0, gt=0, description="How long to wait for the broker before giving up."
+    )
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers_have_ports(cls, value: str) -> str:
+        for server in value.split(","):
+            host, sep, port = server.strip().rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"expected host:port[,host:port], got {value!r}")
+        return value
+
+    @property
+    def database(self) -> str:
+        """The SQLAlchemy URL actually used (the SQLite default lives under ``var_dir``)."""
+        return self.database_url or f"sqlite:///{self.var_dir / 'boardstream.db'}"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.checkpoint_root or self.var_dir / "checkpoints"
+
+    @property
+    def jars_dir(self) -> Path:
+        return self.jar_cache or self.var_dir / "jars"
+
+    @property
+    def kafka_port(self) -> int:
+        """Port of the first bootstrap server: the one the local broker listens on."""
+        return int(self.bootstrap_servers.split(",")[0].rpartition(":")[2])
+
+    def topic_partitions(self, topic: str) -> int:
+        """Partitions for ``topic``: ``member`` and ``board`` may differ, as in production."""
+        if topic == self.member_topic and self.member_partitions:
+            return self.member_partitions
+        if topic == self.board_topic and self.board_partitions:
+            return self.board_partitions
+        return self.partitions
+
+    def to_confluent(self) -> dict[str, str | int | float | bool]:
+        """Base librdkafka configuration shared by every confluent-kafka client."""
+        return {"bootstrap.servers": self.bootstrap_servers}
+
+    def to_spark_kafka_options(self) -> dict[str, str]:
+        """The same connection, as options of Spark's Kafka source and sink."""
+        return {"kafka.bootstrap.servers": self.bootstrap_servers}

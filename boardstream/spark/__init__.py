@@ -1,0 +1,1 @@
+"""Spark session wiring: the Kafka connector jars and local defaults."""

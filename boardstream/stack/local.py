@@ -1,0 +1,66 @@
+"""``boardstream stack up|down|status``: the local services, started and stopped as one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from boardstream.settings import Settings
+from boardstream.stack.kafka_broker import KafkaBroker
+from boardstream.stack.postgres import Postgres
+from boardstream.stack.processes import ManagedProcess
+
+
+class Service(Protocol):
+    name: str
+    process: ManagedProcess
+
+    @property
+    def address(self) -> str: ...
+
+    def start(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    name: str
+    pid: int | None
+    address: str
+
+    def line(self) -> str:
+        state = f"running (pid {self.pid})" if self.pid else "stopped"
+        return f"{self.name:<9} {state:<22} {self.address}"
+
+
+class LocalStack:
+    def __init__(self, settings: Settings) -> None:
+        self.kafka = KafkaBroker(settings)
+        self.postgres = Postgres(settings)
+        self.services: tuple[Service, ...] = (self.kafka, self.postgres)
+
+    def up(self, postgres: bool = False) -> list[str]:
+        """Start what is not running yet; report what already was. Returns one line each."""
+        wanted: list[Service] = [self.kafka, self.postgres] if postgres else [self.kafka]
+        report = []
+        for service in wanted:
+            pid = service.process.pid()
+            if pid is not None:
+                report.append(f"{service.name} already running (pid {pid}) on {service.address}")
+                continue
+            pid = service.start()
+            report.append(f"{service.name} started (pid {pid}) on {service.address}")
+        return report
+
+    def down(self) -> list[str]:
+        """Stop only the processes this stack's pid files name, in reverse start order."""
+        report = []
+        for service in reversed(self.services):
+            if service.process.stop():
+                report.append(f"{service.name} stopped")
+        return report or ["nothing was running"]
+
+    def status(self) -> list[ServiceStatus]:
+        return [
+            ServiceStatus(service.name, service.process.pid(), service.address)
+            for service in self.services
+        ]

@@ -1,0 +1,136 @@
+"""A local PostgreSQL server from Debian's packages, with its cluster under ``var_dir/postgres``.
+
+PostgreSQL refuses to run as root, so when we are root (CI, containers) its commands run as the
+``postgres`` system user that Debian's package creates, and the data directory is theirs.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from boardstream.errors import BoardstreamError
+from boardstream.settings import Settings
+from boardstream.stack.processes import ManagedProcess
+
+DATABASE = "boardstream"
+USER = "boardstream"
+
+
+def _bin_dir() -> Path:
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version_key)
+    if candidates:
+        return Path(candidates[-1]).parent
+    initdb = shutil.which("initdb")
+    if initdb is None:
+        raise BoardstreamError(
+            "PostgreSQL server binaries not found; bin/setup --postgres installs them "
+            "(Debian package postgresql)"
+        )
+    return Path(initdb).resolve().parent
+
+
+def _version_key(path: str) -> int:
+    version = Path(path).parent.parent.name
+    return int(version) if version.isdigit() else 0
+
+
+class Postgres:
+    name = "postgres"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.home = settings.var_dir / "postgres"
+        self.data_dir = self.home / "data"
+        self.socket_dir = self.home / "run"
+        self.log_file = settings.var_dir / "log" / "postgres.log"
+        self.process = ManagedProcess(
+            "postgres",
+            settings.var_dir / "run" / "postgres.pid",
+            marker=str(self.data_dir),
+            stop_signal=signal.SIGINT,  # "fast" shutdown: SIGTERM would wait for every client
+        )
+
+    @property
+    def address(self) -> str:
+        return f"localhost:{self.settings.postgres_port}"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg2://{USER}@localhost:{self.settings.postgres_port}/{DATABASE}"
+
+    def _as_owner(self, command: list[str]) -> list[str]:
+        if os.geteuid() != 0:
+            return command
+        return ["runuser", "-u", "postgres", "--", *command]
+
+    def _run(self, command: list[str]) -> None:
+        result = subprocess.run(self._as_owner(command), capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise BoardstreamError(f"{command[0]} failed:\n{result.stdout}{result.stderr}")
+
+    def _init_cluster(self, bin_dir: Path) -> None:
+        for directory in (self.home, self.socket_dir, self.log_file.parent):
+            directory.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            owner = pwd.getpwnam("postgres")
+            for directory in (self.home, self.socket_dir):
+                os.chown(directory, owner.pw_uid, owner.pw_gid)
+            self.log_file.touch()
+            os.chown(self.log_file, owner.pw_uid, owner.pw_gid)
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        self._run(
+            [str(bin_dir / "initdb"), "-D", str(self.data_dir), "-U", USER, "--auth=trust", "-E", "UTF8"]
+        )
+
+    def start(self, timeout_s: float = 60.0) -> int:
+        bin_dir = _bin_dir()
+        self._init_cluster(bin_dir)
+        options = (
+            f"-p {self.settings.postgres_port} -k {self.socket_dir} "
+            "-c listen_addresses=localhost -c fsync=off"
+        )
+        self._run(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(self.data_dir),
+                "-l",
+                str(self.log_file),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(int(timeout_s)),
+                "start",
+            ]
+        )
+        pid = int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        self.process.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        self.process.pid_file.write_text(str(pid))
+        self._create_database(bin_dir)
+        return pid
+
+    def _create_database(self, bin_dir: Path) -> None:
+        psql = [str(bin_dir / "psql"), "-h", str(self.socket_dir), "-p", str(self.settings.postgres_port)]
+        query = f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'"
+        deadline = time.monotonic() + 10
+        while True:
+            found = subprocess.run(
+                self._as_owner([*psql, "-U", USER, "-d", "postgres", "-tAc", query]),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if found.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        if found.stdout.strip() != "1":
+            self._run([*psql, "-U", USER, "-d", "postgres", "-c", f"CREATE DATABASE {DATABASE}"])

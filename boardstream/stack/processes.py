@@ -1,0 +1,86 @@
+"""Background services tracked by pid files, so ``down`` stops only what ``up`` started.
+
+A pid file alone can outlive its process and the pid be reused; a process counts as ours only
+while its command line still contains the marker it was started with (its own data directory).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ManagedProcess:
+    name: str
+    pid_file: Path
+    marker: str
+    stop_signal: signal.Signals = signal.SIGTERM
+
+    def pid(self) -> int | None:
+        """The pid of our live process, or None (a stale pid file is removed)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        if _cmdline(pid) is not None and self.marker in _cmdline(pid):
+            return pid
+        self.pid_file.unlink(missing_ok=True)
+        return None
+
+    def start(self, command: list[str], log_file: Path, env: dict[str, str] | None = None) -> int:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        with log_file.open("ab") as log:
+            process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
+        self.pid_file.write_text(str(process.pid))
+        return process.pid
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """``stop_signal``, then SIGKILL after ``timeout_s``; False if it was not running."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        os.kill(pid, self.stop_signal)
+        deadline = time.monotonic() + timeout_s
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            while _alive(pid):
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+
+def _cmdline(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (we may be its parent and not reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    if state == "Z":
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return False
+    return True
