@@ -152,7 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--late-members", type=count, default=0, help="members produced after their boards"
     )
     produce.add_argument("--orphans", type=count, default=0, help="boards whose member never comes")
-    produce.add_argument("--malformed", type=count, default=0, help="records a job must dead-letter")
+    produce.add_argument(
+        "--malformed", type=count, default=0, help="records a job must dead-letter"
+    )
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
     produce.set_defaults(run=_produce)
     return parser

@@ -30,9 +30,34 @@ OVERSIZED_BODY_BYTES = 300_000
 CITIES = ("Seoul", "Busan", "Incheon", "Daegu", "Daejeon", "Gwangju", "Suwon", "Ulsan", "Jeju")
 NICK_PARTS = ("blue", "quiet", "swift", "lucky", "brave", "tiny", "sunny", "misty", "red", "wild")
 WORDS = (
-    "kafka stream table join spark state board member post reply review city weekend market "
-    "coffee train river photo notice question answer update price free used sale trade"
-).split()
+    "kafka",
+    "stream",
+    "table",
+    "join",
+    "spark",
+    "state",
+    "board",
+    "member",
+    "post",
+    "reply",
+    "review",
+    "city",
+    "weekend",
+    "market",
+    "coffee",
+    "train",
+    "river",
+    "photo",
+    "notice",
+    "question",
+    "answer",
+    "update",
+    "price",
+    "free",
+    "used",
+    "sale",
+    "trade",
+)
 MALFORMED_KINDS = ("not_json", "wrong_type", "missing_key_field", "member_id_text", "oversized")
 
 
@@ -137,14 +162,18 @@ class Plan:
             if index == half:
                 for deleted_id in self.deleted_ids:
                     deleted.add(deleted_id)
-                    yield PlannedRecord("member", str(deleted_id).encode(), None, "member_deletes", deleted_id)
+                    yield PlannedRecord(
+                        "member", str(deleted_id).encode(), None, "member_deletes", deleted_id
+                    )
             while updates_done < self.updates and index >= next_update:
                 updates_done += 1
                 next_update += update_every
                 target = rng.choice(self.updatable)
                 yield self._member(target, "member_updates", version=updates_done)
             while malformed_done < o.malformed and index >= next_malformed:
-                yield self._malformed(MALFORMED_KINDS[malformed_done % len(MALFORMED_KINDS)], malformed_done)
+                yield self._malformed(
+                    MALFORMED_KINDS[malformed_done % len(MALFORMED_KINDS)], malformed_done
+                )
                 malformed_done += 1
                 next_malformed += malformed_every
             if member_id >= orphan_floor:
@@ -158,7 +187,9 @@ class Plan:
             yield self._board(index, member_id, kind)
         if half == len(owners):  # no boards: deletes still happen
             for deleted_id in self.deleted_ids:
-                yield PlannedRecord("member", str(deleted_id).encode(), None, "member_deletes", deleted_id)
+                yield PlannedRecord(
+                    "member", str(deleted_id).encode(), None, "member_deletes", deleted_id
+                )
         for _ in range(updates_done, self.updates):
             yield self._member(rng.choice(self.updatable), "member_updates", version=self.updates)
         for number in range(malformed_done, o.malformed):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -16,6 +17,13 @@ from confluent_kafka.admin import (
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import cluster_metadata, require_topics
 from boardstream.settings import Settings
+
+# A new topic's partitions answer these until their leader has loaded them.
+_LEADER_MOVING = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+)
 
 
 @dataclass(frozen=True)
@@ -53,15 +61,24 @@ class CreateResult:
         return f"{self.topic}: {'created' if self.created else 'exists'} ({self.detail})"
 
 
-def create_topics(admin: AdminClient, settings: Settings, specs: list[TopicSpec]) -> list[CreateResult]:
+def create_topics(
+    admin: AdminClient, settings: Settings, specs: list[TopicSpec]
+) -> list[CreateResult]:
     """Create missing topics; an existing one is left as is but checked against its spec."""
     existing = cluster_metadata(admin, settings).topics
     results: list[CreateResult] = []
     to_create = [spec for spec in specs if spec.name not in existing]
-    futures = admin.create_topics(
-        [NewTopic(s.name, s.partitions, s.replication_factor, config=s.config) for s in to_create],
-        operation_timeout=settings.connect_timeout_s,
-    ) if to_create else {}
+    futures = (
+        admin.create_topics(
+            [
+                NewTopic(s.name, s.partitions, s.replication_factor, config=s.config)
+                for s in to_create
+            ],
+            operation_timeout=settings.connect_timeout_s,
+        )
+        if to_create
+        else {}
+    )
     for spec in specs:
         detail = f"{spec.partitions} partitions, {spec.config.get('cleanup.policy', 'delete')}"
         if spec.name in futures:
@@ -78,7 +95,28 @@ def create_topics(admin: AdminClient, settings: Settings, specs: list[TopicSpec]
         if actual != spec.partitions:
             detail += f"; note: it has {actual} partitions, settings ask for {spec.partitions}"
         results.append(CreateResult(spec.name, False, detail))
+    _wait_for_leaders(admin, settings, [spec.name for spec in to_create])
     return results
+
+
+def _wait_for_leaders(admin: AdminClient, settings: Settings, topics: list[str]) -> None:
+    """Block until every partition of ``topics`` has a leader, so the topics are usable at
+    once (a fresh topic briefly answers NOT_LEADER_FOR_PARTITION)."""
+    deadline = time.monotonic() + settings.connect_timeout_s
+    while topics:
+        metadata = cluster_metadata(admin, settings).topics
+        pending = [
+            topic
+            for topic in topics
+            if topic not in metadata
+            or not metadata[topic].partitions
+            or any(p.leader < 0 for p in metadata[topic].partitions.values())
+        ]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise BoardstreamError(f"topics {', '.join(pending)} have no leader yet")
+        time.sleep(0.2)
 
 
 @dataclass(frozen=True)
@@ -93,7 +131,9 @@ class TopicDescription:
         return len(self.end_offsets)
 
 
-def describe_topics(admin: AdminClient, settings: Settings, topics: list[str]) -> list[TopicDescription]:
+def describe_topics(
+    admin: AdminClient, settings: Settings, topics: list[str]
+) -> list[TopicDescription]:
     """Configs (flagging defaults) and earliest/latest offsets per partition."""
     metadata = require_topics(admin, settings, topics)
     resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
@@ -121,8 +161,17 @@ def describe_topics(admin: AdminClient, settings: Settings, topics: list[str]) -
 def _offsets(
     admin: AdminClient, settings: Settings, topic: str, partitions: list[int], spec: OffsetSpec
 ) -> dict[int, int]:
-    futures = admin.list_offsets(
-        {TopicPartition(topic, p): spec for p in partitions},
-        request_timeout=settings.connect_timeout_s,
-    )
-    return {tp.partition: future.result().offset for tp, future in futures.items()}
+    """Offsets per partition; retriable errors (a leader still moving in) are retried."""
+    deadline = time.monotonic() + settings.connect_timeout_s
+    while True:
+        futures = admin.list_offsets(
+            {TopicPartition(topic, p): spec for p in partitions},
+            request_timeout=settings.connect_timeout_s,
+        )
+        try:
+            return {tp.partition: future.result().offset for tp, future in futures.items()}
+        except KafkaException as error:
+            transient = error.args[0].retriable() or error.args[0].code() in _LEADER_MOVING
+            if not transient or time.monotonic() > deadline:
+                raise BoardstreamError(f"listing offsets of {topic} failed: {error}") from None
+            time.sleep(0.2)

@@ -81,7 +81,9 @@ class KafkaBroker:
         java = shutil.which("java")
         if java is None:
             raise BoardstreamError("java is not installed; bin/setup installs OpenJDK 17")
-        classpath = ":".join(str(jar) for jar in jars.require(jars.KAFKA_BROKER, self.settings.jars_dir))
+        classpath = ":".join(
+            str(jar) for jar in jars.require(jars.KAFKA_BROKER, self.settings.jars_dir)
+        )
         return [
             java,
             "-Xms256m",
@@ -109,16 +111,16 @@ class KafkaBroker:
         )
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            raise BoardstreamError(f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}")
+            raise BoardstreamError(
+                f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}"
+            )
 
     def start(self, timeout_s: float = 90.0) -> int:
         self.home.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(self.server_properties())
         (self.home / "log4j2.properties").write_text(LOG4J2)
         self._format_storage()
-        pid = self.process.start(
-            self._java("kafka.Kafka", str(self.config_file)), self.log_file
-        )
+        pid = self.process.start(self._java("kafka.Kafka", str(self.config_file)), self.log_file)
         self._wait_ready(timeout_s)
         return pid
 

@@ -71,7 +71,9 @@ class Postgres:
         return ["runuser", "-u", "postgres", "--", *command]
 
     def _run(self, command: list[str]) -> None:
-        result = subprocess.run(self._as_owner(command), capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            self._as_owner(command), capture_output=True, text=True, check=False
+        )
         if result.returncode != 0:
             raise BoardstreamError(f"{command[0]} failed:\n{result.stdout}{result.stderr}")
 
@@ -87,7 +89,16 @@ class Postgres:
         if (self.data_dir / "PG_VERSION").exists():
             return
         self._run(
-            [str(bin_dir / "initdb"), "-D", str(self.data_dir), "-U", USER, "--auth=trust", "-E", "UTF8"]
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(self.data_dir),
+                "-U",
+                USER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+            ]
         )
 
     def start(self, timeout_s: float = 60.0) -> int:
@@ -119,7 +130,13 @@ class Postgres:
         return pid
 
     def _create_database(self, bin_dir: Path) -> None:
-        psql = [str(bin_dir / "psql"), "-h", str(self.socket_dir), "-p", str(self.settings.postgres_port)]
+        psql = [
+            str(bin_dir / "psql"),
+            "-h",
+            str(self.socket_dir),
+            "-p",
+            str(self.settings.postgres_port),
+        ]
         query = f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'"
         deadline = time.monotonic() + 10
         while True:

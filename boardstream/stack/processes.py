@@ -6,6 +6,7 @@ while its command line still contains the marker it was started with (its own da
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -78,9 +79,7 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     if state == "Z":
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
         return False
     return True

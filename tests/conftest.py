@@ -1,0 +1,37 @@
+"""Session-scoped real services: one Kafka broker and one PostgreSQL for all integration tests."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from boardstream.settings import Settings
+from boardstream.stack.kafka_broker import KafkaBroker
+from boardstream.stack.postgres import Postgres
+from tests.fixtures import isolated_settings, world_readable_dir
+
+
+@pytest.fixture(scope="session")
+def stack_settings() -> Iterator[Settings]:
+    var_dir = world_readable_dir("boardstream-test-")
+    yield isolated_settings(var_dir)
+    shutil.rmtree(var_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kafka(stack_settings: Settings) -> Iterator[Settings]:
+    """A real KRaft broker, started through the same code as `boardstream stack up`."""
+    broker = KafkaBroker(stack_settings)
+    broker.start()
+    yield stack_settings
+    broker.process.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres(stack_settings: Settings) -> Iterator[Settings]:
+    server = Postgres(stack_settings)
+    server.start()
+    yield stack_settings.model_copy(update={"database_url": server.url})
+    server.process.stop()

@@ -1,0 +1,37 @@
+"""Factories for real local services on free ports, shared by the integration tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+from boardstream.settings import PROJECT_ROOT, Settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+def world_readable_dir(prefix: str) -> Path:
+    """A temp dir PostgreSQL's system user can enter (pytest's own tmp dirs are root-only)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(path, 0o755)
+    return path
+
+
+def isolated_settings(var_dir: Path, **overrides: object) -> Settings:
+    """Settings for a throwaway stack: its own var dir and ports, the project's jar cache."""
+    values: dict[str, object] = {
+        "var_dir": var_dir,
+        "jar_cache": PROJECT_ROOT / "var" / "jars",
+        "bootstrap_servers": f"localhost:{free_port()}",
+        "controller_port": free_port(),
+        "postgres_port": free_port(),
+        "connect_timeout_s": 10.0,
+    }
+    values.update(overrides)
+    return Settings(**values)

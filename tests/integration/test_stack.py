@@ -1,0 +1,119 @@
+"""`boardstream stack` and the CLI against real processes: start once, stop only what it started,
+and fail fast with a clear message when the broker is not there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy
+
+from tests.fixtures import free_port, isolated_settings, world_readable_dir
+
+
+def cli(
+    settings, *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "BOARDSTREAM_VAR_DIR": str(settings.var_dir),
+        "BOARDSTREAM_JAR_CACHE": str(settings.jars_dir),
+        "BOARDSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "BOARDSTREAM_CONTROLLER_PORT": str(settings.controller_port),
+        "BOARDSTREAM_POSTGRES_PORT": str(settings.postgres_port),
+        "BOARDSTREAM_CONNECT_TIMEOUT_S": str(settings.connect_timeout_s),
+        **(extra_env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "boardstream.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _running(pid: str) -> bool:
+    """True while ``pid`` exists and is not a zombie waiting for its (re)parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def own_stack():
+    settings = isolated_settings(world_readable_dir("boardstream-stack-"))
+    yield settings
+    cli(settings, "stack", "down")
+
+
+def test_up_twice_starts_once_and_down_stops_only_ours(own_stack) -> None:
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        first = cli(own_stack, "stack", "up", "--postgres")
+        assert first.returncode == 0, first.stderr
+        assert "kafka started (pid" in first.stdout
+        assert "postgres started (pid" in first.stdout
+        pids = {
+            line.split()[0]: line.split("pid ")[1].split(")")[0]
+            for line in first.stdout.splitlines()
+        }
+
+        second = cli(own_stack, "stack", "up", "--postgres")
+        assert second.returncode == 0, second.stderr
+        assert f"kafka already running (pid {pids['kafka']})" in second.stdout
+        assert f"postgres already running (pid {pids['postgres']})" in second.stdout
+
+        status = cli(own_stack, "stack", "status").stdout
+        assert f"running (pid {pids['kafka']})" in status
+
+        engine = sqlalchemy.create_engine(
+            f"postgresql+psycopg2://boardstream@localhost:{own_stack.postgres_port}/boardstream"
+        )
+        with engine.connect() as connection:
+            assert connection.execute(sqlalchemy.text("select 41 + 1")).scalar() == 42
+        engine.dispose()
+
+        down = cli(own_stack, "stack", "down")
+        assert down.stdout.splitlines() == ["postgres stopped", "kafka stopped"]
+        for pid in pids.values():
+            assert not _running(pid), f"pid {pid} still running after down"
+        assert bystander.poll() is None, "down must not touch processes it did not start"
+        assert cli(own_stack, "stack", "down").stdout.strip() == "nothing was running"
+    finally:
+        bystander.kill()
+
+
+def test_unreachable_broker_fails_fast_and_clearly(tmp_path) -> None:
+    settings = isolated_settings(
+        tmp_path, bootstrap_servers=f"localhost:{free_port()}", connect_timeout_s=3.0
+    )
+    # Bounded: a hang past the subprocess timeout fails the test with TimeoutExpired.
+    result = cli(settings, "produce", "--members", "10", "--boards", "10", timeout=60)
+    assert result.returncode == 1
+    assert "boardstream: error: no Kafka broker answered at" in result.stderr
+    assert "within 3s" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "manifests").exists()
+
+
+def test_unknown_topic_is_named(kafka) -> None:
+    result = cli(kafka, "topics", "describe", "--topic", "no-such-topic")
+    assert result.returncode == 1
+    assert "unknown topic(s) no-such-topic" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_produce_to_missing_topics_is_refused(kafka) -> None:
+    missing = {
+        "BOARDSTREAM_BOARD_TOPIC": "absent-board",
+        "BOARDSTREAM_MEMBER_TOPIC": "absent-member",
+    }
+    result = cli(kafka, "produce", "--members", "5", "--boards", "5", extra_env=missing)
+    assert result.returncode == 1
+    assert "unknown topic(s) absent-member, absent-board" in result.stderr

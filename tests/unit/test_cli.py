@@ -1,0 +1,38 @@
+"""Bad input to the CLI: a clear message naming the problem, a non-zero exit, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from boardstream.cli import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["produce", "--members", "-5"], "argument --members: must be >= 0, got -5"),
+        (["produce", "--boards", "many"], "argument --boards: expected a whole number, got 'many'"),
+        (["produce", "--update-ratio", "x"], "argument --update-ratio: expected a number"),
+        (["stack", "sideways"], "invalid choice: 'sideways'"),
+        (["topics", "drop"], "invalid choice: 'drop'"),
+    ],
+)
+def test_bad_flags_exit_2_with_the_reason(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_impossible_combination_is_a_user_error(capsys) -> None:
+    code = main(["produce", "--members", "3", "--late-members", "2", "--deletes", "2"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("boardstream: error: --late-members plus --deletes cannot exceed")
+    assert "Traceback" not in err
+
+
+def test_bad_setting_names_the_env_var(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("BOARDSTREAM_PARTITIONS", "zero")
+    assert main(["stack", "status"]) == 2
+    assert "BOARDSTREAM_PARTITIONS" in capsys.readouterr().err
