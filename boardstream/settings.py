@@ -20,7 +20,12 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 class Settings(BaseSettings):
     """Typed settings; each field's env var is ``BOARDSTREAM_`` + its upper-cased name."""
 
-    model_config = SettingsConfigDict(env_prefix="BOARDSTREAM_", frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="BOARDSTREAM_",
+        env_file=PROJECT_ROOT / ".env",  # optional and git-ignored; .env.example lists the keys
+        frozen=True,
+        extra="ignore",
+    )
 
     var_dir: Path = Field(
         default=PROJECT_ROOT / "var",
