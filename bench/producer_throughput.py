@@ -15,6 +15,7 @@ It prints a Markdown table with records/s, MB/s and each variant's ratio to the 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 
@@ -77,9 +78,8 @@ def main() -> None:
         )
     )
     default_s = rows[1][1]
-    print(
-        f"\n{records:,} records, {size / 1e6:,.1f} MB of keys+values; {platform.processor() or platform.machine()}"
-    )
+    machine = f"{platform.machine()}, {os.cpu_count()} cores"
+    print(f"\n{records:,} records, {size / 1e6:,.1f} MB of keys+values; {machine}")
     print("| variant | seconds | records/s | MB/s | speed vs default |")
     print("|---|---:|---:|---:|---:|")
     for name, seconds in rows:
