@@ -1,0 +1,1 @@
+"""The board ⋈ member stream-table join: parsing, the stateful processor, and the job."""

@@ -1,0 +1,143 @@
+"""The board-detail join job: ``member`` + ``board`` → ``board-detail`` / ``-unmatched`` / ``-dlq``.
+
+One Kafka source reads both topics, so one checkpoint tracks both. Records are parsed on the
+JVM; malformed ones go straight to the DLQ, the rest are grouped by member_id into
+:class:`~boardstream.joins.processor.BoardMemberJoin` on the RocksDB state store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from boardstream.durations import duration_ms
+from boardstream.joins import schema
+from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
+from boardstream.joins.parse import dead_letters, parse, valid
+from boardstream.joins.processor import BucketedMemberJoin
+from boardstream.settings import Settings
+from boardstream.spark import streaming
+from boardstream.spark.session import spark_session
+
+QUERY_NAME = "board-detail-join"
+
+
+@dataclass(frozen=True)
+class JoinJobConfig:
+    options: JoinOptions = field(default_factory=JoinOptions)
+    trigger: str = streaming.AVAILABLE_NOW
+    interval: str = "1 second"
+    max_record_bytes: int = 256 * 1024
+    max_offsets_per_trigger: int | None = None
+    checkpoint: Path | None = None
+    state_buckets: int = 1024
+
+    def checkpoint_dir(self, settings: Settings) -> Path:
+        return self.checkpoint or settings.checkpoints / QUERY_NAME
+
+
+def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> DataFrame:
+    """Kafka rows (topic, key, value) for all three outputs."""
+    raw = streaming.kafka_stream(
+        spark,
+        settings,
+        [settings.member_topic, settings.board_topic],
+        config.max_offsets_per_trigger,
+    )
+    parsed = parse(raw, settings.member_topic, settings.board_topic, config.max_record_bytes)
+    bucket = F.pmod(F.xxhash64("member_id"), F.lit(config.state_buckets)).cast("int")
+    joined = (
+        valid(parsed)
+        .withColumn("bucket", bucket)  # last, so rows keep schema.INPUT's positions
+        .groupBy("bucket")
+        .transformWithState(
+            statefulProcessor=BucketedMemberJoin(config.options),
+            outputStructType=schema.ddl(schema.OUTPUT),
+            outputMode="Append",
+            timeMode="ProcessingTime",
+        )
+    )
+    payload = [name for name in schema.names(schema.OUTPUT) if name != "outcome"]
+    results = joined.select(
+        F.when(F.col("outcome") == "joined", settings.board_detail_topic)
+        .otherwise(settings.unmatched_topic)
+        .alias("topic"),
+        F.col("board_id").cast("binary").alias("key"),
+        F.to_json(F.struct(*payload)).alias("value"),
+    )
+    return dead_letters(parsed, settings.dlq_topic).unionByName(results)
+
+
+def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:
+    streaming.configure_no_data_batches(spark, config.trigger)
+    writer = (
+        join_output(spark, settings, config)
+        .writeStream.queryName(QUERY_NAME)
+        .format("kafka")
+        .options(**settings.to_spark_kafka_options())
+        .option("checkpointLocation", str(config.checkpoint_dir(settings)))
+        .outputMode("append")
+    )
+    return streaming.with_trigger(writer, config.trigger, config.interval).start()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="board_detail_join", description=__doc__.splitlines()[0])
+    parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
+    parser.add_argument("--trigger", choices=streaming.TRIGGERS, default=streaming.AVAILABLE_NOW)
+    parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
+    parser.add_argument("--unmatched-timeout", type=duration_ms, default="10m")
+    parser.add_argument("--history-retention", type=duration_ms, default="7d", help="as-of mode")
+    parser.add_argument("--deleted-retention", type=duration_ms, default="7d")
+    parser.add_argument("--max-pending-per-member", type=int, default=10_000)
+    parser.add_argument("--max-record-bytes", type=int, default=256 * 1024)
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
+    parser.add_argument("--checkpoint", type=Path, default=None)
+    parser.add_argument(
+        "--state-buckets", type=int, default=1024, help="fixed for the life of a checkpoint"
+    )
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> JoinJobConfig:
+    return JoinJobConfig(
+        options=JoinOptions(
+            mode=args.join_mode,
+            unmatched_timeout_ms=args.unmatched_timeout,
+            max_pending_per_member=args.max_pending_per_member,
+            history_retention_ms=args.history_retention,
+            deleted_retention_ms=args.deleted_retention,
+        ),
+        trigger=args.trigger,
+        interval=args.interval,
+        max_record_bytes=args.max_record_bytes,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        checkpoint=args.checkpoint,
+        state_buckets=args.state_buckets,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+        config.options.validate()
+        if config.state_buckets <= 0:
+            raise ValueError(f"--state-buckets must be > 0, got {config.state_buckets}")
+    except ValueError as error:
+        parser.error(str(error))
+    settings = Settings()
+    spark = spark_session(settings, QUERY_NAME)
+    query = streaming.run(spark, settings, lambda: start_join(spark, settings, config))
+    if query.exception() is not None:
+        print(f"{QUERY_NAME} failed: {query.exception()}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,85 @@
+"""The Spark side of the join: :class:`~boardstream.joins.member_table.MemberTable` on the
+RocksDB state store through ``transformWithState``.
+
+Grouping by member_id would call Python once per member per micro-batch, each call paying a
+round trip to the JVM's state server for the key and for every state access: measured at about
+0.7 ms per key (Row API) and 2 ms (pandas API), which is minutes for a 442,128-member backlog.
+So the stream is grouped by a bucket of member_id (``hash % buckets``) and each bucket's member
+table is one state value: two state calls per bucket per batch, whatever the number of members.
+The bucket count is part of the state layout: a checkpoint must keep the count it started with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql import Row
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+
+from boardstream.joins import schema
+from boardstream.joins.member_table import JoinOptions, MemberTable
+
+# An array, not a map: state schemas are stored as Avro, whose maps only take string keys.
+BUCKET_STATE_DDL = (
+    "entries array<struct<member_id: bigint, "
+    f"versions: array<struct<{schema.struct_fields(schema.MEMBER)}>>, "
+    "deleted_at_ms: bigint, "
+    f"pending: array<struct<{schema.struct_fields(schema.PENDING)}>>>>"
+)
+OutputRow = Row(*schema.names(schema.OUTPUT))
+
+
+class BucketedMemberJoin(StatefulProcessor):
+    """Row-API processor grouped by bucket; timeMode ProcessingTime (for the unmatched timer)."""
+
+    def __init__(self, options: JoinOptions) -> None:
+        options.validate()
+        self.options = options
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("members", BUCKET_STATE_DDL)
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[Row], timerValues: TimerValues
+    ) -> Iterator[Row]:
+        now = timerValues.getCurrentProcessingTimeInMs()
+        table = MemberTable(self.options, self._load())
+        out, waiting = table.apply(rows, now)
+        self._save(table)
+        if waiting:
+            self.handle.registerTimer(now + self.options.unmatched_timeout_ms)
+        return (OutputRow(*values) for values in out)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[Row]:
+        table = MemberTable(self.options, self._load())
+        out = table.expire(expiredTimerInfo.getExpiryTimeInMs())
+        if out:
+            self._save(table)
+        return (OutputRow(*values) for values in out)
+
+    def _load(self) -> dict[int, list[Any]]:
+        stored = self.state.get()
+        if stored is None:
+            return {}
+        return {
+            member_id: [list(versions), deleted_at, list(pending)]
+            for member_id, versions, deleted_at, pending in stored[0]
+        }
+
+    def _save(self, table: MemberTable) -> None:
+        if table.entries:
+            self.state.update(([(m, *entry) for m, entry in table.entries.items()],))
+        else:
+            self.state.clear()
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,1 @@
+"""Loading ``board-detail`` into the relational table ``board_detail``, idempotently."""

@@ -1,0 +1,71 @@
+"""Per-batch progress of streaming queries as JSON lines, for the UI page and benchmarks.
+
+A ``StreamingQueryListener`` appends one line per micro-batch to
+``var_dir/progress/<query name>.jsonl``: rows in and rates, batch duration, state rows and
+memory, and per source the offsets and how far behind the latest offset it is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+
+def summarize(progress: dict[str, Any]) -> dict[str, Any]:
+    """The fields boardstream reads from a ``StreamingQueryProgress`` JSON."""
+    sources = progress.get("sources", [])
+    lag = [
+        int(float(source.get("metrics", {}).get("maxOffsetsBehindLatest", 0) or 0))
+        for source in sources
+    ]
+    return {
+        "query": progress.get("name"),
+        "run_id": progress.get("runId"),
+        "batch_id": progress.get("batchId"),
+        "timestamp": progress.get("timestamp"),
+        "input_rows": progress.get("numInputRows", 0),
+        "input_rows_per_s": progress.get("inputRowsPerSecond", 0.0),
+        "processed_rows_per_s": progress.get("processedRowsPerSecond", 0.0),
+        "batch_duration_ms": progress.get("batchDuration")
+        or progress.get("durationMs", {}).get("triggerExecution", 0),
+        "state_rows": sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", [])),
+        "state_memory_bytes": sum(
+            op.get("memoryUsedBytes", 0) for op in progress.get("stateOperators", [])
+        ),
+        "max_offsets_behind_latest": max(lag, default=0),
+        "sources": [
+            {k: source.get(k) for k in ("description", "startOffset", "endOffset", "latestOffset")}
+            for source in sources
+        ],
+    }
+
+
+class JsonlProgressListener(StreamingQueryListener):
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        record = summarize(json.loads(event.progress.json))
+        name = record["query"] or "unnamed"
+        with (self.directory / f"{name}.jsonl").open("a") as out:
+            out.write(json.dumps(record) + "\n")
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        pass
+
+
+def read_progress(directory: Path, query: str) -> list[dict[str, Any]]:
+    path = directory / f"{query}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,69 @@
+"""What every boardstream streaming job shares: the Kafka source, triggers, and running a query
+until it is done (available-now) or stopped (continuous, SIGTERM stops it cleanly)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
+from boardstream.settings import Settings
+from boardstream.spark.progress import JsonlProgressListener
+
+AVAILABLE_NOW, CONTINUOUS = "available-now", "continuous"
+TRIGGERS = (AVAILABLE_NOW, CONTINUOUS)
+
+
+def kafka_stream(
+    spark: SparkSession, settings: Settings, topics: list[str], max_offsets_per_trigger: int | None
+) -> DataFrame:
+    """Committed records of ``topics`` from the earliest offset (the checkpoint then rules).
+    A gap in offsets (data deleted before it was read) fails the query instead of skipping."""
+    reader = (
+        spark.readStream.format("kafka")
+        .options(**settings.to_spark_kafka_options())
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", "earliest")
+        .option("failOnDataLoss", "true")
+        .option("kafka.isolation.level", "read_committed")
+        .option("includeHeaders", "false")
+    )
+    if max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+    return reader.load()
+
+
+def configure_no_data_batches(spark: SparkSession, trigger: str) -> None:
+    """A processing-time ``transformWithState`` always asks for another (no-data) batch, so
+    timers fire on an idle stream. That is right for a continuous query, but an available-now
+    query would then never finish: it runs only data batches, and timers that expired since the
+    last run fire in the first batch of the next run that has data."""
+    enabled = "true" if trigger == CONTINUOUS else "false"
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", enabled)
+
+
+def with_trigger(writer: DataStreamWriter, trigger: str, interval: str) -> DataStreamWriter:
+    if trigger == AVAILABLE_NOW:
+        return writer.trigger(availableNow=True)
+    if trigger == CONTINUOUS:
+        return writer.trigger(processingTime=interval)
+    raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, got {trigger!r}")
+
+
+def run(spark: SparkSession, settings: Settings, start: callable) -> StreamingQuery:
+    """Start the query built by ``start()`` with a progress listener; block until it ends.
+    SIGTERM (e.g. Airflow stopping a task) stops the query between batches."""
+    spark.streams.addListener(JsonlProgressListener(progress_dir(settings)))
+    query = start()
+    previous = signal.signal(signal.SIGTERM, lambda *_: query.stop())
+    try:
+        query.awaitTermination()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return query
+
+
+def progress_dir(settings: Settings) -> Path:
+    return settings.var_dir / "progress"
