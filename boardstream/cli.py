@@ -116,6 +116,21 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _job(args: argparse.Namespace, settings: Settings) -> int:
+    import subprocess
+
+    from boardstream.spark.submit import JOBS, submit_command, submit_env
+
+    if args.action == "list":
+        print("\n".join(sorted(JOBS)))
+        return 0
+    if not args.name:
+        raise BoardstreamError(f"job run needs a job name: {', '.join(sorted(JOBS))}")
+    job_args = args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
+    command = submit_command(settings, args.name, job_args)
+    return subprocess.run(command, env=submit_env(), check=False).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="boardstream", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
@@ -157,6 +172,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
     produce.set_defaults(run=_produce)
+
+    job = commands.add_parser(
+        "job",
+        help="run a Spark job with spark-submit (arguments after -- go to the job)",
+        description="e.g. boardstream job run board-detail-join -- --trigger continuous",
+    )
+    job.add_argument("action", choices=["run", "list"])
+    job.add_argument("name", nargs="?", help="the job (see `boardstream job list`)")
+    job.add_argument("job_args", nargs=argparse.REMAINDER, help="the job's own arguments")
+    job.set_defaults(run=_job)
     return parser
 
 

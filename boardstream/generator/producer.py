@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-
-from confluent_kafka import KafkaError, Message
 
 from boardstream.errors import BoardstreamError
 from boardstream.generator.manifest import Manifest
 from boardstream.generator.plan import GeneratorOptions, Plan
-from boardstream.kafka.clients import admin_client, reliable_producer, require_topics
+from boardstream.kafka.clients import (
+    DeliveryErrors,
+    admin_client,
+    reliable_producer,
+    require_topics,
+)
 from boardstream.progress import Progress
 from boardstream.settings import Settings
-
-
-@dataclass
-class DeliveryErrors:
-    """Delivery reports come only for failures (``delivery.report.only.error``)."""
-
-    count: int = 0
-    first: str = ""
-
-    def __call__(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            self.count += 1
-            self.first = self.first or f"{message.topic()}: {error.str()}"
 
 
 def produce(

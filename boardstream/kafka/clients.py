@@ -7,9 +7,10 @@ for metadata with a deadline and turns silence into one clear error.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from boardstream.errors import BrokerUnreachableError, UnknownTopicError
@@ -35,6 +36,20 @@ def reliable_producer(settings: Settings, **overrides: Any) -> Producer:
             **{"acks": "all", "enable.idempotence": True, "linger.ms": 20, **overrides},
         )
     )
+
+
+@dataclass
+class DeliveryErrors:
+    """Counts failed deliveries; pass as ``on_delivery`` (with ``delivery.report.only.error``
+    only failures are reported at all)."""
+
+    count: int = 0
+    first: str = ""
+
+    def __call__(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self.count += 1
+            self.first = self.first or f"{message.topic()}: {error.str()}"
 
 
 def cluster_metadata(admin: AdminClient, settings: Settings) -> ClusterMetadata:

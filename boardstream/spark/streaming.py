@@ -4,6 +4,7 @@ until it is done (available-now) or stopped (continuous, SIGTERM stops it cleanl
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -52,16 +53,18 @@ def with_trigger(writer: DataStreamWriter, trigger: str, interval: str) -> DataS
     raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, got {trigger!r}")
 
 
-def run(spark: SparkSession, settings: Settings, start: callable) -> StreamingQuery:
+def run(spark: SparkSession, settings: Settings, start: Callable[[], StreamingQuery]) -> StreamingQuery:
     """Start the query built by ``start()`` with a progress listener; block until it ends.
     SIGTERM (e.g. Airflow stopping a task) stops the query between batches."""
-    spark.streams.addListener(JsonlProgressListener(progress_dir(settings)))
+    listener = JsonlProgressListener(progress_dir(settings))
+    spark.streams.addListener(listener)
     query = start()
     previous = signal.signal(signal.SIGTERM, lambda *_: query.stop())
     try:
         query.awaitTermination()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        spark.streams.removeListener(listener)
     return query
 
 
