@@ -30,6 +30,17 @@ def kafka(stack_settings: Settings) -> Iterator[Settings]:
 
 
 @pytest.fixture(scope="session")
+def spark(kafka):
+    """One local Spark session (with the Kafka connector) for every Spark test."""
+    from boardstream.spark.session import spark_session
+
+    session = spark_session(kafka, "boardstream-tests")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
 def postgres(stack_settings: Settings) -> Iterator[Settings]:
     server = Postgres(stack_settings)
     server.start()

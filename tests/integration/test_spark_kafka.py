@@ -2,19 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
-from boardstream.spark.session import spark_session
-
-
-@pytest.fixture(scope="session")
-def spark(kafka):
-    session = spark_session(kafka, "boardstream-tests")
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def test_batch_write_then_read_round_trips(kafka, spark) -> None:

@@ -1,0 +1,137 @@
+"""A test harness around the real pipeline: its own topics on the session broker, records
+produced with chosen timestamps, the join and sink run available-now, outputs read back."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from boardstream.joins.job import JoinJobConfig, start_join
+from boardstream.joins.member_table import JoinOptions
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.topics import create_topics, platform_topics
+from boardstream.settings import Settings
+from boardstream.sink.job import SinkJobConfig, start_sink
+
+_names = itertools.count()
+
+
+def consume_all(settings: Settings, topic: str) -> list[tuple[bytes | None, bytes | None]]:
+    """Every record of ``topic`` from the start to its current end, as (key, value)."""
+    consumer = Consumer(
+        {**settings.to_confluent(), "group.id": f"check-{topic}", "enable.auto.commit": False}
+    )
+    metadata = consumer.list_topics(topic, timeout=10)
+    partitions = [TopicPartition(topic, p, 0) for p in metadata.topics[topic].partitions]
+    ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
+    consumer.assign(partitions)
+    records: list[tuple[bytes | None, bytes | None]] = []
+    position = dict.fromkeys(ends, 0)
+    while any(position[p] < ends[p] for p in ends):
+        message = consumer.poll(5)
+        assert message is not None, f"timed out reading {topic}: at {position}, ends {ends}"
+        assert message.error() is None, message.error()
+        position[message.partition()] = message.offset() + 1
+        records.append((message.key(), message.value()))
+    consumer.close()
+    return records
+
+
+class Pipeline:
+    def __init__(self, kafka: Settings, spark: Any, workdir: Path, **settings: Any) -> None:
+        prefix = f"p{next(_names)}"
+        self.settings = kafka.model_copy(
+            update={
+                "member_topic": f"{prefix}-member",
+                "board_topic": f"{prefix}-board",
+                "board_detail_topic": f"{prefix}-detail",
+                "unmatched_topic": f"{prefix}-unmatched",
+                "dlq_topic": f"{prefix}-dlq",
+                **settings,
+            }
+        )
+        create_topics(admin_client(self.settings), self.settings, platform_topics(self.settings))
+        self.spark = spark
+        self.workdir = workdir
+        self.producer = Producer({**self.settings.to_confluent(), "acks": "all"})
+
+    # -- input ----------------------------------------------------------------------------
+
+    def send(self, topic: str, key: bytes | None, value: bytes | None, ts: int) -> None:
+        self.producer.produce(topic, value=value, key=key, timestamp=ts)
+        assert self.producer.flush(10) == 0
+
+    def member(
+        self, member_id: int, nickname: str, ts: int, modified_at: str = "2025-01-01T00:00:00"
+    ) -> None:
+        payload = {
+            "member_id": member_id,
+            "nickname": nickname,
+            "city": "Seoul",
+            "phone": "010-0000-0000",
+            "created_at": "2024-12-01T00:00:00",
+            "modified_at": modified_at,
+        }
+        self.send(
+            self.settings.member_topic, str(member_id).encode(), json.dumps(payload).encode(), ts
+        )
+
+    def tombstone(self, member_id: int, ts: int) -> None:
+        self.send(self.settings.member_topic, str(member_id).encode(), None, ts)
+
+    def board(self, board_id: str, member_id: int, ts: int, created_ts: int | None = None) -> None:
+        payload = {
+            "id": board_id,
+            "member_id": member_id,
+            "title": f"title {board_id}",
+            "body": "body",
+            "created_ts": created_ts if created_ts is not None else ts,
+            "created_at": "2025-01-02T00:00:00",
+            "modified_at": "2025-01-02T00:00:00",
+        }
+        self.send(self.settings.board_topic, board_id.encode(), json.dumps(payload).encode(), ts)
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    def join(self, **options: Any) -> None:
+        config = JoinJobConfig(
+            options=JoinOptions(**options),
+            checkpoint=self.workdir / f"{self.settings.board_topic}-join",
+            state_buckets=8,
+        )
+        query = start_join(self.spark, self.settings, config)
+        query.awaitTermination()
+        assert query.exception() is None, query.exception()
+
+    def sink(self) -> None:
+        query = start_sink(
+            self.spark,
+            self.settings,
+            SinkJobConfig(checkpoint=self.workdir / f"{self.settings.board_topic}-sink"),
+        )
+        query.awaitTermination()
+        assert query.exception() is None, query.exception()
+
+    # -- output ---------------------------------------------------------------------------
+
+    def records(self, topic: str) -> list[dict[str, Any]]:
+        return [json.loads(value) for _, value in consume_all(self.settings, topic)]
+
+    def detail(self) -> dict[str, dict[str, Any]]:
+        """board-detail by board id (asserting each board appears once)."""
+        rows = self.records(self.settings.board_detail_topic)
+        by_id = {row["board_id"]: row for row in rows}
+        assert len(by_id) == len(rows), "a board was joined twice"
+        return by_id
+
+    def unmatched(self) -> dict[str, str]:
+        return {
+            row["board_id"]: row["reason"] for row in self.records(self.settings.unmatched_topic)
+        }
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        return self.records(self.settings.dlq_topic)

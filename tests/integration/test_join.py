@@ -1,0 +1,184 @@
+"""The board ⋈ member join on a real broker and real Spark, run available-now as Airflow runs it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import pytest
+
+from boardstream.generator.plan import GeneratorOptions, Plan
+from tests.integration.pipeline import Pipeline
+
+T0 = int(time.time() * 1000)
+
+
+@pytest.fixture
+def pipeline(kafka, spark, tmp_path):
+    return Pipeline(kafka, spark, tmp_path)
+
+
+def test_member_updates_before_a_board_reach_it_and_later_ones_do_not_rewrite(pipeline) -> None:
+    pipeline.member(1, "first", T0)
+    pipeline.board("a" * 24, 1, T0 + 10)
+    pipeline.member(1, "second", T0 + 20)
+    pipeline.board("b" * 24, 1, T0 + 30)
+    pipeline.join()
+    detail = pipeline.detail()
+    assert {k: v["nickname"] for k, v in detail.items()} == {"a" * 24: "first", "b" * 24: "second"}
+    row = detail["a" * 24]
+    assert row["member_id"] == 1 and row["title"] == f"title {'a' * 24}"
+    assert (row["board_partition"], row["member_partition"]) != (None, None)
+    assert row["member_offset"] == 0  # provenance: the first member version of partition's log
+
+    pipeline.member(1, "third", T0 + 40)
+    pipeline.join()
+    assert pipeline.detail() == detail  # nothing re-emitted, nothing rewritten
+    assert pipeline.unmatched() == {} and pipeline.dead_letters() == []
+
+
+def test_a_late_member_is_joined_with_the_boards_that_waited_for_it(pipeline) -> None:
+    pipeline.board("late00000000000000000000", 2, T0)
+    pipeline.board("late11111111111111111111", 2, T0 + 1)
+    pipeline.join(unmatched_timeout_ms=600_000)
+    assert pipeline.detail() == {}
+    pipeline.member(2, "late", T0 + 5)
+    pipeline.join(unmatched_timeout_ms=600_000)
+    assert {k: v["nickname"] for k, v in pipeline.detail().items()} == {
+        "late00000000000000000000": "late",
+        "late11111111111111111111": "late",
+    }
+    assert pipeline.unmatched() == {}
+
+
+def test_missing_or_deleted_members_end_unmatched_after_the_timeout(pipeline) -> None:
+    pipeline.board("orphan000000000000000000", 3, T0 + 1)
+    pipeline.member(4, "gone", T0 + 2)
+    pipeline.tombstone(4, T0 + 3)
+    pipeline.board("deleted00000000000000000", 4, T0 + 4)
+    pipeline.join(unmatched_timeout_ms=2_000)
+    assert pipeline.detail() == {} and pipeline.unmatched() == {}
+
+    time.sleep(2.5)  # past the timeout: the next batch with data fires the timers
+    pipeline.member(99, "unrelated", T0 + 6)
+    pipeline.join(unmatched_timeout_ms=2_000)
+    assert pipeline.unmatched() == {
+        "orphan000000000000000000": "member_missing",
+        "deleted00000000000000000": "member_deleted",
+    }
+    assert pipeline.detail() == {}
+
+
+def test_as_of_mode_is_event_time_correct_under_out_of_order_updates(pipeline) -> None:
+    pipeline.member(1, "v2", T0, modified_at="2025-03-01T00:00:00")
+    pipeline.member(1, "v1", T0 + 1, modified_at="2025-02-01T00:00:00")  # older, arrives later
+    feb_15 = 1_739_577_600_000  # 2025-02-15T00:00:00Z
+    mar_15 = 1_741_996_800_000  # 2025-03-15T00:00:00Z
+    pipeline.board("feb000000000000000000000", 1, T0 + 2, created_ts=feb_15)
+    pipeline.board("mar000000000000000000000", 1, T0 + 3, created_ts=mar_15)
+    pipeline.join(mode="as-of")
+    detail = pipeline.detail()
+    assert detail["feb000000000000000000000"]["nickname"] == "v1"
+    assert detail["mar000000000000000000000"]["nickname"] == "v2"
+    assert detail["feb000000000000000000000"]["member_modified_at"] == "2025-02-01T00:00:00"
+
+
+def test_malformed_records_go_to_the_dlq_and_the_job_keeps_going(pipeline) -> None:
+    plan = Plan(GeneratorOptions(members=20, boards=30, seed=5, malformed=10))
+    sent: dict[str, str] = {}
+    for ts, record in enumerate(plan, start=T0):
+        topic = (
+            pipeline.settings.member_topic
+            if record.topic == "member"
+            else pipeline.settings.board_topic
+        )
+        pipeline.send(topic, record.key, record.value, ts)
+        if record.kind.startswith("malformed:"):
+            sent[record.key.decode()] = record.kind.split(":")[1]
+    pipeline.send(pipeline.settings.member_topic, b"not-a-number", b'{"member_id": 1}', T0 + 100)
+    pipeline.send(pipeline.settings.board_topic, b"x" * 24, b'{"id": "y"}', T0 + 101)
+    pipeline.join()
+
+    letters = pipeline.dead_letters()
+    by_key = {base64.b64decode(d["key_base64"]).decode(): d for d in letters}
+    assert len(letters) == 12
+    expected_error = {
+        "not_json": "not a JSON object",
+        "wrong_type": "member_id is not an integer: [1,2]",
+        "missing_key_field": "missing field member_id",
+        "member_id_text": "member_id is not an integer: abc",
+        "oversized": "oversized: ",
+    }
+    for key, flaw in sent.items():
+        assert by_key[key]["error"].startswith(expected_error[flaw]), (flaw, by_key[key]["error"])
+        assert by_key[key]["source_topic"] == pipeline.settings.board_topic
+    assert by_key["not-a-number"]["error"] == "member key is not an integer: not-a-number"
+    assert by_key["x" * 24]["error"] == "key does not match id"
+    original = next(d for d in letters if d["error"] == "not a JSON object")
+    assert base64.b64decode(original["value_base64"]).startswith(b"\xff{not json")
+    assert {"partition", "offset", "timestamp_ms"} <= set(original)
+
+    # Everything well formed was joined, and the query is healthy for the next run.
+    assert len(pipeline.detail()) == 30
+    pipeline.board("z" * 24, 1, T0 + 200)
+    pipeline.join()
+    assert len(pipeline.detail()) == 31
+
+
+def test_every_source_board_is_joined_unmatched_or_dead_lettered(
+    pipeline, postgres, tmp_path
+) -> None:
+    pipeline.settings = pipeline.settings.model_copy(update={"database_url": postgres.database_url})
+    options = GeneratorOptions(
+        members=300,
+        boards=500,
+        seed=11,
+        update_ratio=0.3,
+        deletes=8,
+        late_members=6,
+        orphans=7,
+        malformed=10,
+    )
+    manifest = {}
+    for ts, record in enumerate(Plan(options), start=T0):
+        topic = (
+            pipeline.settings.member_topic
+            if record.topic == "member"
+            else pipeline.settings.board_topic
+        )
+        pipeline.send(topic, record.key, record.value, ts)
+        manifest.setdefault(record.kind, set()).add(record.key.decode())
+    pipeline.join(unmatched_timeout_ms=2_000)
+    time.sleep(2.5)
+    pipeline.member(10_000, "tick", T0 + 10_000)
+    pipeline.join(unmatched_timeout_ms=2_000)
+
+    detail, unmatched = pipeline.detail(), pipeline.unmatched()
+    dead = {base64.b64decode(d["key_base64"]).decode() for d in pipeline.dead_letters()}
+    boards = set().union(*(keys for kind, keys in manifest.items() if "boards" in kind))
+    malformed = set().union(
+        *(keys for kind, keys in manifest.items() if kind.startswith("malformed"))
+    )
+    assert set(detail) | set(unmatched) | dead == boards | malformed
+    assert not set(detail) & set(unmatched) and not (set(detail) | set(unmatched)) & dead
+    assert set(unmatched) == manifest["orphan_boards"] | manifest["boards_of_deleted_members"]
+    assert {unmatched[k] for k in manifest["orphan_boards"]} == {"member_missing"}
+    assert manifest["late_boards"] <= set(detail)
+    assert dead == malformed
+
+    pipeline.sink()
+    pipeline.sink()  # a second run finds nothing new and changes nothing
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(postgres.database_url)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.text("select board_id, nickname, detail_offset from board_detail")
+        ).all()
+    engine.dispose()
+    loaded = {row.board_id: row.nickname for row in rows}
+    mine = {k: v for k, v in loaded.items() if k in boards}
+    assert len(rows) >= len(mine) == len(detail)
+    assert mine == {k: v["nickname"] for k, v in detail.items()}
+    json.dumps(mine)  # plain values, loadable as JSON
