@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     spark_master: str = Field(
         default="local[2]", description="Spark master when a job is not run by spark-submit."
     )
+    spark_driver_memory: str = Field(
+        default="2g", description="Driver heap (in local mode also the executors')."
+    )
     connect_timeout_s: float = Field(
         default=10.0, gt=0, description="How long to wait for the broker before giving up."
     )

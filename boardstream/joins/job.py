@@ -20,8 +20,8 @@ from pyspark.sql.streaming import StreamingQuery
 from boardstream.durations import duration_ms
 from boardstream.joins import schema
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
-from boardstream.joins.parse import dead_letters, parse, valid
-from boardstream.joins.processor import BucketedMemberJoin
+from boardstream.joins.parse import parse, routed
+from boardstream.joins.processor import DEAD_LETTER_BUCKET, OUTPUT_DDL, BucketedMemberJoin
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 from boardstream.spark.session import spark_session
@@ -52,27 +52,32 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
         config.max_offsets_per_trigger,
     )
     parsed = parse(raw, settings.member_topic, settings.board_topic, config.max_record_bytes)
-    bucket = F.pmod(F.xxhash64("member_id"), F.lit(config.state_buckets)).cast("int")
+    bucket = (
+        F.when(F.col("dead_letter").isNotNull(), F.lit(DEAD_LETTER_BUCKET))
+        .otherwise(F.pmod(F.xxhash64("member_id"), F.lit(config.state_buckets)))
+        .cast("int")
+    )
     joined = (
-        valid(parsed)
+        routed(parsed)
         .withColumn("bucket", bucket)  # last, so rows keep schema.INPUT's positions
         .groupBy("bucket")
         .transformWithState(
             statefulProcessor=BucketedMemberJoin(config.options),
-            outputStructType=schema.ddl(schema.OUTPUT),
+            outputStructType=OUTPUT_DDL,
             outputMode="Append",
             timeMode="ProcessingTime",
         )
     )
+    outcome = F.col("outcome")
     payload = [name for name in schema.names(schema.OUTPUT) if name != "outcome"]
-    results = joined.select(
-        F.when(F.col("outcome") == "joined", settings.board_detail_topic)
-        .otherwise(settings.unmatched_topic)
+    return joined.select(
+        F.when(outcome == "joined", settings.board_detail_topic)
+        .when(outcome == "unmatched", settings.unmatched_topic)
+        .otherwise(settings.dlq_topic)
         .alias("topic"),
-        F.col("board_id").cast("binary").alias("key"),
-        F.to_json(F.struct(*payload)).alias("value"),
+        F.coalesce(F.col("dead_key"), F.col("board_id").cast("binary")).alias("key"),
+        F.coalesce(F.col("dead_letter"), F.to_json(F.struct(*payload))).alias("value"),
     )
-    return dead_letters(parsed, settings.dlq_topic).unionByName(results)
 
 
 def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:

@@ -119,22 +119,28 @@ def parse(raw: DataFrame, member_topic: str, board_topic: str, max_record_bytes:
     )
 
 
-def dead_letters(parsed: DataFrame, dlq_topic: str) -> DataFrame:
-    """Invalid records as Kafka rows for the DLQ: original key, and a JSON envelope with the
-    error, where the record came from, and its original bytes (base64)."""
-    envelope = F.struct(
-        F.col("error"),
-        F.col("topic").alias("source_topic"),
-        F.col("partition"),
-        F.col("offset"),
-        F.col("timestamp_ms"),
-        F.base64("key").alias("key_base64"),
-        F.base64("value").alias("value_base64"),
-    )
-    return parsed.where(F.col("error").isNotNull()).select(
-        F.lit(dlq_topic).alias("topic"), F.col("key"), F.to_json(envelope).alias("value")
-    )
+def routed(parsed: DataFrame) -> DataFrame:
+    """The processor's input: schema.INPUT, then for an invalid record its DLQ key and envelope
+    (a JSON string with the error, where the record came from and its original bytes in base64;
+    null for valid records, so they carry no extra bytes).
 
-
-def valid(parsed: DataFrame) -> DataFrame:
-    return parsed.where(F.col("error").isNull()).select(*schema.names(schema.INPUT))
+    Invalid records travel through the stateful operator too (in a bucket of their own) rather
+    than a second branch unioned with its output: a union would read and parse the Kafka source
+    twice per micro-batch."""
+    invalid = F.col("error").isNotNull()
+    envelope = F.to_json(
+        F.struct(
+            F.col("error"),
+            F.col("topic").alias("source_topic"),
+            F.col("partition"),
+            F.col("offset"),
+            F.col("timestamp_ms"),
+            F.base64("key").alias("key_base64"),
+            F.base64("value").alias("value_base64"),
+        )
+    )
+    return parsed.select(
+        *schema.names(schema.INPUT),
+        F.when(invalid, F.col("key")).alias("dead_key"),
+        F.when(invalid, envelope).alias("dead_letter"),
+    )

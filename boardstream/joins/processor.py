@@ -32,7 +32,17 @@ BUCKET_STATE_DDL = (
     "deleted_at_ms: bigint, "
     f"pending: array<struct<{schema.struct_fields(schema.PENDING)}>>>>"
 )
-OutputRow = Row(*schema.names(schema.OUTPUT))
+# Invalid records arrive in a bucket of their own and leave unchanged, as dead letters.
+DEAD_LETTER_BUCKET = -1
+_DEAD = (("dead_key", "binary"), ("dead_letter", "string"))
+OUTPUT_DDL = schema.ddl(schema.OUTPUT + _DEAD)
+OutputRow = Row(*schema.names(schema.OUTPUT + _DEAD))
+_NO_DEAD_LETTER = (None, None)
+_EMPTY_RESULT = (None,) * len(schema.OUTPUT)
+
+
+def _dead_letter(row: Row) -> Row:
+    return OutputRow("dead_letter", *_EMPTY_RESULT[1:], row.dead_key, row.dead_letter)
 
 
 class BucketedMemberJoin(StatefulProcessor):
@@ -49,13 +59,15 @@ class BucketedMemberJoin(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[Row], timerValues: TimerValues
     ) -> Iterator[Row]:
+        if key[0] == DEAD_LETTER_BUCKET:
+            return (_dead_letter(row) for row in rows)
         now = timerValues.getCurrentProcessingTimeInMs()
         table = MemberTable(self.options, self._load())
         out, waiting = table.apply(rows, now)
         self._save(table)
         if waiting:
             self.handle.registerTimer(now + self.options.unmatched_timeout_ms)
-        return (OutputRow(*values) for values in out)
+        return (OutputRow(*values, *_NO_DEAD_LETTER) for values in out)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
@@ -64,7 +76,7 @@ class BucketedMemberJoin(StatefulProcessor):
         out = table.expire(expiredTimerInfo.getExpiryTimeInMs())
         if out:
             self._save(table)
-        return (OutputRow(*values) for values in out)
+        return (OutputRow(*values, *_NO_DEAD_LETTER) for values in out)
 
     def _load(self) -> dict[int, list[Any]]:
         stored = self.state.get()

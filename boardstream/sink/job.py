@@ -37,7 +37,8 @@ DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
 class SinkJobConfig:
     trigger: str = streaming.AVAILABLE_NOW
     interval: str = "1 second"
-    max_offsets_per_trigger: int | None = None
+    # Each batch is collected to the driver for the upsert: bound it.
+    max_offsets_per_trigger: int | None = 100_000
     checkpoint: Path | None = None
 
     def checkpoint_dir(self, settings: Settings) -> Path:
@@ -118,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_sink", description=__doc__.splitlines()[0])
     parser.add_argument("--trigger", choices=streaming.TRIGGERS, default=streaming.AVAILABLE_NOW)
     parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=100_000)
     parser.add_argument("--checkpoint", type=Path, default=None)
     return parser
 

@@ -35,6 +35,11 @@ def summarize(progress: dict[str, Any]) -> dict[str, Any]:
         "state_memory_bytes": sum(
             op.get("memoryUsedBytes", 0) for op in progress.get("stateOperators", [])
         ),
+        # RocksDB keeps state off-heap, so memoryUsedBytes says little; its SST files say more.
+        "state_sst_bytes": sum(
+            op.get("customMetrics", {}).get("rocksdbSstFileSize", 0)
+            for op in progress.get("stateOperators", [])
+        ),
         "max_offsets_behind_latest": max(lag, default=0),
         "sources": [
             {k: source.get(k) for k in ("description", "startOffset", "endOffset", "latestOffset")}

@@ -22,6 +22,7 @@ def spark_session(settings: Settings, app_name: str, master: str | None = None) 
     builder = (
         SparkSession.builder.appName(app_name)
         .config("spark.jars", ",".join(str(jar) for jar in connector))
+        .config("spark.driver.memory", settings.spark_driver_memory)
         .config("spark.sql.shuffle.partitions", str(settings.partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")

@@ -53,7 +53,9 @@ def with_trigger(writer: DataStreamWriter, trigger: str, interval: str) -> DataS
     raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, got {trigger!r}")
 
 
-def run(spark: SparkSession, settings: Settings, start: Callable[[], StreamingQuery]) -> StreamingQuery:
+def run(
+    spark: SparkSession, settings: Settings, start: Callable[[], StreamingQuery]
+) -> StreamingQuery:
     """Start the query built by ``start()`` with a progress listener; block until it ends.
     SIGTERM (e.g. Airflow stopping a task) stops the query between batches."""
     listener = JsonlProgressListener(progress_dir(settings))

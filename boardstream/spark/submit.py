@@ -46,6 +46,8 @@ def submit_command(settings: Settings, job: str, job_args: list[str]) -> list[st
         settings.spark_master,
         "--name",
         job,
+        "--driver-memory",
+        settings.spark_driver_memory,
         "--jars",
         connector,
         "--conf",
