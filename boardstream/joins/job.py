@@ -8,7 +8,6 @@ JVM; malformed ones go straight to the DLQ, the rest are grouped by member_id in
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,6 @@ from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import DEAD_LETTER_BUCKET, OUTPUT_DDL, BucketedMemberJoin
 from boardstream.settings import Settings
 from boardstream.spark import streaming
-from boardstream.spark.session import spark_session
 
 QUERY_NAME = "board-detail-join"
 
@@ -96,15 +94,12 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_join", description=__doc__.splitlines()[0])
     parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
-    parser.add_argument("--trigger", choices=streaming.TRIGGERS, default=streaming.AVAILABLE_NOW)
-    parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
+    streaming.add_query_arguments(parser, max_offsets=None)
     parser.add_argument("--unmatched-timeout", type=duration_ms, default="10m")
     parser.add_argument("--history-retention", type=duration_ms, default="7d", help="as-of mode")
     parser.add_argument("--deleted-retention", type=duration_ms, default="7d")
     parser.add_argument("--max-pending-per-member", type=int, default=10_000)
     parser.add_argument("--max-record-bytes", type=int, default=256 * 1024)
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
-    parser.add_argument("--checkpoint", type=Path, default=None)
     parser.add_argument(
         "--state-buckets", type=int, default=1024, help="fixed for the life of a checkpoint"
     )
@@ -139,10 +134,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--state-buckets must be > 0, got {config.state_buckets}")
     except ValueError as error:
         parser.error(str(error))
-    settings = Settings()
-    spark = spark_session(settings, QUERY_NAME)
-    query = streaming.run(spark, settings, lambda: start_join(spark, settings, config))
-    if query.exception() is not None:
-        print(f"{QUERY_NAME} failed: {query.exception()}", file=sys.stderr)
-        return 1
-    return 0
+    return streaming.run_job(
+        QUERY_NAME, lambda spark, settings: start_join(spark, settings, config)
+    )

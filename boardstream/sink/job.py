@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,6 @@ from boardstream.kafka.clients import DeliveryErrors, reliable_producer
 from boardstream.settings import Settings
 from boardstream.sink import table
 from boardstream.spark import streaming
-from boardstream.spark.session import spark_session
 
 QUERY_NAME = "board-detail-sink"
 DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
@@ -117,10 +115,7 @@ def start_sink(spark: SparkSession, settings: Settings, config: SinkJobConfig) -
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_sink", description=__doc__.splitlines()[0])
-    parser.add_argument("--trigger", choices=streaming.TRIGGERS, default=streaming.AVAILABLE_NOW)
-    parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=100_000)
-    parser.add_argument("--checkpoint", type=Path, default=None)
+    streaming.add_query_arguments(parser, max_offsets=SinkJobConfig.max_offsets_per_trigger)
     return parser
 
 
@@ -129,10 +124,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = SinkJobConfig(
         args.trigger, args.interval, args.max_offsets_per_trigger, args.checkpoint
     )
-    settings = Settings()
-    spark = spark_session(settings, QUERY_NAME)
-    query = streaming.run(spark, settings, lambda: start_sink(spark, settings, config))
-    if query.exception() is not None:
-        print(f"{QUERY_NAME} failed: {query.exception()}", file=sys.stderr)
-        return 1
-    return 0
+    return streaming.run_job(
+        QUERY_NAME, lambda spark, settings: start_sink(spark, settings, config)
+    )

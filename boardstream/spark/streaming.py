@@ -3,15 +3,19 @@ until it is done (available-now) or stopped (continuous, SIGTERM stops it cleanl
 
 from __future__ import annotations
 
+import argparse
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import ValidationError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from boardstream.settings import Settings
 from boardstream.spark.progress import JsonlProgressListener
+from boardstream.spark.session import spark_session
 
 AVAILABLE_NOW, CONTINUOUS = "available-now", "continuous"
 TRIGGERS = (AVAILABLE_NOW, CONTINUOUS)
@@ -68,6 +72,29 @@ def run(
         signal.signal(signal.SIGTERM, previous)
         spark.streams.removeListener(listener)
     return query
+
+
+def add_query_arguments(parser: argparse.ArgumentParser, max_offsets: int | None) -> None:
+    """The options every streaming job takes."""
+    parser.add_argument("--trigger", choices=TRIGGERS, default=AVAILABLE_NOW)
+    parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=max_offsets)
+    parser.add_argument("--checkpoint", type=Path, default=None)
+
+
+def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]) -> int:
+    """A job's main: settings, a session, the query run to its end; the exit code says how."""
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        print(f"{name}: bad settings: {error}", file=sys.stderr)
+        return 2
+    spark = spark_session(settings, name)
+    query = run(spark, settings, lambda: start(spark, settings))
+    if query.exception() is not None:
+        print(f"{name} failed: {query.exception()}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def progress_dir(settings: Settings) -> Path:

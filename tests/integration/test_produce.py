@@ -6,12 +6,12 @@ import json
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.generator.producer import produce
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
+from tests.integration.pipeline import consume_all
 
 OPTIONS = GeneratorOptions(
     members=500,
@@ -37,27 +37,6 @@ def _topics(kafka, prefix: str):
     )
     create_topics(admin_client(settings), settings, platform_topics(settings))
     return settings
-
-
-def consume_all(settings, topic: str) -> list[tuple[bytes, bytes | None]]:
-    """Every record of ``topic`` from the start to its current end, as (key, value)."""
-    consumer = Consumer(
-        {**settings.to_confluent(), "group.id": f"check-{topic}", "enable.auto.commit": False}
-    )
-    metadata = consumer.list_topics(topic, timeout=10)
-    partitions = [TopicPartition(topic, p, 0) for p in metadata.topics[topic].partitions]
-    ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
-    consumer.assign(partitions)
-    records: list[tuple[bytes, bytes | None]] = []
-    position = dict.fromkeys(ends, 0)
-    while any(position[p] < ends[p] for p in ends):
-        message = consumer.poll(5)
-        assert message is not None, f"timed out reading {topic}: at {position}, ends {ends}"
-        assert message.error() is None, message.error()
-        position[message.partition()] = message.offset() + 1
-        records.append((message.key(), message.value()))
-    consumer.close()
-    return records
 
 
 @pytest.fixture(scope="module")
