@@ -15,29 +15,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from boardstream.argtypes import count, ratio
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
-
-
-def count(text: str) -> int:
-    """argparse type: a whole number >= 0, with an error that names the bad value."""
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {value:g}")
-    return value
 
 
 def _setup(args: argparse.Namespace, settings: Settings) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 
 _UNITS_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -15,14 +14,3 @@ def parse_ms(text: str) -> int:
     if not match:
         raise ValueError(f"expected a duration like 500ms, 30s, 10m, 2h or 7d, got {text!r}")
     return round(float(match.group(1)) * _UNITS_MS[match.group(2)])
-
-
-def duration_ms(text: str) -> int:
-    """argparse type: a positive duration, in milliseconds."""
-    try:
-        value = parse_ms(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return value

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from boardstream.durations import duration_ms
+from boardstream.argtypes import duration_ms, positive
 from boardstream.joins import schema
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
 from boardstream.joins.parse import parse, routed
@@ -98,10 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--unmatched-timeout", type=duration_ms, default="10m")
     parser.add_argument("--history-retention", type=duration_ms, default="7d", help="as-of mode")
     parser.add_argument("--deleted-retention", type=duration_ms, default="7d")
-    parser.add_argument("--max-pending-per-member", type=int, default=10_000)
-    parser.add_argument("--max-record-bytes", type=int, default=256 * 1024)
+    parser.add_argument("--max-pending-per-member", type=positive, default=10_000)
+    parser.add_argument("--max-record-bytes", type=positive, default=256 * 1024)
     parser.add_argument(
-        "--state-buckets", type=int, default=1024, help="fixed for the life of a checkpoint"
+        "--state-buckets", type=positive, default=1024, help="fixed for the life of a checkpoint"
     )
     return parser
 
@@ -130,8 +130,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = config_from_args(args)
         config.options.validate()
-        if config.state_buckets <= 0:
-            raise ValueError(f"--state-buckets must be > 0, got {config.state_buckets}")
     except ValueError as error:
         parser.error(str(error))
     return streaming.run_job(

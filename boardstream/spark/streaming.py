@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
+from boardstream.argtypes import positive
 from boardstream.settings import Settings
 from boardstream.spark.progress import JsonlProgressListener
 from boardstream.spark.session import spark_session
@@ -78,7 +79,7 @@ def add_query_arguments(parser: argparse.ArgumentParser, max_offsets: int | None
     """The options every streaming job takes."""
     parser.add_argument("--trigger", choices=TRIGGERS, default=AVAILABLE_NOW)
     parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=max_offsets)
+    parser.add_argument("--max-offsets-per-trigger", type=positive, default=max_offsets)
     parser.add_argument("--checkpoint", type=Path, default=None)
 
 

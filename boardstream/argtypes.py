@@ -1,0 +1,47 @@
+"""argparse types for boardstream's commands and jobs: each names the bad value it refuses."""
+
+from __future__ import annotations
+
+import argparse
+
+from boardstream.durations import parse_ms
+
+
+def count(text: str) -> int:
+    """argparse type: a whole number >= 0, with an error that names the bad value."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {value:g}")
+    return value
+
+
+def positive(text: str) -> int:
+    """A whole number > 0."""
+    value = count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be > 0, got 0")
+    return value
+
+
+def duration_ms(text: str) -> int:
+    """argparse type: a positive duration, in milliseconds."""
+    try:
+        value = parse_ms(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value

@@ -1,0 +1,63 @@
+"""The fields boardstream keeps from Spark's StreamingQueryProgress JSON."""
+
+from __future__ import annotations
+
+from boardstream.spark.progress import summarize
+
+PROGRESS = {
+    "id": "q",
+    "runId": "r",
+    "name": "board-detail-join",
+    "timestamp": "2026-11-22T08:24:41.000Z",
+    "batchId": 4,
+    "batchDuration": 2100,
+    "numInputRows": 910,
+    "inputRowsPerSecond": 450.5,
+    "processedRowsPerSecond": 43.4,
+    "durationMs": {"triggerExecution": 2100},
+    "stateOperators": [
+        {
+            "operatorName": "transformWithStateExec",
+            "numRowsTotal": 208,
+            "memoryUsedBytes": 73756,
+            "customMetrics": {"rocksdbSstFileSize": 5000},
+        }
+    ],
+    "sources": [
+        {
+            "description": "KafkaV2[Subscribe[member,board]]",
+            "startOffset": {"board": {"0": 0}},
+            "endOffset": {"board": {"0": 69}},
+            "latestOffset": {"board": {"0": 80}},
+            "metrics": {"maxOffsetsBehindLatest": "11", "avgOffsetsBehindLatest": "5.5"},
+        }
+    ],
+}
+
+
+def test_summary_keeps_rates_state_and_lag() -> None:
+    summary = summarize(PROGRESS)
+    assert summary["query"] == "board-detail-join"
+    assert (summary["batch_id"], summary["input_rows"], summary["batch_duration_ms"]) == (
+        4,
+        910,
+        2100,
+    )
+    assert (summary["state_rows"], summary["state_memory_bytes"], summary["state_sst_bytes"]) == (
+        208,
+        73756,
+        5000,
+    )
+    assert summary["max_offsets_behind_latest"] == 11
+    assert summary["sources"][0]["endOffset"] == {"board": {"0": 69}}
+
+
+def test_summary_of_a_stateless_idle_batch() -> None:
+    summary = summarize(
+        {"name": "s", "batchId": 0, "numInputRows": 0, "durationMs": {"triggerExecution": 7}}
+    )
+    assert (
+        summary["state_rows"],
+        summary["max_offsets_behind_latest"],
+        summary["batch_duration_ms"],
+    ) == (0, 0, 7)
