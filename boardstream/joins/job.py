@@ -59,7 +59,7 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
         routed(parsed)
         .withColumn("bucket", bucket)  # last, so rows keep schema.INPUT's positions
         .groupBy("bucket")
-        .transformWithState(
+        .transformWithStateInPandas(
             statefulProcessor=BucketedMemberJoin(config.options),
             outputStructType=OUTPUT_DDL,
             outputMode="Append",
@@ -73,7 +73,7 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
         .when(outcome == "unmatched", settings.unmatched_topic)
         .otherwise(settings.dlq_topic)
         .alias("topic"),
-        F.coalesce(F.col("dead_key"), F.col("board_id").cast("binary")).alias("key"),
+        F.coalesce(F.unbase64("dead_key"), F.col("board_id").cast("binary")).alias("key"),
         F.coalesce(F.col("dead_letter"), F.to_json(F.struct(*payload))).alias("value"),
     )
 

@@ -110,7 +110,8 @@ def parse(raw: DataFrame, member_topic: str, board_topic: str, max_record_bytes:
         "board_id": j["id"],
         "title": j["title"],
         "body": j["body"],
-        "created_ts": j["created_ts"].try_cast("bigint"),
+        # Members have no created_ts: 0, not null, keeps the column int64 in pandas.
+        "created_ts": F.when(is_board, j["created_ts"].try_cast("bigint")).otherwise(F.lit(0)),
         **{name: j[name] for name in ("nickname", "city", "phone", "created_at", "modified_at")},
     }
     assert list(typed) == schema.names(schema.INPUT)
@@ -141,6 +142,6 @@ def routed(parsed: DataFrame) -> DataFrame:
     )
     return parsed.select(
         *schema.names(schema.INPUT),
-        F.when(invalid, F.col("key")).alias("dead_key"),
+        F.when(invalid, F.base64("key")).alias("dead_key"),  # text: pandas-safe
         F.when(invalid, envelope).alias("dead_letter"),
     )
