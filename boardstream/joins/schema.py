@@ -79,10 +79,5 @@ def ddl(columns: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"`{name}` {kind}" for name, kind in columns)
 
 
-def struct_fields(columns: tuple[tuple[str, str], ...]) -> str:
-    """The columns as the field list of a ``struct<...>`` type."""
-    return ", ".join(f"`{name}`: {kind}" for name, kind in columns)
-
-
 def names(columns: tuple[tuple[str, str], ...]) -> list[str]:
     return [name for name, _ in columns]
