@@ -39,16 +39,8 @@ def main() -> None:
     args = parser.parse_args()
     run = time.strftime("%Y%m%d%H%M%S")
     base = Settings()
-    settings = base.model_copy(
-        update={
-            "var_dir": base.var_dir / "bench" / run,
-            "jar_cache": base.jars_dir,
-            "member_topic": f"bench-{run}-member",
-            "board_topic": f"bench-{run}-board",
-            "board_detail_topic": f"bench-{run}-detail",
-            "unmatched_topic": f"bench-{run}-unmatched",
-            "dlq_topic": f"bench-{run}-dlq",
-        }
+    settings = base.with_topic_prefix(
+        f"bench-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
     )
     admin = admin_client(settings)
     create_topics(admin, settings, platform_topics(settings))

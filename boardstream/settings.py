@@ -102,6 +102,19 @@ class Settings(BaseSettings):
             return self.board_partitions
         return self.partitions
 
+    def with_topic_prefix(self, prefix: str, **changes: object) -> Settings:
+        """A copy whose five topics are ``<prefix>-member``, ``-board``, ``-board-detail``,
+        ``-board-unmatched`` and ``-board-dlq``: isolated pipelines on one broker (tests,
+        benchmarks, side-by-side runs)."""
+        topics = {
+            "member_topic": f"{prefix}-member",
+            "board_topic": f"{prefix}-board",
+            "board_detail_topic": f"{prefix}-board-detail",
+            "unmatched_topic": f"{prefix}-board-unmatched",
+            "dlq_topic": f"{prefix}-board-dlq",
+        }
+        return self.model_copy(update={**topics, **changes})
+
     def to_confluent(self) -> dict[str, str | int | float | bool]:
         """Base librdkafka configuration shared by every confluent-kafka client."""
         return {"bootstrap.servers": self.bootstrap_servers}

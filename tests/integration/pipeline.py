@@ -43,17 +43,7 @@ def consume_all(settings: Settings, topic: str) -> list[tuple[bytes | None, byte
 
 class Pipeline:
     def __init__(self, kafka: Settings, spark: Any, workdir: Path, **settings: Any) -> None:
-        prefix = f"p{next(_names)}"
-        self.settings = kafka.model_copy(
-            update={
-                "member_topic": f"{prefix}-member",
-                "board_topic": f"{prefix}-board",
-                "board_detail_topic": f"{prefix}-detail",
-                "unmatched_topic": f"{prefix}-unmatched",
-                "dlq_topic": f"{prefix}-dlq",
-                **settings,
-            }
-        )
+        self.settings = kafka.with_topic_prefix(f"p{next(_names)}", **settings)
         create_topics(admin_client(self.settings), self.settings, platform_topics(self.settings))
         self.spark = spark
         self.workdir = workdir

@@ -26,15 +26,7 @@ OPTIONS = GeneratorOptions(
 
 
 def _topics(kafka, prefix: str):
-    settings = kafka.model_copy(
-        update={
-            "member_topic": f"{prefix}-member",
-            "board_topic": f"{prefix}-board",
-            "board_detail_topic": f"{prefix}-detail",
-            "unmatched_topic": f"{prefix}-unmatched",
-            "dlq_topic": f"{prefix}-dlq",
-        }
-    )
+    settings = kafka.with_topic_prefix(prefix)
     create_topics(admin_client(settings), settings, platform_topics(settings))
     return settings
 

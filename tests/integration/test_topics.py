@@ -9,17 +9,7 @@ from boardstream.kafka.topics import create_topics, describe_topics, platform_to
 
 
 def test_create_is_idempotent_and_configs_read_back(kafka) -> None:
-    settings = kafka.model_copy(
-        update={
-            "member_topic": "t-member",
-            "board_topic": "t-board",
-            "board_detail_topic": "t-board-detail",
-            "unmatched_topic": "t-board-unmatched",
-            "dlq_topic": "t-board-dlq",
-            "member_partitions": 2,
-            "board_partitions": 4,
-        }
-    )
+    settings = kafka.with_topic_prefix("t", member_partitions=2, board_partitions=4)
     admin = admin_client(settings)
     specs = platform_topics(settings)
     first = create_topics(admin, settings, specs)
