@@ -188,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("boardstream: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
