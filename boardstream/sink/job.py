@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import sqlalchemy as sa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins import schema
 from boardstream.kafka.clients import DeliveryErrors, reliable_producer
@@ -59,7 +59,7 @@ class BatchWriter:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.engine = sa.create_engine(settings.database, pool_pre_ping=True)
+        self.engine = database.engine(settings.database)
         table.create(self.engine)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:

@@ -8,6 +8,7 @@ memory, and per source the offsets and how far behind the latest offset it is.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ def summarize(progress: dict[str, Any]) -> dict[str, Any]:
 class JsonlProgressListener(StreamingQueryListener):
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.last_batch: dict[str, int] = {}  # run id → last batch written
         directory.mkdir(parents=True, exist_ok=True)
 
     def onQueryStarted(self, event: Any) -> None:
@@ -61,6 +63,14 @@ class JsonlProgressListener(StreamingQueryListener):
         name = record["query"] or "unnamed"
         with (self.directory / f"{name}.jsonl").open("a") as out:
             out.write(json.dumps(record) + "\n")
+        self.last_batch[str(record["run_id"])] = record["batch_id"]
+
+    def wait_for(self, run_id: str, batch_id: int, timeout_s: float = 10.0) -> None:
+        """Events reach Python asynchronously: wait until ``batch_id`` of ``run_id`` is written
+        (a query's last batch would otherwise be lost when the job exits right away)."""
+        deadline = time.monotonic() + timeout_s
+        while self.last_batch.get(run_id, -1) < batch_id and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def onQueryIdle(self, event: Any) -> None:
         pass

@@ -69,6 +69,8 @@ def run(
     previous = signal.signal(signal.SIGTERM, lambda *_: query.stop())
     try:
         query.awaitTermination()
+        if query.lastProgress is not None:
+            listener.wait_for(str(query.runId), query.lastProgress["batchId"])
     finally:
         signal.signal(signal.SIGTERM, previous)
         spark.streams.removeListener(listener)

@@ -16,6 +16,8 @@ import sqlalchemy as sa
 
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.settings import Settings
+from boardstream.spark.progress import read_progress
+from boardstream.spark.streaming import progress_dir
 from tests.integration.pipeline import Pipeline, consume_all
 
 SEED = 20261122  # the kill points derive from it: a failure replays with the same schedule
@@ -111,6 +113,15 @@ def test_kill_9_and_restart_loses_and_duplicates_nothing(kafka, postgres, tmp_pa
     assert set(loaded.values()) == {1}
     assert consume_all(settings, settings.unmatched_topic) == []
     assert consume_all(settings, settings.dlq_topic) == []
+
+    # Every micro-batch left a progress line: rows, rates, duration, state, lag.
+    join_progress = read_progress(progress_dir(settings), "board-detail-join")
+    assert sum(p["input_rows"] for p in join_progress) >= len(boards)
+    assert max(p["state_rows"] for p in join_progress) == 16  # one state row per bucket
+    assert all(p["batch_duration_ms"] > 0 for p in join_progress)
+    assert join_progress[-1]["max_offsets_behind_latest"] == 0
+    sink_progress = read_progress(progress_dir(settings), "board-detail-sink")
+    assert sum(p["input_rows"] for p in sink_progress) >= len(boards)
     (tmp_path / "summary.json").write_text(
         json.dumps({"boards": len(boards), "replayed": replayed})
     )
