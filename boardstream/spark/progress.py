@@ -8,6 +8,7 @@ memory, and per source the offsets and how far behind the latest offset it is.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,15 @@ def summarize(progress: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def progress_line(record: dict[str, Any]) -> str:
+    """One human line per batch, for the job's log (and so an Airflow task log)."""
+    return (
+        f"{record['query']} batch {record['batch_id']}: {record['input_rows']:,} rows, "
+        f"{record['processed_rows_per_s']:,.0f} rows/s, {record['batch_duration_ms']:,} ms, "
+        f"state {record['state_rows']:,} rows, {record['max_offsets_behind_latest']:,} behind"
+    )
+
+
 class JsonlProgressListener(StreamingQueryListener):
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -63,6 +73,7 @@ class JsonlProgressListener(StreamingQueryListener):
         name = record["query"] or "unnamed"
         with (self.directory / f"{name}.jsonl").open("a") as out:
             out.write(json.dumps(record) + "\n")
+        print(progress_line(record), file=sys.stderr, flush=True)
         self.last_batch[str(record["run_id"])] = record["batch_id"]
 
     def wait_for(self, run_id: str, batch_id: int, timeout_s: float = 10.0) -> None:

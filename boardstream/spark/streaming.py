@@ -93,6 +93,9 @@ def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]
         print(f"{name}: bad settings: {error}", file=sys.stderr)
         return 2
     spark = spark_session(settings, name)
+    # spark-submit logs at INFO, whole query plans included; per-batch progress is in
+    # var/progress/<job>.jsonl instead.
+    spark.sparkContext.setLogLevel("WARN")
     query = run(spark, settings, lambda: start(spark, settings))
     if query.exception() is not None:
         print(f"{name} failed: {query.exception()}", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from boardstream.spark.progress import summarize
+from boardstream.spark.progress import progress_line, summarize
 
 PROGRESS = {
     "id": "q",
@@ -61,3 +61,9 @@ def test_summary_of_a_stateless_idle_batch() -> None:
         summary["max_offsets_behind_latest"],
         summary["batch_duration_ms"],
     ) == (0, 0, 7)
+
+
+def test_progress_line_reads_as_a_log_line() -> None:
+    assert progress_line(summarize(PROGRESS)) == (
+        "board-detail-join batch 4: 910 rows, 43 rows/s, 2,100 ms, state 208 rows, 11 behind"
+    )
