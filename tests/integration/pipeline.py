@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from boardstream.joins.job import JoinJobConfig, start_join
@@ -39,6 +40,15 @@ def consume_all(settings: Settings, topic: str) -> list[tuple[bytes | None, byte
         records.append((message.key(), message.value()))
     consumer.close()
     return records
+
+
+def query(database_url: str, sql: str) -> list[Any]:
+    """Rows of ``sql`` against the board_detail database."""
+    engine = sa.create_engine(database_url)
+    with engine.connect() as connection:
+        rows = connection.execute(sa.text(sql)).all()
+    engine.dispose()
+    return rows
 
 
 class Pipeline:
