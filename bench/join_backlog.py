@@ -2,13 +2,20 @@
 
     .venv/bin/boardstream stack up
     .venv/bin/python bench/join_backlog.py             # 442,128 members + 447,017 boards
-    .venv/bin/python bench/join_backlog.py --scale 0.1
+    .venv/bin/python bench/join_backlog.py --scale 0.1 --modes pipelined
 
-Produces the seeded backlog into fresh topics, then runs, each available-now in one local Spark
-session: the join (member + board → board-detail) and the sink (board-detail → board_detail in
-BOARDSTREAM_DATABASE_URL, SQLite under var/ by default). It prints a Markdown table: records,
-seconds, records/s per stage and end to end, and the peak state rows and memory the join
-reported.
+Produces the seeded backlog once, then drains it in each mode, side by side, each into its own
+output topics, checkpoints and board_detail table (BOARDSTREAM_DATABASE_URL, SQLite under var/
+by default), in one local Spark session:
+
+- ``sequential``: the join available-now, then the sink available-now (how a scheduler that
+  runs one job after the other sees it);
+- ``pipelined``: the join available-now while the sink runs continuously beside it, reading
+  ``board-detail`` as the join writes it (how the two streaming jobs run in production); the
+  clock stops when the sink has loaded everything the join wrote.
+
+It prints a Markdown table (records, seconds, records/s per stage and end to end) and the peak
+state rows and memory the join reported.
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ import os
 import platform
 import shutil
 import time
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
 
 from boardstream.generator.plan import PRODUCTION_BOARDS, PRODUCTION_MEMBERS, GeneratorOptions
 from boardstream.generator.producer import produce
@@ -26,66 +36,96 @@ from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
-from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.sink.job import SinkJobConfig, start_sink
 from boardstream.spark.progress import JsonlProgressListener, read_progress
 from boardstream.spark.session import spark_session
-from boardstream.spark.streaming import progress_dir
+from boardstream.spark.streaming import CONTINUOUS, progress_dir
+
+MODES = ("pipelined", "sequential")
+
+
+def timed(action: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
+
+
+def await_clean(query) -> None:
+    query.awaitTermination()
+    assert query.exception() is None, query.exception()
+
+
+def sequential(spark: SparkSession, settings: Settings) -> dict[str, float]:
+    join = timed(lambda: await_clean(start_join(spark, settings, JoinJobConfig())))
+    sink = timed(lambda: await_clean(start_sink(spark, settings, SinkJobConfig())))
+    return {"join": join, "sink": sink, "end to end": join + sink}
+
+
+def pipelined(spark: SparkSession, settings: Settings) -> dict[str, float]:
+    began = time.perf_counter()
+    sink = start_sink(spark, settings, SinkJobConfig(trigger=CONTINUOUS, interval="2 seconds"))
+    await_clean(start_join(spark, settings, JoinJobConfig()))
+    join = time.perf_counter() - began
+    sink.processAllAvailable()  # everything the join wrote is loaded
+    total = time.perf_counter() - began
+    sink.stop()
+    assert sink.exception() is None, sink.exception()
+    return {"join": join, "sink (after the join ended)": total - join, "end to end": total}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of production scale")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     args = parser.parse_args()
     run = time.strftime("%Y%m%d%H%M%S")
     base = Settings()
-    settings = base.with_topic_prefix(
+    source = base.with_topic_prefix(
         f"bench-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
     )
-    admin = admin_client(settings)
-    create_topics(admin, settings, platform_topics(settings))
+    admin = admin_client(source)
+    create_topics(admin, source, platform_topics(source))
     options = GeneratorOptions(
         members=round(PRODUCTION_MEMBERS * args.scale),
         boards=round(PRODUCTION_BOARDS * args.scale),
         seed=1,
     )
-    manifest = produce(settings, options, settings.var_dir / "manifest.json", 5.0)
+    manifest = produce(source, options, source.var_dir / "manifest.json", 5.0)
     records = sum(manifest.counts.values())
-
-    spark = spark_session(settings, "bench-join-backlog")
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.streams.addListener(JsonlProgressListener(progress_dir(settings)))
-    timings = {}
-    for name, start in (
-        (JOIN, lambda: start_join(spark, settings, JoinJobConfig())),
-        (SINK, lambda: start_sink(spark, settings, SinkJobConfig())),
-    ):
-        began = time.perf_counter()
-        query = start()
-        query.awaitTermination()
-        assert query.exception() is None, query.exception()
-        timings[name] = time.perf_counter() - began
-        print(f"{name}: {timings[name]:.1f}s", flush=True)
-    time.sleep(1)  # the listener writes the last progress event asynchronously
-    join_progress = read_progress(progress_dir(settings), JOIN)
-    peak_rows = max((p["state_rows"] for p in join_progress), default=0)
-    peak_bytes = max((p["state_sst_bytes"] for p in join_progress), default=0)
     boards = manifest.counts.get("boards", 0)
-    total = sum(timings.values())
+
+    spark = spark_session(source, "bench-join-backlog")
+    spark.sparkContext.setLogLevel("ERROR")
     machine = f"{platform.machine()}, {os.cpu_count()} cores"
-    print(f"\n{records:,} input records ({boards:,} boards); {machine}")
-    print("| stage | records | seconds | records/s |\n|---|---:|---:|---:|")
-    for stage, count, seconds in (
-        ("join (member + board → board-detail)", records, timings[JOIN]),
-        ("sink (board-detail → board_detail)", boards, timings[SINK]),
-        ("end to end", records, total),
-    ):
-        print(f"| {stage} | {count:,} | {seconds:.1f} | {count / seconds:,.0f} |")
-    state = f"{peak_rows:,} rows (buckets), {peak_bytes / 1e6:,.1f} MB of RocksDB SST files"
-    print(f"\npeak join state: {state}")
-    for spec in platform_topics(settings):
-        admin.delete_topics([spec.name])
-    shutil.rmtree(settings.var_dir / "checkpoints", ignore_errors=True)
+    print(f"\n{records:,} input records ({boards:,} boards); {machine}", flush=True)
+    for index, mode in enumerate(args.modes):
+        # Same input topics; outputs, checkpoints and database of this mode only.
+        settings = source.with_topic_prefix(
+            f"bench-{run}-{index}{mode}", var_dir=source.var_dir / f"{index}{mode}"
+        ).model_copy(
+            update={"member_topic": source.member_topic, "board_topic": source.board_topic}
+        )
+        settings.var_dir.mkdir(parents=True, exist_ok=True)
+        create_topics(admin, settings, platform_topics(settings)[2:])
+        listener = JsonlProgressListener(progress_dir(settings))
+        spark.streams.addListener(listener)
+        timings = (
+            sequential(spark, settings) if mode == "sequential" else pipelined(spark, settings)
+        )
+        time.sleep(1)  # the listener writes the last progress event asynchronously
+        spark.streams.removeListener(listener)
+        join_progress = read_progress(progress_dir(settings), JOIN)
+        peak_rows = max((p["state_rows"] for p in join_progress), default=0)
+        peak_bytes = max((p["state_sst_bytes"] for p in join_progress), default=0)
+        print(f"\n{mode}\n| stage | records | seconds | records/s |\n|---|---:|---:|---:|")
+        for stage, seconds in timings.items():
+            count = boards if stage.startswith("sink") else records
+            print(f"| {stage} | {count:,} | {seconds:.1f} | {count / seconds:,.0f} |")
+        state = f"{peak_rows:,} rows (buckets), {peak_bytes / 1e6:,.1f} MB of RocksDB SST files"
+        print(f"peak join state: {state}", flush=True)
+        admin.delete_topics([spec.name for spec in platform_topics(settings)[2:]])
+    admin.delete_topics([spec.name for spec in platform_topics(source)])
+    shutil.rmtree(source.var_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -45,3 +45,22 @@ def duration_ms(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     return value
+
+
+def fraction(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1."""
+    value = positive_number(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be below 1, got {value:g}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """argparse type: a number > 0 (fractions allowed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from boardstream.argtypes import count, ratio
+from boardstream.argtypes import count, duration_ms, fraction, positive, positive_number, ratio
+from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 
@@ -111,6 +112,51 @@ def _job(args: argparse.Namespace, settings: Settings) -> int:
     return subprocess.run(command, env=submit_env(), check=False).returncode
 
 
+def _compaction(args: argparse.Namespace, settings: Settings) -> int:
+    import getpass
+
+    from boardstream import database
+    from boardstream.compaction import apply, tuning
+    from boardstream.compaction.measure import measure_topic
+    from boardstream.compaction.policy import Targets
+    from boardstream.kafka.clients import admin_client
+
+    admin = admin_client(settings)
+    run_by = f"cli:{getpass.getuser()}"
+    if args.action in ("rollback", "verify"):
+        if args.change is None:
+            raise BoardstreamError(f"compaction {args.action} needs --change ID")
+        engine = database.engine(settings.database)
+        if args.action == "rollback":
+            change_id = apply.rollback(admin, settings, engine, args.change, run_by)
+            print(f"change {args.change} rolled back (logged as change {change_id})")
+        else:
+            print(tuning.measurement_line(apply.verify(admin, settings, engine, args.change)))
+        return 0
+    selection = tuning.Selection(
+        tuple(args.topic or ()),
+        tuple(args.exclude or ()),
+        tuple(args.reconciled or tuning.default_reconciled(settings)),
+    )
+    targets = Targets(
+        max_replay_waste=args.max_replay_waste,
+        update_rate=args.update_rate,
+        restore_rate=args.restore_rate,
+        restore_budget_s=args.restore_budget / 1000,
+        max_consumer_downtime_ms=args.max_consumer_downtime,
+        reconciliation_interval_ms=args.reconciliation_interval,
+    )
+    if args.action == "measure":
+        for topic in tuning.select(admin, settings, selection):
+            print(tuning.measurement_line(measure_topic(admin, settings, topic)))
+        return 0
+    execute = args.action == "apply" and args.execute
+    engine = database.engine(settings.database) if execute else None
+    tunings = tuning.tune(admin, settings, engine, selection, targets, execute, run_by)
+    print("\n".join(tuning.report(tunings, execute)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="boardstream", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
@@ -162,6 +208,36 @@ def build_parser() -> argparse.ArgumentParser:
     job.add_argument("name", nargs="?", help="the job (see `boardstream job list`)")
     job.add_argument("job_args", nargs=argparse.REMAINDER, help="the job's own arguments")
     job.set_defaults(run=_job)
+
+    compaction = commands.add_parser(
+        "compaction",
+        help="measure compacted topics and tune their cleaner settings",
+        description="apply is a dry run unless --execute is given; every applied change is"
+        " logged in compaction_tuning_log and can be rolled back with --change ID",
+    )
+    compaction.add_argument(
+        "action", choices=["measure", "recommend", "apply", "rollback", "verify"]
+    )
+    compaction.add_argument("--topic", action="append", help="topic name pattern (repeatable)")
+    compaction.add_argument("--exclude", action="append", help="topic pattern never touched")
+    compaction.add_argument(
+        "--reconciled",
+        action="append",
+        help="pattern of topics reconciliation reads (default: the member and board topics)",
+    )
+    compaction.add_argument("--max-replay-waste", type=fraction, default=Targets.max_replay_waste)
+    compaction.add_argument(
+        "--update-rate", type=positive_number, help="expected records/s (default: as measured)"
+    )
+    compaction.add_argument(
+        "--restore-rate", type=positive_number, default=Targets.restore_rate, help="records/s"
+    )
+    compaction.add_argument("--restore-budget", type=duration_ms, default="5m")
+    compaction.add_argument("--max-consumer-downtime", type=duration_ms, default="1d")
+    compaction.add_argument("--reconciliation-interval", type=duration_ms, default="15m")
+    compaction.add_argument("--execute", action="store_true", help="apply: really alter configs")
+    compaction.add_argument("--change", type=positive, help="rollback/verify: the change id")
+    compaction.set_defaults(run=_compaction)
     return parser
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -35,3 +37,27 @@ def isolated_settings(var_dir: Path, **overrides: object) -> Settings:
     }
     values.update(overrides)
     return Settings(**values)
+
+
+def cli(
+    settings, *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run the `boardstream` command as a user would, against the stack of ``settings``."""
+    env = {
+        **os.environ,
+        "BOARDSTREAM_VAR_DIR": str(settings.var_dir),
+        "BOARDSTREAM_JAR_CACHE": str(settings.jars_dir),
+        "BOARDSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "BOARDSTREAM_CONTROLLER_PORT": str(settings.controller_port),
+        "BOARDSTREAM_POSTGRES_PORT": str(settings.postgres_port),
+        "BOARDSTREAM_CONNECT_TIMEOUT_S": str(settings.connect_timeout_s),
+        **(extra_env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "boardstream.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )

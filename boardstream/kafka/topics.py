@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
+    ConfigSource,
     NewTopic,
     OffsetSpec,
     ResourceType,
@@ -122,7 +123,9 @@ def _wait_for_leaders(admin: AdminClient, settings: Settings, topics: list[str])
 @dataclass(frozen=True)
 class TopicDescription:
     name: str
-    configs: dict[str, tuple[str | None, bool]]  # name -> (value, is_default)
+    # name -> (value, is_default); a default is any value the topic does not set itself
+    # (Kafka's or the broker's), which is what deleting the topic's override brings back.
+    configs: dict[str, tuple[str | None, bool]]
     end_offsets: dict[int, int]
     start_offsets: dict[int, int]
 
@@ -140,7 +143,8 @@ def describe_topics(
     config_futures = admin.describe_configs(resources, request_timeout=settings.connect_timeout_s)
     configs = {
         resource.name: {
-            name: (entry.value, entry.is_default) for name, entry in future.result().items()
+            name: (entry.value, entry.source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+            for name, entry in future.result().items()
         }
         for resource, future in config_futures.items()
     }

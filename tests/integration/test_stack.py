@@ -3,37 +3,13 @@ and fail fast with a clear message when the broker is not there."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 import sqlalchemy
 
-from tests.fixtures import free_port, isolated_settings, world_readable_dir
-
-
-def cli(
-    settings, *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "BOARDSTREAM_VAR_DIR": str(settings.var_dir),
-        "BOARDSTREAM_JAR_CACHE": str(settings.jars_dir),
-        "BOARDSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-        "BOARDSTREAM_CONTROLLER_PORT": str(settings.controller_port),
-        "BOARDSTREAM_POSTGRES_PORT": str(settings.postgres_port),
-        "BOARDSTREAM_CONNECT_TIMEOUT_S": str(settings.connect_timeout_s),
-        **(extra_env or {}),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "boardstream.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
+from tests.fixtures import cli, free_port, isolated_settings, world_readable_dir
 
 
 def _running(pid: str) -> bool:
