@@ -67,7 +67,7 @@ def main() -> None:
         f"bench-compaction-{run}", var_dir=base.var_dir / "bench" / run
     )
     admin = admin_client(settings)
-    create_topics(admin, settings, platform_topics(settings)[:1])
+    create_topics(admin, settings, platform_topics(settings)[:2])  # produce needs both
     members = round(PRODUCTION_MEMBERS * args.scale)
     options = GeneratorOptions(
         members=members, boards=0, update_ratio=VERSIONS - 1, deletes=members // 100, seed=1
@@ -103,7 +103,7 @@ def main() -> None:
         f"\nreplayed {before[0] / after[0]:.1f}x fewer records, {before[2] / after[2]:.1f}x faster;"
         f" {after[0] / after[1]:.3f} records per live member after tuning"
     )
-    admin.delete_topics([topic])
+    admin.delete_topics([topic, settings.board_topic])
     shutil.rmtree(settings.var_dir, ignore_errors=True)
 
 

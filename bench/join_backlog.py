@@ -55,28 +55,29 @@ def await_clean(query) -> None:
     assert query.exception() is None, query.exception()
 
 
-def sequential(spark: SparkSession, settings: Settings) -> dict[str, float]:
-    join = timed(lambda: await_clean(start_join(spark, settings, JoinJobConfig())))
+def sequential(spark: SparkSession, settings: Settings, join: JoinJobConfig) -> dict[str, float]:
+    join_s = timed(lambda: await_clean(start_join(spark, settings, join)))
     sink = timed(lambda: await_clean(start_sink(spark, settings, SinkJobConfig())))
-    return {"join": join, "sink": sink, "end to end": join + sink}
+    return {"join": join_s, "sink": sink, "end to end": join_s + sink}
 
 
-def pipelined(spark: SparkSession, settings: Settings) -> dict[str, float]:
+def pipelined(spark: SparkSession, settings: Settings, join: JoinJobConfig) -> dict[str, float]:
     began = time.perf_counter()
     sink = start_sink(spark, settings, SinkJobConfig(trigger=CONTINUOUS, interval="2 seconds"))
-    await_clean(start_join(spark, settings, JoinJobConfig()))
-    join = time.perf_counter() - began
+    await_clean(start_join(spark, settings, join))
+    join_s = time.perf_counter() - began
     sink.processAllAvailable()  # everything the join wrote is loaded
     total = time.perf_counter() - began
     sink.stop()
     assert sink.exception() is None, sink.exception()
-    return {"join": join, "sink (after the join ended)": total - join, "end to end": total}
+    return {"join": join_s, "sink (after the join ended)": total - join_s, "end to end": total}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of production scale")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--state-buckets", type=int, default=JoinJobConfig.state_buckets)
     args = parser.parse_args()
     run = time.strftime("%Y%m%d%H%M%S")
     base = Settings()

@@ -1,0 +1,45 @@
+"""Every DAG imports cleanly, cheaply, and follows the project's conventions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.dags.conftest import DAGS
+
+DAG_FILES = sorted(path.name for path in DAGS.glob("*.py"))
+
+
+def test_no_import_errors(dagbag) -> None:
+    assert dagbag.import_errors == {}, "\n".join(
+        f"{path}: {error}" for path, error in dagbag.import_errors.items()
+    )
+    assert set(dagbag.dag_ids) >= {"changelog_compaction_tuning"}
+
+
+def test_every_dag_has_tags_retries_and_docs(dagbag) -> None:
+    for dag_id, dag in dagbag.dags.items():
+        assert dag.tags, f"{dag_id} has no tags"
+        assert dag.default_args.get("retries") is not None, f"{dag_id} sets no retries"
+        assert dag.doc_md, f"{dag_id} has no doc_md"
+        assert dag.catchup is False, f"{dag_id} would backfill"
+
+
+@pytest.mark.parametrize("dag_file", DAG_FILES)
+def test_parsing_does_no_heavy_work(airflow_home, dag_file: str) -> None:
+    """The scheduler parses DAG files over and over: no Spark, Kafka client or database
+    driver may be imported at the top of one."""
+    probe = (
+        "import runpy, sys\n"
+        f"runpy.run_path({str(DAGS / dag_file)!r})\n"
+        "heavy = [m for m in ('pyspark', 'confluent_kafka', 'boardstream.compaction',"
+        " 'great_expectations') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "", f"{dag_file} imports {result.stdout.strip()} at parse time"
