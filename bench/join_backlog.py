@@ -110,9 +110,8 @@ def main() -> None:
         create_topics(admin, settings, platform_topics(settings)[2:])
         listener = JsonlProgressListener(progress_dir(settings))
         spark.streams.addListener(listener)
-        timings = (
-            sequential(spark, settings) if mode == "sequential" else pipelined(spark, settings)
-        )
+        drain = sequential if mode == "sequential" else pipelined
+        timings = drain(spark, settings, JoinJobConfig(state_buckets=args.state_buckets))
         time.sleep(1)  # the listener writes the last progress event asynchronously
         spark.streams.removeListener(listener)
         join_progress = read_progress(progress_dir(settings), JOIN)
