@@ -1,0 +1,1 @@
+"""Reconciliation: prove that board-detail and board_detail hold exactly every source board."""

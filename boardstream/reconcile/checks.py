@@ -1,0 +1,298 @@
+"""The exact checks of one snapshot, as a Spark batch job over the Kafka connector.
+
+Every source board is identified by its position (partition, offset) in ``board``, which is what
+each output records as provenance: ``board-detail`` and ``board-unmatched`` carry
+``board_partition``/``board_offset``, a dead letter its ``partition``/``offset``. A board the
+join has read but still holds (waiting for its member) is read from the join's own state store.
+So "missing" means: read by the join, yet in no output and not waiting; nothing is inferred
+from counts or offset differences.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from boardstream import database
+from boardstream.joins import schema
+from boardstream.reconcile.snapshot import Snapshot
+from boardstream.settings import Settings
+from boardstream.sink import table as sink_table
+
+EXAMPLES = 20  # ids kept per finding
+HASH_BUCKETS = 1024
+CANONICAL = [c for c in sink_table.COLUMNS if c not in ("detail_partition", "detail_offset")]
+# Findings that fail a run; the rest are reported.
+FAILING = (
+    "missing",
+    "missing_in_table",
+    "extra",
+    "extra_in_table",
+    "duplicates",
+    "mismatched",
+    "referential",
+)
+OUTPUT_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
+DLQ_SCHEMA = "source_topic string, `partition` int, `offset` bigint, error string"
+
+
+@dataclass(frozen=True)
+class Finding:
+    count: int
+    examples: list[str]  # up to EXAMPLES ids, sorted
+
+
+@dataclass
+class Reconciliation:
+    counts: dict[str, int]
+    findings: dict[str, Finding]
+    table_snapshot: pd.DataFrame = field(repr=False)  # board_id, member_id of board_detail
+    expected_table_rows: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return all(self.findings[kind].count == 0 for kind in FAILING)
+
+    def difference_sets(self) -> dict[str, pd.DataFrame]:
+        return {kind: pd.DataFrame({"board_id": self.findings[kind].examples}) for kind in FAILING}
+
+
+def read_topic(
+    spark: SparkSession, settings: Settings, topic: str, start: dict[int, int], end: dict[int, int]
+) -> DataFrame:
+    """Committed records of ``topic`` in [start, end) per partition, as a batch."""
+    ranges = {p: (start.get(p, 0), end[p]) for p in end if end[p] > start.get(p, 0)}
+    if not ranges:
+        return spark.createDataFrame(
+            [], "key binary, value binary, `partition` int, `offset` bigint"
+        )
+    return (
+        spark.read.format("kafka")
+        .options(**settings.to_spark_kafka_options())
+        .option("assign", json.dumps({topic: sorted(ranges)}))
+        .option("startingOffsets", json.dumps({topic: {str(p): s for p, (s, _) in ranges.items()}}))
+        .option("endingOffsets", json.dumps({topic: {str(p): e for p, (_, e) in ranges.items()}}))
+        .option("kafka.isolation.level", "read_committed")
+        # Compaction (member) and transaction markers leave offset gaps that are not loss.
+        .option("failOnDataLoss", "false")
+        .load()
+        .select("key", "value", "partition", "offset")
+    )
+
+
+def _between(snapshot: Snapshot, topic: str, upper: dict[int, int] | None = None) -> tuple:
+    return snapshot.earliest.get(topic, {}), upper if upper is not None else snapshot.latest[topic]
+
+
+def reconcile(
+    spark: SparkSession, settings: Settings, snapshot: Snapshot, join_checkpoint: str
+) -> Reconciliation:
+    board, detail_topic = settings.board_topic, settings.board_detail_topic
+    join_end = snapshot.join.of(board)
+    processed = _sources(read_topic(spark, settings, board, *_between(snapshot, board, join_end)))
+    everything = _sources(read_topic(spark, settings, board, *_between(snapshot, board)))
+    details = _outputs(read_topic(spark, settings, detail_topic, *_between(snapshot, detail_topic)))
+    unmatched = _outputs(
+        read_topic(
+            spark, settings, settings.unmatched_topic, *_between(snapshot, settings.unmatched_topic)
+        )
+    )
+    dlq = (
+        read_topic(spark, settings, settings.dlq_topic, *_between(snapshot, settings.dlq_topic))
+        .select(F.from_json(F.col("value").cast("string"), DLQ_SCHEMA).alias("d"))
+        .where(F.col("d.source_topic") == board)
+        .select(F.col("d.partition").alias("p"), F.col("d.offset").alias("o"))
+    )
+    pending = _pending(spark, join_checkpoint, snapshot.join.batch_id)
+    for frame in (processed, everything, details, unmatched, dlq, pending):
+        frame.cache()
+
+    positions = ["p", "o"]
+    accounted = reduce(
+        DataFrame.unionByName,
+        [details.select(*positions), unmatched.select(*positions), dlq, pending.select(*positions)],
+    ).distinct()
+    findings: dict[str, Finding] = {}
+    findings["missing"] = _finding(processed.join(accounted, positions, "left_anti"), "board_id")
+    outputs = details.unionByName(unmatched.select(details.columns))
+    # A source board below the topic's earliest offset was deleted by retention: its outputs
+    # can no longer be checked against it, which is reported, not called extra.
+    retained = _any(
+        (F.col("p") == p) & (F.col("o") >= start) for p, start in snapshot.earliest[board].items()
+    )
+    findings["extra"] = _finding(
+        outputs.where(retained).join(everything, positions, "left_anti"), "board_id"
+    )
+    findings["source_expired"] = _finding(outputs.where(~retained), "board_id")
+    replays = details.groupBy(*positions).agg(
+        F.count("*").alias("n"), F.first("board_id").alias("board_id")
+    )
+    findings["topic_replays"] = _finding(replays.where("n > 1"), "board_id")
+    in_flight = everything.join(processed, positions, "left_anti").join(
+        accounted, positions, "left_anti"
+    )
+    findings["in_flight"] = _finding(
+        in_flight.unionByName(pending.select(in_flight.columns)), "board_id"
+    )
+
+    members = read_topic(
+        spark, settings, settings.member_topic, *_between(snapshot, settings.member_topic)
+    )
+    member_ids = members.select(
+        F.col("key").cast("string").cast("bigint").alias("member_id")
+    ).distinct()
+    findings["referential"] = _finding(
+        details.join(member_ids, "member_id", "left_anti"), "board_id"
+    )
+
+    table_findings, table_frame, expected_rows = _check_table(spark, settings, snapshot, details)
+    findings |= table_findings
+
+    counts = {
+        "source": processed.count(),
+        "joined": details.select(*positions).distinct().count(),
+        "unmatched": unmatched.select(*positions).distinct().count(),
+        "dead_lettered": dlq.distinct().count(),
+        "pending": pending.count(),
+        **{kind: finding.count for kind, finding in findings.items()},
+    }
+    return Reconciliation(counts, findings, table_frame, expected_rows)
+
+
+def _sources(raw: DataFrame) -> DataFrame:
+    return raw.select(
+        F.col("key").cast("string").alias("board_id"),
+        F.col("partition").alias("p"),
+        F.col("offset").alias("o"),
+    )
+
+
+def _outputs(raw: DataFrame) -> DataFrame:
+    d = F.from_json(F.col("value").cast("string"), OUTPUT_SCHEMA)
+    return raw.select(d.alias("d"), "partition", "offset").select(
+        *[F.col(f"d.{name}").alias(name) for name in CANONICAL],
+        F.col("d.board_partition").alias("p"),
+        F.col("d.board_offset").alias("o"),
+        F.col("partition").alias("detail_partition"),
+        F.col("offset").alias("detail_offset"),
+    )
+
+
+def _pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataFrame:
+    """Boards the join has read and holds, waiting for their member (its RocksDB state)."""
+    if batch_id is None:
+        return spark.createDataFrame([], "board_id string, p int, o bigint")
+    state = (
+        spark.read.format("statestore")
+        .option("stateVarName", "members")
+        .option("batchId", str(batch_id))
+        .load(checkpoint)
+    )
+    waiting = F.explode(
+        F.arrays_zip("value.pending_board_id", "value.pending_partition", "value.pending_offset")
+    )
+    return state.select(waiting.alias("w")).select(
+        F.col("w.pending_board_id").alias("board_id"),
+        F.col("w.pending_partition").alias("p"),
+        F.col("w.pending_offset").alias("o"),
+    )
+
+
+def _any(conditions: Iterable[Column]) -> Column:
+    return reduce(lambda a, b: a | b, conditions, F.lit(False))
+
+
+def _below(ends: dict[int, int]) -> Column:
+    """board-detail rows (by their own partition and offset) below ``ends``."""
+    return _any(
+        (F.col("detail_partition") == p) & (F.col("detail_offset") < o) for p, o in ends.items()
+    )
+
+
+def _finding(frame: DataFrame, id_column: str) -> Finding:
+    ids = frame.select(F.col(id_column).cast("string").alias("id"))
+    count = ids.count()
+    examples = [row.id for row in ids.orderBy("id").limit(EXAMPLES).collect()]
+    return Finding(count, examples)
+
+
+def _row_hash(frame: DataFrame) -> DataFrame:
+    """board_id, a hash of the canonical columns, and the board's hash bucket."""
+    text = [F.coalesce(F.col(c).cast("string"), F.lit("\u0000")) for c in CANONICAL]
+    return frame.select(
+        "board_id",
+        F.xxhash64(F.concat_ws("\u0001", *text)).alias("h"),
+        F.pmod(F.xxhash64("board_id"), F.lit(HASH_BUCKETS)).alias("bucket"),
+    )
+
+
+def _check_table(
+    spark: SparkSession, settings: Settings, snapshot: Snapshot, details: DataFrame
+) -> tuple[dict[str, Finding], pd.DataFrame, int]:
+    """board_detail against board-detail: the table holds, per board, the newest board-detail
+    record the sink had committed, once, with the same content."""
+    detail_topic = settings.board_detail_topic
+    latest = snapshot.latest[detail_topic]
+    sink_end = snapshot.sink.of(detail_topic)
+    newest = F.row_number().over(
+        Window.partitionBy("board_id").orderBy(F.col("detail_offset").desc())
+    )
+    expected = details.withColumn("rank", newest).where("rank = 1").drop("rank")
+    settled = expected.where(_below(sink_end))
+
+    table_pd = _read_table(settings)
+    # The same types as board-detail's: pandas turns an integer column with a NULL into floats,
+    # which would hash differently.
+    detail_schema = details.select(*CANONICAL, "detail_partition", "detail_offset").schema
+    table = (
+        spark.createDataFrame(table_pd)
+        if len(table_pd)
+        else spark.createDataFrame([], detail_schema)
+    )
+    table = table.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in detail_schema])
+    table = table.where(_below(latest)).cache()
+
+    findings = {
+        "duplicates": _finding(table.groupBy("board_id").count().where("count > 1"), "board_id"),
+        "missing_in_table": _finding(settled.join(table, "board_id", "left_anti"), "board_id"),
+        "extra_in_table": _finding(table.join(expected, "board_id", "left_anti"), "board_id"),
+    }
+    ours, theirs = _row_hash(settled), _row_hash(table.join(settled.select("board_id"), "board_id"))
+    sums = [F.count("*").alias("n"), F.sum(F.col("h").cast("decimal(38,0)")).alias("s")]
+    a, b = ours.groupBy("bucket").agg(*sums), theirs.groupBy("bucket").agg(*sums)
+    differing = (
+        a.join(b, "bucket", "full_outer")
+        .where(~(a.n.eqNullSafe(b.n) & a.s.eqNullSafe(b.s)))
+        .select("bucket")
+    )
+    drill = (
+        ours.join(differing, "bucket")
+        .alias("x")
+        .join(theirs.join(differing, "bucket").alias("y"), "board_id")
+    )
+    findings["mismatched"] = _finding(drill.where(F.col("x.h") != F.col("y.h")), "board_id")
+    table_snapshot = (
+        table_pd[["board_id", "member_id"]]
+        if len(table_pd)
+        else pd.DataFrame({"board_id": [], "member_id": []})
+    )
+    return findings, table_snapshot, settled.count()
+
+
+def _read_table(settings: Settings) -> pd.DataFrame:
+    engine = database.engine(settings.database)
+    sink_table.create(engine)
+    columns: list[Any] = [sink_table.board_detail.c[name] for name in sink_table.COLUMNS]
+    with engine.connect() as connection:
+        frame = pd.read_sql(sa.select(*columns), connection)
+    engine.dispose()
+    return frame

@@ -1,0 +1,173 @@
+"""Great Expectations over the reconciled data: the verdict, and Data Docs a person can browse.
+
+The reconciliation itself is plain pandas; this module only states what "nothing lost, nothing
+invented" means as a GX suite, runs it through Checkpoints so the results are stored and
+rendered, and boils them down to :class:`ExpectationOutcome` rows the caller can log or assert.
+
+The expected row count is an expectation parameter supplied at run time, so the suite (and its
+Data Docs page) states the rule rather than one snapshot's number. Each frame gets its own
+Checkpoint: a Checkpoint hands the same ``batch_parameters`` (and so the same in-memory
+dataframe) to every Validation Definition it holds, so frames that differ cannot share one. All
+runs share one run id, so Data Docs show them as one run.
+
+The context is ephemeral with in-memory stores: nothing is written except the Data Docs site
+under ``docs_dir`` (no ``gx/`` project folder in the working directory).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import great_expectations as gx
+import great_expectations.expectations as gxe
+import pandas as pd
+from great_expectations.checkpoint import UpdateDataDocsAction
+from great_expectations.core.expectation_validation_result import ExpectationValidationResult
+from great_expectations.core.run_identifier import RunIdentifier
+from great_expectations.data_context import EphemeralDataContext
+from great_expectations.data_context.types.base import (
+    DataContextConfig,
+    InMemoryStoreBackendDefaults,
+    ProgressBarsConfig,
+)
+from great_expectations.expectations.expectation import Expectation
+
+TABLE = "board_detail"
+"""Target name of the snapshot table in outcomes and Data Docs."""
+
+_SITE = "reconciliation"
+_EXPECTED_ROWS = "expected_rows"
+
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    """One expectation's verdict on one frame.
+
+    ``expectation`` is the GX expectation type, with the column appended for column
+    expectations (``expect_column_values_to_not_be_null(member_id)``) so that two checks of the
+    same type on one frame stay distinguishable.
+    """
+
+    expectation: str
+    target: str
+    success: bool
+    observed: str
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The overall verdict, every outcome, and where the rendered Data Docs landed."""
+
+    success: bool
+    outcomes: list[ExpectationOutcome]
+    data_docs_index: Path | None
+
+
+def _table_expectations() -> list[Expectation]:
+    return [
+        gxe.ExpectTableRowCountToEqual(value={"$PARAMETER": _EXPECTED_ROWS}),
+        gxe.ExpectColumnValuesToBeUnique(column="board_id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="board_id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="member_id"),
+    ]
+
+
+def _context(docs_dir: Path) -> EphemeralDataContext:
+    """An in-memory context whose only filesystem output is the Data Docs site in docs_dir."""
+    config = DataContextConfig(
+        store_backend_defaults=InMemoryStoreBackendDefaults(),
+        data_docs_sites={
+            _SITE: {
+                "class_name": "SiteBuilder",
+                "show_how_to_buttons": False,
+                "store_backend": {
+                    "class_name": "TupleFilesystemStoreBackend",
+                    "base_directory": str(docs_dir),
+                },
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            }
+        },
+        analytics_enabled=False,
+        progress_bars=ProgressBarsConfig(globally=False),
+    )
+    return gx.get_context(mode="ephemeral", project_config=config)
+
+
+def _observed(result: ExpectationValidationResult) -> str:
+    """A few words on what was seen: the value for table metrics, a count for column checks."""
+    details = result.result or {}
+    if "observed_value" in details:
+        return str(details["observed_value"])
+    if "unexpected_count" in details:
+        return f"{details['unexpected_count']} unexpected"
+    # GX reports an exception either flat or keyed by the metric that raised it.
+    info = result.exception_info or {}
+    for item in (info, *info.values()):
+        if isinstance(item, Mapping) and item.get("raised_exception"):
+            return f"error: {item.get('exception_message')}"
+    return "n/a"
+
+
+def _outcome(target: str, result: ExpectationValidationResult) -> ExpectationOutcome:
+    config = result.expectation_config
+    column = config.kwargs.get("column")
+    name = f"{config.type}({column})" if column else config.type
+    return ExpectationOutcome(name, target, bool(result.success), _observed(result))
+
+
+def validate_reconciliation(
+    table: pd.DataFrame,
+    expected_rows: int,
+    differences: dict[str, pd.DataFrame],
+    docs_dir: Path,
+    run_name: str,
+) -> ValidationReport:
+    """Validate the snapshot and every difference set, render Data Docs, and summarise.
+
+    The snapshot must hold exactly ``expected_rows`` rows with unique, non-null ``board_id`` and
+    non-null ``member_id``; every difference set must be empty.
+    """
+    if TABLE in differences:
+        raise ValueError(f"difference set may not be named {TABLE!r}: that is the table")
+    context = _context(docs_dir)
+    datasource = context.data_sources.add_pandas("reconciliation")
+    update_docs = UpdateDataDocsAction(name="update_data_docs", site_names=[_SITE])
+    run_id = RunIdentifier(run_name=run_name, run_time=dt.datetime.now(dt.UTC))
+
+    frames = {TABLE: (table, _table_expectations())}
+    for name, frame in differences.items():
+        frames[name] = (frame, [gxe.ExpectTableRowCountToEqual(value=0)])
+
+    outcomes: list[ExpectationOutcome] = []
+    for target, (frame, expectations) in frames.items():
+        suite = context.suites.add(
+            gx.ExpectationSuite(name=f"reconcile.{target}", expectations=expectations)
+        )
+        batch = datasource.add_dataframe_asset(target).add_batch_definition_whole_dataframe(target)
+        definition = context.validation_definitions.add(
+            gx.ValidationDefinition(name=target, data=batch, suite=suite)
+        )
+        checkpoint = context.checkpoints.add(
+            gx.Checkpoint(
+                name=f"reconcile.{target}",
+                validation_definitions=[definition],
+                actions=[update_docs],
+            )
+        )
+        result = checkpoint.run(
+            batch_parameters={"dataframe": frame},
+            expectation_parameters={_EXPECTED_ROWS: expected_rows},
+            run_id=run_id,
+        )
+        for suite_result in result.run_results.values():
+            outcomes.extend(_outcome(target, r) for r in suite_result.results)
+
+    index = docs_dir / "index.html"
+    return ValidationReport(
+        success=all(o.success for o in outcomes),
+        outcomes=outcomes,
+        data_docs_index=index if index.is_file() else None,
+    )

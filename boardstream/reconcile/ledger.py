@@ -1,0 +1,91 @@
+"""The tables ``reconciliation_run`` (one row per run: the snapshot, the jobs' progress, the
+counts, the verdict) and ``reconciliation_issue`` (per finding, its count and example ids), so
+every number in a summary can be traced to ids later, by the UI page or by a repair."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+metadata = sa.MetaData()
+
+reconciliation_run = sa.Table(
+    "reconciliation_run",
+    metadata,
+    sa.Column("run_id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+    sa.Column("passed", sa.Boolean),
+    sa.Column("snapshot", sa.JSON, nullable=False),  # offsets and the jobs' progress
+    sa.Column("counts", sa.JSON),
+    sa.Column("run_by", sa.Text, nullable=False),
+    sa.Column("data_docs", sa.Text),  # path of the Great Expectations Data Docs index
+)
+
+reconciliation_issue = sa.Table(
+    "reconciliation_issue",
+    metadata,
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("reconciliation_run.run_id"), primary_key=True),
+    sa.Column("finding", sa.String(40), primary_key=True),
+    sa.Column("count", sa.BigInteger, nullable=False),
+    sa.Column("example_ids", sa.JSON, nullable=False),
+)
+
+
+def create(engine: Engine) -> None:
+    metadata.create_all(engine)
+
+
+def start_run(engine: Engine, snapshot: dict[str, Any], run_by: str) -> int:
+    create(engine)
+    with engine.begin() as connection:
+        result = connection.execute(
+            reconciliation_run.insert().values(
+                started_at=datetime.now(UTC), snapshot=snapshot, run_by=run_by
+            )
+        )
+        return result.inserted_primary_key[0]
+
+
+def finish_run(
+    engine: Engine,
+    run_id: int,
+    passed: bool,
+    counts: dict[str, int],
+    findings: dict[str, tuple[int, list[str]]],
+    data_docs: str | None,
+) -> None:
+    with engine.begin() as connection:
+        connection.execute(
+            reconciliation_run.update()
+            .where(reconciliation_run.c.run_id == run_id)
+            .values(
+                finished_at=datetime.now(UTC), passed=passed, counts=counts, data_docs=data_docs
+            )
+        )
+        rows = [
+            {"run_id": run_id, "finding": kind, "count": count, "example_ids": examples}
+            for kind, (count, examples) in findings.items()
+        ]
+        if rows:
+            connection.execute(reconciliation_issue.insert(), rows)
+
+
+def run(engine: Engine, run_id: int) -> dict[str, Any] | None:
+    create(engine)
+    with engine.connect() as connection:
+        row = connection.execute(
+            sa.select(reconciliation_run).where(reconciliation_run.c.run_id == run_id)
+        ).first()
+        if row is None:
+            return None
+        issues = connection.execute(
+            sa.select(reconciliation_issue).where(reconciliation_issue.c.run_id == run_id)
+        )
+        return {
+            **row._asdict(),
+            "issues": {i.finding: (i.count, i.example_ids) for i in issues},
+        }

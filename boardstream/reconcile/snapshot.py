@@ -1,0 +1,104 @@
+"""The snapshot a reconciliation run checks: committed offsets of every topic involved, and how
+far the join and the sink had got, taken in an order that makes "in flight" exact.
+
+The jobs' progress is read first, the topics' end offsets after: anything a job had committed
+was already written to its output topic (Spark's Kafka sink flushes before the batch commits), so
+every output of a processed record lies below the end offsets taken afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from boardstream.errors import BoardstreamError
+from boardstream.kafka.clients import require_topics
+from boardstream.settings import Settings
+
+Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """The end offsets (exclusive) of the last batch a streaming query committed."""
+
+    batch_id: int | None  # None: the query never committed a batch
+    offsets: Offsets
+
+    def of(self, topic: str) -> dict[int, int]:
+        return self.offsets.get(topic, {})
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    taken_at: datetime
+    earliest: Offsets
+    latest: Offsets  # read_committed: the last stable offset
+    join: JobProgress
+    sink: JobProgress
+
+    def to_json(self) -> dict:
+        return json.loads(json.dumps(asdict(self), default=str))
+
+
+def committed_progress(checkpoint: Path) -> JobProgress:
+    """Read a Structured Streaming checkpoint: the highest batch in ``commits/`` and the source
+    offsets that ``offsets/<batch>`` recorded for it (one JSON line per source)."""
+    commits = checkpoint / "commits"
+    batches = sorted(int(p.name) for p in commits.glob("[0-9]*")) if commits.is_dir() else []
+    if not batches:
+        return JobProgress(None, {})
+    batch = batches[-1]
+    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+    offsets: Offsets = {}
+    for line in lines[2:]:  # "v1", the batch metadata, then one line per source
+        for topic, partitions in json.loads(line).items():
+            offsets[topic] = {int(p): int(o) for p, o in partitions.items()}
+    return JobProgress(batch, offsets)
+
+
+def take_snapshot(
+    admin: AdminClient, settings: Settings, join_checkpoint: Path, sink_checkpoint: Path
+) -> Snapshot:
+    join = committed_progress(join_checkpoint)
+    sink = committed_progress(sink_checkpoint)
+    topics = [
+        settings.member_topic,
+        settings.board_topic,
+        settings.board_detail_topic,
+        settings.unmatched_topic,
+        settings.dlq_topic,
+    ]
+    metadata = require_topics(admin, settings, topics)
+    partitions = [
+        TopicPartition(topic, p) for topic in topics for p in metadata.topics[topic].partitions
+    ]
+    return Snapshot(
+        datetime.now(UTC),
+        earliest=_list(admin, settings, partitions, OffsetSpec.earliest()),
+        latest=_list(admin, settings, partitions, OffsetSpec.latest()),
+        join=join,
+        sink=sink,
+    )
+
+
+def _list(
+    admin: AdminClient, settings: Settings, partitions: list[TopicPartition], spec: OffsetSpec
+) -> Offsets:
+    futures = admin.list_offsets(
+        dict.fromkeys(partitions, spec),
+        isolation_level=IsolationLevel.READ_COMMITTED,
+        request_timeout=settings.connect_timeout_s,
+    )
+    offsets: Offsets = {}
+    for tp, future in futures.items():
+        try:
+            offsets.setdefault(tp.topic, {})[tp.partition] = future.result().offset
+        except KafkaException as error:
+            raise BoardstreamError(f"listing offsets of {tp.topic}: {error}") from None
+    return offsets

@@ -1,0 +1,161 @@
+"""Reconciliation on the real broker, Spark and PostgreSQL: a clean run passes with exact
+counts; each injected fault is reported with exactly the affected ids."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from confluent_kafka import Producer
+
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.topics import TopicSpec, create_topics
+from boardstream.reconcile import ledger
+from boardstream.reconcile.run import RunResult, reconcile_once
+from boardstream.settings import Settings
+from boardstream.sink.job import SinkJobConfig, start_sink
+from tests.integration.pipeline import Pipeline, consume_all
+
+BOARDS = [f"b{i}" for i in range(1, 9)]
+NOW = int(time.time() * 1000)
+
+
+@pytest.fixture
+def database_url(postgres) -> str:
+    """A database of its own, so no other test's board_detail rows show up as extra."""
+    server = postgres.database_url.rsplit("/", 1)[0]
+    name = f"rc_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    return f"{server}/{name}"
+
+
+@pytest.fixture
+def pipeline(kafka, spark, tmp_path, database_url) -> Pipeline:
+    """8 joined boards, one waiting for a member that has not come, one malformed board.
+    Timestamps are current: older ones would fall to the topics' 7-day retention."""
+    pipeline = Pipeline(kafka, spark, tmp_path, var_dir=tmp_path, database_url=database_url)
+    for member_id in range(1, 5):
+        pipeline.member(member_id, f"m{member_id}", ts=NOW)
+    for i, board_id in enumerate(BOARDS):
+        pipeline.board(board_id, member_id=i % 4 + 1, ts=NOW + 1 + i)
+    pipeline.board("waits", member_id=99, ts=NOW + 20)
+    pipeline.send(pipeline.settings.board_topic, b"bad", b"{not json", NOW + 21)
+    pipeline.join()
+    pipeline.sink()
+    return pipeline
+
+
+def reconcile(pipeline: Pipeline, settings: Settings | None = None, sink=None) -> RunResult:
+    return reconcile_once(
+        pipeline.spark,
+        settings or pipeline.settings,
+        "test",
+        join_checkpoint=pipeline.workdir / f"{pipeline.settings.board_topic}-join",
+        sink_checkpoint=sink or pipeline.workdir / f"{pipeline.settings.board_topic}-sink",
+    )
+
+
+def failures(result: RunResult) -> dict[str, list[str]]:
+    return {
+        kind: f.examples
+        for kind, f in result.reconciliation.findings.items()
+        if f.count and kind not in ("in_flight", "topic_replays")
+    }
+
+
+def execute(database_url: str, *statements: str) -> None:
+    engine = sa.create_engine(database_url)
+    with engine.begin() as connection:
+        for statement in statements:
+            connection.execute(sa.text(statement))
+    engine.dispose()
+
+
+def test_clean_run_passes_with_exact_counts(pipeline: Pipeline) -> None:
+    result = reconcile(pipeline)
+    assert result.passed, "\n".join(result.summary())
+    counts = result.reconciliation.counts
+    assert {
+        k: counts[k] for k in ("source", "joined", "unmatched", "dead_lettered", "pending")
+    } == {
+        "source": 10,
+        "joined": 8,
+        "unmatched": 0,
+        "dead_lettered": 1,
+        "pending": 1,
+    }
+    assert failures(result) == {}
+    assert result.reconciliation.findings["in_flight"].examples == ["waits"]
+    assert result.validation.success
+    stored = ledger.run(sa.create_engine(pipeline.settings.database), result.run_id)
+    assert stored["passed"] is True
+    assert stored["counts"]["joined"] == 8
+    assert stored["snapshot"]["join"]["batch_id"] == 0
+    assert result.reconciliation.expected_table_rows == 8  # the table was compared
+
+
+def test_table_faults_are_named_exactly(pipeline: Pipeline, database_url: str) -> None:
+    execute(
+        database_url,
+        "DELETE FROM board_detail WHERE board_id IN ('b1', 'b2')",
+        "UPDATE board_detail SET city = 'Busan' WHERE board_id = 'b3'",
+        "ALTER TABLE board_detail DROP CONSTRAINT board_detail_pkey",  # let a duplicate in
+        "INSERT INTO board_detail SELECT * FROM board_detail WHERE board_id = 'b4'",
+        "INSERT INTO board_detail (board_id, member_id, detail_partition, detail_offset)"
+        " VALUES ('foreign', 1, 0, 0)",
+    )
+    result = reconcile(pipeline)
+    assert not result.passed
+    assert failures(result) == {
+        "missing_in_table": ["b1", "b2"],
+        "mismatched": ["b3"],
+        "duplicates": ["b4"],
+        "extra_in_table": ["foreign"],
+    }
+    failed = {(o.expectation, o.target) for o in result.validation.outcomes if not o.success}
+    assert ("expect_column_values_to_be_unique(board_id)", "board_detail") in failed
+    summary = "\n".join(result.summary())
+    assert "FAILED" in summary and "missing_in_table: b1, b2" in summary
+
+
+def test_topic_faults_and_in_flight_records(pipeline: Pipeline) -> None:
+    settings = pipeline.settings
+    # A foreign record in board-detail, pointing at no source board.
+    foreign = {"board_id": "ghost", "member_id": 1, "board_partition": 0, "board_offset": 10**9}
+    producer = Producer(settings.to_confluent())
+    producer.produce(settings.board_detail_topic, key=b"ghost", value=json.dumps(foreign))
+    assert producer.flush(10) == 0
+    # Two boards the join has not read yet: in flight, not missing.
+    pipeline.board("late1", member_id=1, ts=NOW + 30)
+    pipeline.board("late2", member_id=2, ts=NOW + 31)
+    result = reconcile(pipeline)
+    assert failures(result) == {"extra": ["ghost"]}
+    assert result.reconciliation.findings["in_flight"].examples == ["late1", "late2", "waits"]
+
+
+def test_a_board_detail_record_lost_from_the_topic_is_missing(pipeline: Pipeline, tmp_path) -> None:
+    """As if a join run had skipped offsets: a copy of board-detail without b5, loaded by its
+    own sink into its own table, reconciled against the same join progress."""
+    settings = pipeline.settings
+    copy = settings.model_copy(
+        update={
+            "board_detail_topic": f"{settings.board_detail_topic}-copy",
+            "database_url": f"sqlite:///{tmp_path / 'copy.db'}",
+        }
+    )
+    create_topics(admin_client(copy), copy, [TopicSpec(copy.board_detail_topic, 3, 1, {})])
+    producer = Producer(copy.to_confluent())
+    for key, value in consume_all(settings, settings.board_detail_topic):
+        if key != b"b5":
+            producer.produce(copy.board_detail_topic, key=key, value=value)
+    assert producer.flush(10) == 0
+    query = start_sink(pipeline.spark, copy, SinkJobConfig(checkpoint=tmp_path / "copy-sink"))
+    query.awaitTermination()
+    result = reconcile(pipeline, copy, sink=tmp_path / "copy-sink")
+    assert failures(result) == {"missing": ["b5"]}

@@ -1,0 +1,118 @@
+"""The GX suite fails exactly the checks the reconciled data breaks, and renders Data Docs.
+
+Real Great Expectations, no mocks: each case builds an ephemeral context, runs the Checkpoints
+and writes a Data Docs site under tmp_path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from boardstream.reconcile.expectations import (
+    TABLE,
+    ExpectationOutcome,
+    ValidationReport,
+    validate_reconciliation,
+)
+
+ROW_COUNT = "expect_table_row_count_to_equal"
+UNIQUE_BOARD = "expect_column_values_to_be_unique(board_id)"
+BOARD_NOT_NULL = "expect_column_values_to_not_be_null(board_id)"
+MEMBER_NOT_NULL = "expect_column_values_to_not_be_null(member_id)"
+DIFFERENCES = ("missing", "extra", "duplicates", "mismatched")
+
+
+def _table() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "board_id": ["b1", "b2", "b3", "b4", "b5"],
+            "member_id": ["m1", "m1", "m2", "m3", "m3"],
+            "title": ["a", "b", "c", "d", "e"],
+        }
+    )
+
+
+def _differences(**non_empty: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every difference set empty (one with no columns at all) unless given."""
+    empty = {name: pd.DataFrame({"board_id": pd.Series(dtype=object)}) for name in DIFFERENCES}
+    empty["mismatched"] = pd.DataFrame()
+    return {**empty, **non_empty}
+
+
+def _run(
+    tmp_path: Path, table: pd.DataFrame, expected_rows: int, **non_empty: pd.DataFrame
+) -> ValidationReport:
+    return validate_reconciliation(
+        table, expected_rows, _differences(**non_empty), tmp_path / "docs", "run-under-test"
+    )
+
+
+def _failing(report: ValidationReport) -> set[tuple[str, str]]:
+    return {(o.expectation, o.target) for o in report.outcomes if not o.success}
+
+
+def _outcome(report: ValidationReport, expectation: str, target: str) -> ExpectationOutcome:
+    (outcome,) = [o for o in report.outcomes if (o.expectation, o.target) == (expectation, target)]
+    return outcome
+
+
+def test_clean_data_passes_and_renders_docs(tmp_path: Path) -> None:
+    report = _run(tmp_path, _table(), 5)
+
+    assert report.success
+    assert {(o.expectation, o.target) for o in report.outcomes} == {
+        (ROW_COUNT, TABLE),
+        (UNIQUE_BOARD, TABLE),
+        (BOARD_NOT_NULL, TABLE),
+        (MEMBER_NOT_NULL, TABLE),
+        *((ROW_COUNT, name) for name in DIFFERENCES),
+    }
+    assert all(o.success for o in report.outcomes)
+    assert _outcome(report, ROW_COUNT, TABLE).observed == "5"
+    assert _outcome(report, ROW_COUNT, "mismatched").observed == "0"
+
+    assert report.data_docs_index == tmp_path / "docs" / "index.html"
+    assert report.data_docs_index.is_file()
+    assert "run-under-test" in report.data_docs_index.read_text()
+    pages = list((tmp_path / "docs" / "validations").rglob("*.html"))
+    assert len(pages) == 1 + len(DIFFERENCES)
+    assert all("run-under-test" in page.parts for page in pages)
+
+
+def test_wrong_expected_row_count_fails_only_the_row_count(tmp_path: Path) -> None:
+    report = _run(tmp_path, _table(), 6)
+
+    assert not report.success
+    assert _failing(report) == {(ROW_COUNT, TABLE)}
+    assert _outcome(report, ROW_COUNT, TABLE).observed == "5"
+
+
+def test_duplicate_board_and_null_member_fail_their_checks(tmp_path: Path) -> None:
+    table = _table()
+    table.loc[4, "board_id"] = "b1"
+    table.loc[2, "member_id"] = None
+
+    report = _run(tmp_path, table, 5)
+
+    assert not report.success
+    assert _failing(report) == {(UNIQUE_BOARD, TABLE), (MEMBER_NOT_NULL, TABLE)}
+    assert _outcome(report, UNIQUE_BOARD, TABLE).observed == "2 unexpected"
+    assert _outcome(report, MEMBER_NOT_NULL, TABLE).observed == "1 unexpected"
+
+
+def test_non_empty_difference_set_fails_only_itself(tmp_path: Path) -> None:
+    missing = pd.DataFrame({"board_id": ["b6", "b7"], "member_id": ["m4", "m4"]})
+
+    report = _run(tmp_path, _table(), 5, missing=missing)
+
+    assert not report.success
+    assert _failing(report) == {(ROW_COUNT, "missing")}
+    assert _outcome(report, ROW_COUNT, "missing").observed == "2"
+
+
+def test_difference_set_may_not_shadow_the_table(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="board_detail"):
+        validate_reconciliation(_table(), 5, {TABLE: pd.DataFrame()}, tmp_path, "clash")
