@@ -66,6 +66,12 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
             timeMode="ProcessingTime",
         )
     )
+    return kafka_rows(joined, settings)
+
+
+def kafka_rows(joined: DataFrame, settings: Settings) -> DataFrame:
+    """The processor's output (OUTPUT_DDL rows) as Kafka rows (topic, key, value), routed by
+    outcome; shared by the stream and by repair, so both write identical records."""
     outcome = F.col("outcome")
     payload = [name for name in schema.names(schema.OUTPUT) if name != "outcome"]
     return joined.select(

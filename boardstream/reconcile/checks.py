@@ -42,13 +42,16 @@ FAILING = (
     "referential",
 )
 OUTPUT_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
+KAFKA_COLUMNS = (
+    "key binary, value binary, topic string, `partition` int, `offset` bigint, timestamp timestamp"
+)
 DLQ_SCHEMA = "source_topic string, `partition` int, `offset` bigint, error string"
 
 
 @dataclass(frozen=True)
 class Finding:
     count: int
-    examples: list[str]  # up to EXAMPLES ids, sorted
+    examples: list[str]  # sorted; up to EXAMPLES unless all were asked for
 
 
 @dataclass
@@ -72,9 +75,7 @@ def read_topic(
     """Committed records of ``topic`` in [start, end) per partition, as a batch."""
     ranges = {p: (start.get(p, 0), end[p]) for p in end if end[p] > start.get(p, 0)}
     if not ranges:
-        return spark.createDataFrame(
-            [], "key binary, value binary, `partition` int, `offset` bigint"
-        )
+        return spark.createDataFrame([], KAFKA_COLUMNS)
     return (
         spark.read.format("kafka")
         .options(**settings.to_spark_kafka_options())
@@ -85,7 +86,7 @@ def read_topic(
         # Compaction (member) and transaction markers leave offset gaps that are not loss.
         .option("failOnDataLoss", "false")
         .load()
-        .select("key", "value", "partition", "offset")
+        .select("key", "value", "topic", "partition", "offset", "timestamp")
     )
 
 
@@ -94,8 +95,13 @@ def _between(snapshot: Snapshot, topic: str, upper: dict[int, int] | None = None
 
 
 def reconcile(
-    spark: SparkSession, settings: Settings, snapshot: Snapshot, join_checkpoint: str
+    spark: SparkSession,
+    settings: Settings,
+    snapshot: Snapshot,
+    join_checkpoint: str,
+    examples: int | None = EXAMPLES,
 ) -> Reconciliation:
+    """Check ``snapshot``; each finding keeps ``examples`` ids (all of them when None)."""
     board, detail_topic = settings.board_topic, settings.board_detail_topic
     join_end = snapshot.join.of(board)
     processed = _sources(read_topic(spark, settings, board, *_between(snapshot, board, join_end)))
@@ -122,7 +128,9 @@ def reconcile(
         [details.select(*positions), unmatched.select(*positions), dlq, pending.select(*positions)],
     ).distinct()
     findings: dict[str, Finding] = {}
-    findings["missing"] = _finding(processed.join(accounted, positions, "left_anti"), "board_id")
+    findings["missing"] = _finding(
+        processed.join(accounted, positions, "left_anti"), "board_id", examples
+    )
     outputs = details.unionByName(unmatched.select(details.columns))
     # A source board below the topic's earliest offset was deleted by retention: its outputs
     # can no longer be checked against it, which is reported, not called extra.
@@ -130,18 +138,18 @@ def reconcile(
         (F.col("p") == p) & (F.col("o") >= start) for p, start in snapshot.earliest[board].items()
     )
     findings["extra"] = _finding(
-        outputs.where(retained).join(everything, positions, "left_anti"), "board_id"
+        outputs.where(retained).join(everything, positions, "left_anti"), "board_id", examples
     )
-    findings["source_expired"] = _finding(outputs.where(~retained), "board_id")
+    findings["source_expired"] = _finding(outputs.where(~retained), "board_id", examples)
     replays = details.groupBy(*positions).agg(
         F.count("*").alias("n"), F.first("board_id").alias("board_id")
     )
-    findings["topic_replays"] = _finding(replays.where("n > 1"), "board_id")
+    findings["topic_replays"] = _finding(replays.where("n > 1"), "board_id", examples)
     in_flight = everything.join(processed, positions, "left_anti").join(
         accounted, positions, "left_anti"
     )
     findings["in_flight"] = _finding(
-        in_flight.unionByName(pending.select(in_flight.columns)), "board_id"
+        in_flight.unionByName(pending.select(in_flight.columns)), "board_id", examples
     )
 
     members = read_topic(
@@ -151,10 +159,12 @@ def reconcile(
         F.col("key").cast("string").cast("bigint").alias("member_id")
     ).distinct()
     findings["referential"] = _finding(
-        details.join(member_ids, "member_id", "left_anti"), "board_id"
+        details.join(member_ids, "member_id", "left_anti"), "board_id", examples
     )
 
-    table_findings, table_frame, expected_rows = _check_table(spark, settings, snapshot, details)
+    table_findings, table_frame, expected_rows = _check_table(
+        spark, settings, snapshot, details, examples
+    )
     findings |= table_findings
 
     counts = {
@@ -218,11 +228,12 @@ def _below(ends: dict[int, int]) -> Column:
     )
 
 
-def _finding(frame: DataFrame, id_column: str) -> Finding:
+def _finding(frame: DataFrame, id_column: str, examples: int | None) -> Finding:
     ids = frame.select(F.col(id_column).cast("string").alias("id"))
     count = ids.count()
-    examples = [row.id for row in ids.orderBy("id").limit(EXAMPLES).collect()]
-    return Finding(count, examples)
+    ordered = ids.orderBy("id")
+    kept = [row.id for row in (ordered.limit(examples) if examples else ordered).collect()]
+    return Finding(count, kept)
 
 
 def _row_hash(frame: DataFrame) -> DataFrame:
@@ -236,7 +247,11 @@ def _row_hash(frame: DataFrame) -> DataFrame:
 
 
 def _check_table(
-    spark: SparkSession, settings: Settings, snapshot: Snapshot, details: DataFrame
+    spark: SparkSession,
+    settings: Settings,
+    snapshot: Snapshot,
+    details: DataFrame,
+    examples: int | None,
 ) -> tuple[dict[str, Finding], pd.DataFrame, int]:
     """board_detail against board-detail: the table holds, per board, the newest board-detail
     record the sink had committed, once, with the same content."""
@@ -262,11 +277,20 @@ def _check_table(
     table = table.where(_below(latest)).cache()
 
     findings = {
-        "duplicates": _finding(table.groupBy("board_id").count().where("count > 1"), "board_id"),
-        "missing_in_table": _finding(settled.join(table, "board_id", "left_anti"), "board_id"),
-        "extra_in_table": _finding(table.join(expected, "board_id", "left_anti"), "board_id"),
+        "duplicates": _finding(
+            table.groupBy("board_id").count().where("count > 1"), "board_id", examples
+        ),
+        "missing_in_table": _finding(
+            settled.join(table, "board_id", "left_anti"), "board_id", examples
+        ),
+        "extra_in_table": _finding(
+            table.join(expected, "board_id", "left_anti"), "board_id", examples
+        ),
     }
-    ours, theirs = _row_hash(settled), _row_hash(table.join(settled.select("board_id"), "board_id"))
+    ours, theirs = (
+        _row_hash(settled),
+        _row_hash(table.join(settled.select("board_id"), "board_id")),
+    )
     sums = [F.count("*").alias("n"), F.sum(F.col("h").cast("decimal(38,0)")).alias("s")]
     a, b = ours.groupBy("bucket").agg(*sums), theirs.groupBy("bucket").agg(*sums)
     differing = (
@@ -279,13 +303,13 @@ def _check_table(
         .alias("x")
         .join(theirs.join(differing, "bucket").alias("y"), "board_id")
     )
-    findings["mismatched"] = _finding(drill.where(F.col("x.h") != F.col("y.h")), "board_id")
-    table_snapshot = (
-        table_pd[["board_id", "member_id"]]
-        if len(table_pd)
-        else pd.DataFrame({"board_id": [], "member_id": []})
+    findings["mismatched"] = _finding(
+        drill.where(F.col("x.h") != F.col("y.h")), "board_id", examples
     )
-    return findings, table_snapshot, settled.count()
+    # What the table should hold: every settled board, plus boards the sink has loaded since.
+    loaded = expected.join(table.select("board_id"), "board_id", "left_semi")
+    should_hold = settled.select("board_id").union(loaded.select("board_id")).distinct()
+    return findings, table.select("board_id", "member_id").toPandas(), should_hold.count()
 
 
 def _read_table(settings: Settings) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.reconcile import ledger
+from boardstream.reconcile.repair import repair
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
@@ -51,12 +52,16 @@ def pipeline(kafka, spark, tmp_path, database_url) -> Pipeline:
     return pipeline
 
 
+def join_checkpoint(pipeline: Pipeline):
+    return pipeline.workdir / f"{pipeline.settings.board_topic}-join"
+
+
 def reconcile(pipeline: Pipeline, settings: Settings | None = None, sink=None) -> RunResult:
     return reconcile_once(
         pipeline.spark,
         settings or pipeline.settings,
         "test",
-        join_checkpoint=pipeline.workdir / f"{pipeline.settings.board_topic}-join",
+        join_checkpoint=join_checkpoint(pipeline),
         sink_checkpoint=sink or pipeline.workdir / f"{pipeline.settings.board_topic}-sink",
     )
 
@@ -123,6 +128,17 @@ def test_table_faults_are_named_exactly(pipeline: Pipeline, database_url: str) -
     summary = "\n".join(result.summary())
     assert "FAILED" in summary and "missing_in_table: b1, b2" in summary
 
+    # Put back the constraint the test bypassed (the upsert relies on it), then repair.
+    execute(
+        database_url,
+        "DELETE FROM board_detail WHERE board_id = 'b4'",
+        "ALTER TABLE board_detail ADD PRIMARY KEY (board_id)",
+    )
+    repaired = repair(pipeline.spark, pipeline.settings, result.run_id, join_checkpoint(pipeline))
+    assert repaired == {"rejoined": 0, "reloaded": 4, "deleted_extra": 1}
+    after = reconcile(pipeline)
+    assert after.passed, "\n".join(after.summary())
+
 
 def test_topic_faults_and_in_flight_records(pipeline: Pipeline) -> None:
     settings = pipeline.settings
@@ -159,3 +175,13 @@ def test_a_board_detail_record_lost_from_the_topic_is_missing(pipeline: Pipeline
     query.awaitTermination()
     result = reconcile(pipeline, copy, sink=tmp_path / "copy-sink")
     assert failures(result) == {"missing": ["b5"]}
+
+    repaired = repair(pipeline.spark, copy, result.run_id, join_checkpoint(pipeline))
+    assert repaired == {"rejoined": 1, "reloaded": 1, "deleted_extra": 0}
+    after = reconcile(pipeline, copy, sink=tmp_path / "copy-sink")
+    assert after.passed, "\n".join(after.summary())
+
+    def b5(of: Settings) -> list[dict]:
+        return [json.loads(v) for k, v in consume_all(of, of.board_detail_topic) if k == b"b5"]
+
+    assert b5(copy) == b5(settings)  # the same join code gives the same record

@@ -1,0 +1,144 @@
+"""Repair what a reconciliation run found, with the stream's own code, then reconcile again.
+
+Boards with no output at all are joined again in batch: the join's JVM-side parsing, then
+:class:`~boardstream.joins.member_table.MemberTable` (the join's semantics) fed with their
+members' records up to the snapshot, then the join's own Kafka serialization. Table findings
+are repaired from ``board-detail`` with the sink's own upsert. Every write is idempotent, so a
+repair that is interrupted or run twice does no harm.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import sqlalchemy as sa
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from boardstream import database
+from boardstream.errors import BoardstreamError
+from boardstream.joins.job import kafka_rows
+from boardstream.joins.member_table import JoinOptions, MemberTable
+from boardstream.joins.parse import parse, routed
+from boardstream.joins.processor import INPUT_COLUMNS, OUTPUT_COLUMNS, OUTPUT_DDL
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.topics import describe_topics
+from boardstream.reconcile import ledger
+from boardstream.reconcile.checks import Reconciliation, read_topic, reconcile
+from boardstream.reconcile.snapshot import JobProgress, Snapshot
+from boardstream.settings import Settings
+from boardstream.sink import table as sink_table
+from boardstream.sink.job import BatchWriter, detail_rows
+
+MAX_RECORD_BYTES = 256 * 1024
+
+
+def stored_snapshot(engine: sa.Engine, run_id: int) -> Snapshot:
+    run = ledger.run(engine, run_id)
+    if run is None:
+        raise BoardstreamError(f"no reconciliation run {run_id} in reconciliation_run")
+    raw = run["snapshot"]
+
+    def offsets(data: dict) -> dict[str, dict[int, int]]:
+        return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
+
+    return Snapshot(
+        datetime.fromisoformat(raw["taken_at"]),
+        offsets(raw["earliest"]),
+        offsets(raw["latest"]),
+        JobProgress(raw["join"]["batch_id"], offsets(raw["join"]["offsets"])),
+        JobProgress(raw["sink"]["batch_id"], offsets(raw["sink"]["offsets"])),
+    )
+
+
+def repair(
+    spark: SparkSession,
+    settings: Settings,
+    run_id: int,
+    join_checkpoint: Path,
+    options: JoinOptions | None = None,
+) -> dict[str, int]:
+    """Fix the findings of run ``run_id``; returns how many ids each step touched."""
+    engine = database.engine(settings.database)
+    snapshot = stored_snapshot(engine, run_id)
+    found = reconcile(spark, settings, snapshot, str(join_checkpoint), examples=None)
+    ids = {kind: f.examples for kind, f in found.findings.items()}
+    rejoined = _rejoin(spark, settings, snapshot, set(ids["missing"]), options or JoinOptions())
+    reload = set(ids["missing_in_table"]) | set(ids["mismatched"]) | set(ids["duplicates"])
+    _repair_table(spark, settings, found, reload | rejoined, set(ids["extra_in_table"]))
+    return {
+        "rejoined": len(rejoined),
+        "reloaded": len(reload | rejoined),
+        "deleted_extra": len(ids["extra_in_table"]),
+    }
+
+
+def _rejoin(
+    spark: SparkSession,
+    settings: Settings,
+    snapshot: Snapshot,
+    board_ids: set[str],
+    options: JoinOptions,
+) -> set[str]:
+    """Join ``board_ids`` again from the source topics as of the snapshot."""
+    if not board_ids:
+        return set()
+    board, member = settings.board_topic, settings.member_topic
+    boards = read_topic(
+        spark, settings, board, snapshot.earliest[board], snapshot.join.of(board)
+    ).where(F.col("key").cast("string").isin(sorted(board_ids)))
+    parsed_boards = routed(parse(boards, member, board, MAX_RECORD_BYTES))
+    board_rows = parsed_boards.toPandas()
+    member_ids = sorted({int(m) for m in board_rows["member_id"].dropna()})
+    members = read_topic(
+        spark, settings, member, snapshot.earliest[member], snapshot.join.of(member)
+    ).where(F.col("key").cast("string").isin([str(m) for m in member_ids]))
+    member_rows = routed(parse(members, member, board, MAX_RECORD_BYTES))
+    rows = pd.concat([member_rows.toPandas(), board_rows], ignore_index=True)
+    valid = rows[rows["dead_letter"].isna()]
+    now = int(snapshot.taken_at.timestamp() * 1000)
+    table = MemberTable(options, {})
+    out, _ = table.apply(zip(*(valid[c].tolist() for c in INPUT_COLUMNS), strict=True), now)
+    out += table.expire(now + options.unmatched_timeout_ms)  # their members never came
+    dead = [
+        ("dead_letter", *([None] * (len(OUTPUT_COLUMNS) - 3)), key, letter)
+        for key, letter in rows.loc[
+            rows["dead_letter"].notna(), ["dead_key", "dead_letter"]
+        ].itertuples(index=False)
+    ]
+    frame = spark.createDataFrame([(*row, None, None) for row in out] + dead, OUTPUT_DDL)
+    kafka_rows(frame, settings).write.format("kafka").options(
+        **settings.to_spark_kafka_options()
+    ).save()
+    return {row[2] for row in out}  # board_id
+
+
+def _repair_table(
+    spark: SparkSession,
+    settings: Settings,
+    found: Reconciliation,
+    reload: set[str],
+    extra: set[str],
+) -> None:
+    """Delete rows of duplicated and foreign ids, then upsert each reloaded board's newest
+    board-detail record with the sink's own writer."""
+    engine = database.engine(settings.database)
+    table = sink_table.board_detail
+    with engine.begin() as connection:
+        doomed = sorted(extra | set(found.findings["duplicates"].examples))
+        if doomed:
+            connection.execute(table.delete().where(table.c.board_id.in_(doomed)))
+    if not reload:
+        return
+    detail = settings.board_detail_topic
+    raw = read_topic(spark, settings, detail, {}, _current_end(settings, detail)).where(
+        F.col("key").cast("string").isin(sorted(reload))
+    )
+    BatchWriter(settings)(detail_rows(raw), -1)
+
+
+def _current_end(settings: Settings, topic: str) -> dict[int, int]:
+    (description,) = describe_topics(admin_client(settings), settings, [topic])
+    return description.end_offsets
