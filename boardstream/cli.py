@@ -157,6 +157,24 @@ def _compaction(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the reconcile (or repair) job under spark-submit; its exit code is the verdict."""
+    import subprocess
+
+    from boardstream.spark.submit import submit_command, submit_env
+
+    if args.command == "repair":
+        job, job_args = (
+            "board-detail-repair",
+            ["--run", str(args.run), "--join-mode", args.join_mode],
+        )
+    else:
+        job, job_args = "reconcile", []
+    return subprocess.run(
+        submit_command(settings, job, job_args), env=submit_env(), check=False
+    ).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="boardstream", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
@@ -238,6 +256,18 @@ def build_parser() -> argparse.ArgumentParser:
     compaction.add_argument("--execute", action="store_true", help="apply: really alter configs")
     compaction.add_argument("--change", type=positive, help="rollback/verify: the change id")
     compaction.set_defaults(run=_compaction)
+
+    reconcile = commands.add_parser(
+        "reconcile",
+        help="prove board-detail and board_detail hold every source board (exit 1 if not)",
+    )
+    reconcile.set_defaults(run=_reconcile)
+    repair = commands.add_parser(
+        "repair", help="re-join what a reconciliation run found missing, then reconcile again"
+    )
+    repair.add_argument("--run", type=positive, required=True, help="reconciliation run id")
+    repair.add_argument("--join-mode", choices=["latest", "as-of"], default="latest")
+    repair.set_defaults(run=_reconcile)
     return parser
 
 

@@ -18,6 +18,8 @@ from boardstream.stack import jars
 JOBS = {
     "board-detail-join": "board_detail_join.py",
     "board-detail-sink": "board_detail_sink.py",
+    "reconcile": "reconcile.py",
+    "board-detail-repair": "repair.py",
 }
 
 

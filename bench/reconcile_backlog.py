@@ -1,0 +1,89 @@
+"""Reconciliation at production scale, next to the floor: one plain consume of the same topics.
+
+    .venv/bin/boardstream stack up
+    .venv/bin/python bench/reconcile_backlog.py            # 442,128 members + 447,017 boards
+    .venv/bin/python bench/reconcile_backlog.py --scale 0.1
+
+Produces the seeded backlog, drains it through the join and the sink (available-now, one local
+Spark session), then times one reconciliation run (snapshot, every exact check, the table read,
+the Great Expectations suite and Data Docs) and one plain consume of the five topics it reads
+(a confluent-kafka consumer counting records), and prints both and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+
+from boardstream.generator.plan import PRODUCTION_BOARDS, PRODUCTION_MEMBERS, GeneratorOptions
+from boardstream.generator.producer import produce
+from boardstream.joins.job import JoinJobConfig, start_join
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.replay import replay
+from boardstream.kafka.topics import create_topics, describe_topics, platform_topics
+from boardstream.reconcile.run import reconcile_once
+from boardstream.settings import Settings
+from boardstream.sink.job import SinkJobConfig, start_sink
+from boardstream.spark.session import spark_session
+
+
+def plain_consume(settings: Settings, topics: list[str]) -> int:
+    admin = admin_client(settings)
+    records = 0
+
+    def count(_message: object) -> None:
+        nonlocal records
+        records += 1
+
+    for description in describe_topics(admin, settings, topics):
+        replay(settings, description.name, description.end_offsets, count)
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of production scale")
+    args = parser.parse_args()
+    run = time.strftime("%Y%m%d%H%M%S")
+    base = Settings()
+    settings = base.with_topic_prefix(
+        f"bench-rec-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
+    )
+    admin = admin_client(settings)
+    create_topics(admin, settings, platform_topics(settings))
+    options = GeneratorOptions(
+        members=round(PRODUCTION_MEMBERS * args.scale),
+        boards=round(PRODUCTION_BOARDS * args.scale),
+        seed=1,
+    )
+    produce(settings, options, settings.var_dir / "manifest.json", 5.0)
+    spark = spark_session(settings, "bench-reconcile")
+    spark.sparkContext.setLogLevel("ERROR")
+    for start in (start_join(spark, settings, JoinJobConfig()), None):
+        query = start or start_sink(spark, settings, SinkJobConfig())
+        query.awaitTermination()
+        assert query.exception() is None, query.exception()
+    print("pipeline drained; reconciling", flush=True)
+
+    began = time.perf_counter()
+    result = reconcile_once(spark, settings, "bench")
+    reconcile_s = time.perf_counter() - began
+    print("\n".join(result.summary()), flush=True)
+    topics = [spec.name for spec in platform_topics(settings)]
+    began = time.perf_counter()
+    records = plain_consume(settings, topics)
+    floor_s = time.perf_counter() - began
+
+    boards = result.reconciliation.counts["source"]
+    print(f"\n{boards:,} source boards; the five topics hold {records:,} records")
+    print("| step | seconds |\n|---|---:|")
+    print(f"| reconciliation run (all checks, table, GX) | {reconcile_s:.1f} |")
+    print(f"| plain consume of the same topics (floor) | {floor_s:.1f} |")
+    print(f"\nratio: {reconcile_s / floor_s:.1f}x the floor")
+    admin.delete_topics(topics)
+    shutil.rmtree(settings.var_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

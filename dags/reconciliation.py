@@ -1,0 +1,56 @@
+"""
+### Reconciliation
+
+Every 15 minutes, and whenever the pipeline updates `board_detail` (the Asset
+`boardstream://board_detail`): proves that `board-detail` and `board_detail` hold exactly every
+source board, plus the accounted unmatched and dead-lettered ones. Fails with a readable summary
+(in the task log and XCom) when anything is missing, extra, duplicated or mismatched; the
+evidence is in `reconciliation_run` / `reconciliation_issue` and the Great Expectations Data Docs.
+Repair a failed run with the `board_detail_repair` DAG (param `run_id`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, dag, task
+
+BOARD_DETAIL = Asset("boardstream://board_detail")
+
+
+@dag(
+    dag_id="reconciliation",
+    schedule=AssetOrTimeSchedule(
+        timetable=CronTriggerTimetable("*/15 * * * *", timezone="UTC"), assets=BOARD_DETAIL
+    ),
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 0},  # a failed reconciliation is a verdict, not a glitch
+    doc_md=__doc__,
+    tags=["boardstream", "reconciliation"],
+)
+def reconciliation() -> None:
+    @task
+    def reconcile(**context) -> dict:
+        """One run; its counts go to XCom, and a failure raises with the summary."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from boardstream.reconcile.run import reconcile_once
+        from boardstream.spark.session import spark_session
+        from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
+
+        settings = BoardstreamKafkaHook().settings()
+        spark = spark_session(settings, "reconciliation")
+        run_by = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
+        result = reconcile_once(spark, settings, run_by)
+        summary = "\n".join(result.summary())
+        print(summary)
+        if not result.passed:
+            raise AirflowFailException(summary)
+        return {"run_id": result.run_id, "passed": True, **result.reconciliation.counts}
+
+    reconcile()
+
+
+reconciliation()
