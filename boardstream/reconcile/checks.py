@@ -17,9 +17,11 @@ from functools import reduce
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import sqlalchemy as sa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 from pyspark.sql.window import Window
 
 from boardstream import database
@@ -102,10 +104,14 @@ def reconcile(
     examples: int | None = EXAMPLES,
 ) -> Reconciliation:
     """Check ``snapshot``; each finding keeps ``examples`` ids (all of them when None)."""
+    # Arrow for the table's round trip between pandas and Spark (row by row is minutes).
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     board, detail_topic = settings.board_topic, settings.board_detail_topic
-    join_end = snapshot.join.of(board)
-    processed = _sources(read_topic(spark, settings, board, *_between(snapshot, board, join_end)))
     everything = _sources(read_topic(spark, settings, board, *_between(snapshot, board)))
+    join_end = snapshot.join.of(board)
+    processed = everything.where(
+        _any((F.col("p") == p) & (F.col("o") < o) for p, o in join_end.items())
+    )
     details = _outputs(read_topic(spark, settings, detail_topic, *_between(snapshot, detail_topic)))
     unmatched = _outputs(
         read_topic(
@@ -119,7 +125,7 @@ def reconcile(
         .select(F.col("d.partition").alias("p"), F.col("d.offset").alias("o"))
     )
     pending = _pending(spark, join_checkpoint, snapshot.join.batch_id)
-    for frame in (processed, everything, details, unmatched, dlq, pending):
+    for frame in (everything, details, unmatched, dlq, pending):
         frame.cache()
 
     positions = ["p", "o"]
@@ -127,55 +133,75 @@ def reconcile(
         DataFrame.unionByName,
         [details.select(*positions), unmatched.select(*positions), dlq, pending.select(*positions)],
     ).distinct()
-    findings: dict[str, Finding] = {}
-    findings["missing"] = _finding(
-        processed.join(accounted, positions, "left_anti"), "board_id", examples
-    )
     outputs = details.unionByName(unmatched.select(details.columns))
     # A source board below the topic's earliest offset was deleted by retention: its outputs
     # can no longer be checked against it, which is reported, not called extra.
     retained = _any(
         (F.col("p") == p) & (F.col("o") >= start) for p, start in snapshot.earliest[board].items()
     )
-    findings["extra"] = _finding(
-        outputs.where(retained).join(everything, positions, "left_anti"), "board_id", examples
-    )
-    findings["source_expired"] = _finding(outputs.where(~retained), "board_id", examples)
     replays = details.groupBy(*positions).agg(
         F.count("*").alias("n"), F.first("board_id").alias("board_id")
     )
-    findings["topic_replays"] = _finding(replays.where("n > 1"), "board_id", examples)
     in_flight = everything.join(processed, positions, "left_anti").join(
         accounted, positions, "left_anti"
     )
-    findings["in_flight"] = _finding(
-        in_flight.unionByName(pending.select(in_flight.columns)), "board_id", examples
-    )
-
     members = read_topic(
         spark, settings, settings.member_topic, *_between(snapshot, settings.member_topic)
     )
     member_ids = members.select(
         F.col("key").cast("string").cast("bigint").alias("member_id")
     ).distinct()
-    findings["referential"] = _finding(
-        details.join(member_ids, "member_id", "left_anti"), "board_id", examples
-    )
-
-    table_findings, table_frame, expected_rows = _check_table(
-        spark, settings, snapshot, details, examples
-    )
-    findings |= table_findings
-
-    counts = {
-        "source": processed.count(),
-        "joined": details.select(*positions).distinct().count(),
-        "unmatched": unmatched.select(*positions).distinct().count(),
-        "dead_lettered": dlq.distinct().count(),
-        "pending": pending.count(),
-        **{kind: finding.count for kind, finding in findings.items()},
+    table, table_checks = _check_table(spark, settings, snapshot, details)
+    should_hold = table_checks.pop("expected_table_rows")
+    findings = {
+        "missing": processed.join(accounted, positions, "left_anti"),
+        "extra": outputs.where(retained).join(everything, positions, "left_anti"),
+        "source_expired": outputs.where(~retained),
+        "topic_replays": replays.where("n > 1"),
+        "in_flight": in_flight.unionByName(pending.select(in_flight.columns)),
+        "referential": details.join(member_ids, "member_id", "left_anti"),
+        **table_checks,
     }
-    return Reconciliation(counts, findings, table_frame, expected_rows)
+    counted = {
+        "source": processed,
+        "joined": details.select(*positions).distinct(),
+        "unmatched": unmatched.select(*positions).distinct(),
+        "dead_lettered": dlq.distinct(),
+        "pending": pending,
+        "expected_table_rows": should_hold,
+    }
+    evaluated = _evaluate(findings, counted, examples)
+    counts = {kind: evaluated[kind].count for kind in [*counted, *findings]}
+    expected_rows = counts.pop("expected_table_rows")
+    table_snapshot = table.select("board_id", "member_id").toPandas()
+    return Reconciliation(
+        counts, {kind: evaluated[kind] for kind in findings}, table_snapshot, expected_rows
+    )
+
+
+def _evaluate(
+    findings: dict[str, DataFrame], counted: dict[str, DataFrame], examples: int | None
+) -> dict[str, Finding]:
+    """Every finding and count in one Spark job: per kind, the number of rows and the sorted
+    board ids (only for findings; ``examples`` of them, or all)."""
+    tagged = [
+        frame.select(
+            F.lit(kind).alias("kind"),
+            (
+                F.col("board_id").cast("string") if kind in findings else F.lit(None).cast("string")
+            ).alias("id"),
+        )
+        for kind, frame in {**findings, **counted}.items()
+    ]
+    ids = F.array_sort(F.collect_list("id"))
+    rows = (
+        reduce(DataFrame.unionByName, tagged)
+        .groupBy("kind")
+        .agg(F.count("*").alias("n"), (F.slice(ids, 1, examples) if examples else ids).alias("ids"))
+        .collect()
+    )
+    found = {row.kind: Finding(row.n, list(row.ids)) for row in rows}
+    return {kind: found.get(kind, Finding(0, [])) for kind in {**findings, **counted}}
 
 
 def _sources(raw: DataFrame) -> DataFrame:
@@ -228,14 +254,6 @@ def _below(ends: dict[int, int]) -> Column:
     )
 
 
-def _finding(frame: DataFrame, id_column: str, examples: int | None) -> Finding:
-    ids = frame.select(F.col(id_column).cast("string").alias("id"))
-    count = ids.count()
-    ordered = ids.orderBy("id")
-    kept = [row.id for row in (ordered.limit(examples) if examples else ordered).collect()]
-    return Finding(count, kept)
-
-
 def _row_hash(frame: DataFrame) -> DataFrame:
     """board_id, a hash of the canonical columns, and the board's hash bucket."""
     text = [F.coalesce(F.col(c).cast("string"), F.lit("\u0000")) for c in CANONICAL]
@@ -251,8 +269,7 @@ def _check_table(
     settings: Settings,
     snapshot: Snapshot,
     details: DataFrame,
-    examples: int | None,
-) -> tuple[dict[str, Finding], pd.DataFrame, int]:
+) -> tuple[DataFrame, dict[str, DataFrame]]:
     """board_detail against board-detail: the table holds, per board, the newest board-detail
     record the sink had committed, once, with the same content."""
     detail_topic = settings.board_detail_topic
@@ -264,28 +281,14 @@ def _check_table(
     expected = details.withColumn("rank", newest).where("rank = 1").drop("rank")
     settled = expected.where(_below(sink_end))
 
-    table_pd = _read_table(settings)
-    # The same types as board-detail's: pandas turns an integer column with a NULL into floats,
-    # which would hash differently.
     detail_schema = details.select(*CANONICAL, "detail_partition", "detail_offset").schema
-    table = (
-        spark.createDataFrame(table_pd)
-        if len(table_pd)
-        else spark.createDataFrame([], detail_schema)
-    )
-    table = table.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in detail_schema])
+    table = spark.createDataFrame(_read_table(settings, detail_schema))
     table = table.where(_below(latest)).cache()
 
     findings = {
-        "duplicates": _finding(
-            table.groupBy("board_id").count().where("count > 1"), "board_id", examples
-        ),
-        "missing_in_table": _finding(
-            settled.join(table, "board_id", "left_anti"), "board_id", examples
-        ),
-        "extra_in_table": _finding(
-            table.join(expected, "board_id", "left_anti"), "board_id", examples
-        ),
+        "duplicates": table.groupBy("board_id").count().where("count > 1"),
+        "missing_in_table": settled.join(table, "board_id", "left_anti"),
+        "extra_in_table": table.join(expected, "board_id", "left_anti"),
     }
     ours, theirs = (
         _row_hash(settled),
@@ -303,20 +306,29 @@ def _check_table(
         .alias("x")
         .join(theirs.join(differing, "bucket").alias("y"), "board_id")
     )
-    findings["mismatched"] = _finding(
-        drill.where(F.col("x.h") != F.col("y.h")), "board_id", examples
-    )
+    findings["mismatched"] = drill.where(F.col("x.h") != F.col("y.h"))
     # What the table should hold: every settled board, plus boards the sink has loaded since.
     loaded = expected.join(table.select("board_id"), "board_id", "left_semi")
-    should_hold = settled.select("board_id").union(loaded.select("board_id")).distinct()
-    return findings, table.select("board_id", "member_id").toPandas(), should_hold.count()
+    findings["expected_table_rows"] = (
+        settled.select("board_id").union(loaded.select("board_id")).distinct()
+    )
+    return table, findings
 
 
-def _read_table(settings: Settings) -> pd.DataFrame:
+def _read_table(settings: Settings, schema: StructType) -> pa.Table:
+    """board_detail as an Arrow table typed like board-detail's rows (through pandas, an
+    integer column with a NULL would turn into floats and hash differently)."""
+    arrow_types = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
     engine = database.engine(settings.database)
     sink_table.create(engine)
-    columns: list[Any] = [sink_table.board_detail.c[name] for name in sink_table.COLUMNS]
+    columns: list[Any] = [sink_table.board_detail.c[f.name] for f in schema]
     with engine.connect() as connection:
-        frame = pd.read_sql(sa.select(*columns), connection)
+        rows = connection.execute(sa.select(*columns)).all()
     engine.dispose()
-    return frame
+    values = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
+    return pa.table(
+        {
+            f.name: pa.array(column, arrow_types[f.dataType.simpleString()])
+            for f, column in zip(schema, values, strict=True)
+        }
+    )

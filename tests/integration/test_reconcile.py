@@ -18,6 +18,7 @@ from boardstream.reconcile.repair import repair
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
+from tests.fixtures import cli
 from tests.integration.pipeline import Pipeline, consume_all
 
 BOARDS = [f"b{i}" for i in range(1, 9)]
@@ -185,3 +186,30 @@ def test_a_board_detail_record_lost_from_the_topic_is_missing(pipeline: Pipeline
         return [json.loads(v) for k, v in consume_all(of, of.board_detail_topic) if k == b"b5"]
 
     assert b5(copy) == b5(settings)  # the same join code gives the same record
+
+
+def test_reconcile_command_exit_code_is_the_verdict(pipeline: Pipeline, database_url: str) -> None:
+    """`boardstream reconcile` runs the job under spark-submit against the default checkpoint
+    paths of the settings it is given."""
+    settings = pipeline.settings
+    root = pipeline.workdir / "checkpoints"
+    (root / "board-detail-join").parent.mkdir(parents=True, exist_ok=True)
+    join_checkpoint(pipeline).rename(root / "board-detail-join")
+    (pipeline.workdir / f"{settings.board_topic}-sink").rename(root / "board-detail-sink")
+    env = {
+        "BOARDSTREAM_CHECKPOINT_ROOT": str(root),
+        "BOARDSTREAM_DATABASE_URL": database_url,
+        **{
+            f"BOARDSTREAM_{name.upper()}": getattr(settings, name)
+            for name in ("member_topic", "board_topic", "board_detail_topic")
+        },
+        "BOARDSTREAM_UNMATCHED_TOPIC": settings.unmatched_topic,
+        "BOARDSTREAM_DLQ_TOPIC": settings.dlq_topic,
+    }
+    passed = cli(settings, "reconcile", timeout=600, extra_env=env)
+    assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
+    assert "PASSED" in passed.stdout
+    execute(database_url, "DELETE FROM board_detail WHERE board_id = 'b7'")
+    failed = cli(settings, "reconcile", timeout=600, extra_env=env)
+    assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
+    assert "missing_in_table: b7" in failed.stdout
