@@ -27,10 +27,9 @@ import shutil
 import time
 from collections.abc import Callable
 
+from backlog import produce_backlog
 from pyspark.sql import SparkSession
 
-from boardstream.generator.plan import PRODUCTION_BOARDS, PRODUCTION_MEMBERS, GeneratorOptions
-from boardstream.generator.producer import produce
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.kafka.clients import admin_client
@@ -79,19 +78,9 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--state-buckets", type=int, default=JoinJobConfig.state_buckets)
     args = parser.parse_args()
-    run = time.strftime("%Y%m%d%H%M%S")
-    base = Settings()
-    source = base.with_topic_prefix(
-        f"bench-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
-    )
+    source, manifest = produce_backlog("bench", args.scale)
     admin = admin_client(source)
-    create_topics(admin, source, platform_topics(source))
-    options = GeneratorOptions(
-        members=round(PRODUCTION_MEMBERS * args.scale),
-        boards=round(PRODUCTION_BOARDS * args.scale),
-        seed=1,
-    )
-    manifest = produce(source, options, source.var_dir / "manifest.json", 5.0)
+    prefix = source.member_topic.removesuffix("-member")
     records = sum(manifest.counts.values())
     boards = manifest.counts.get("boards", 0)
 
@@ -102,7 +91,7 @@ def main() -> None:
     for index, mode in enumerate(args.modes):
         # Same input topics; outputs, checkpoints and database of this mode only.
         settings = source.with_topic_prefix(
-            f"bench-{run}-{index}{mode}", var_dir=source.var_dir / f"{index}{mode}"
+            f"{prefix}-{index}{mode}", var_dir=source.var_dir / f"{index}{mode}"
         ).model_copy(
             update={"member_topic": source.member_topic, "board_topic": source.board_topic}
         )

@@ -16,12 +16,12 @@ import argparse
 import shutil
 import time
 
-from boardstream.generator.plan import PRODUCTION_BOARDS, PRODUCTION_MEMBERS, GeneratorOptions
-from boardstream.generator.producer import produce
+from backlog import produce_backlog
+
 from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.replay import replay
-from boardstream.kafka.topics import create_topics, describe_topics, platform_topics
+from boardstream.kafka.topics import describe_topics, platform_topics
 from boardstream.reconcile.run import reconcile_once
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
@@ -45,19 +45,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of production scale")
     args = parser.parse_args()
-    run = time.strftime("%Y%m%d%H%M%S")
-    base = Settings()
-    settings = base.with_topic_prefix(
-        f"bench-rec-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
-    )
+    settings, _ = produce_backlog("bench-rec", args.scale)
     admin = admin_client(settings)
-    create_topics(admin, settings, platform_topics(settings))
-    options = GeneratorOptions(
-        members=round(PRODUCTION_MEMBERS * args.scale),
-        boards=round(PRODUCTION_BOARDS * args.scale),
-        seed=1,
-    )
-    produce(settings, options, settings.var_dir / "manifest.json", 5.0)
     spark = spark_session(settings, "bench-reconcile")
     spark.sparkContext.setLogLevel("ERROR")
     for start in (start_join(spark, settings, JoinJobConfig()), None):

@@ -18,11 +18,15 @@ def count(text: str) -> int:
     return value
 
 
-def ratio(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def ratio(text: str) -> float:
+    value = _number(text)
     if not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {value:g}")
     return value
@@ -57,10 +61,7 @@ def fraction(text: str) -> float:
 
 def positive_number(text: str) -> float:
     """argparse type: a number > 0 (fractions allowed)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _number(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     return value

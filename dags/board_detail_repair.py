@@ -31,13 +31,12 @@ from airflow.sdk import Param, dag, task
 def board_detail_repair() -> None:
     @task
     def repair_and_reconcile(**context) -> dict:
-        from airflow.sdk.exceptions import AirflowFailException
-
         from boardstream.joins.member_table import JoinOptions
         from boardstream.reconcile.repair import repair
-        from boardstream.reconcile.run import checkpoints, reconcile_once
+        from boardstream.reconcile.run import checkpoints
         from boardstream.spark.session import spark_session
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
+        from boardstream_airflow.reconciliation import reconcile_or_fail
 
         params = context["params"]
         settings = BoardstreamKafkaHook().settings()
@@ -45,13 +44,7 @@ def board_detail_repair() -> None:
         options = JoinOptions(mode=params["join_mode"])
         done = repair(spark, settings, params["run_id"], checkpoints(settings)[0], options)
         print(", ".join(f"{step}: {count:,}" for step, count in done.items()))
-        run_by = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
-        result = reconcile_once(spark, settings, run_by)
-        summary = "\n".join(result.summary())
-        print(summary)
-        if not result.passed:
-            raise AirflowFailException(summary)
-        return {"repaired": done, "run_id": result.run_id}
+        return {"repaired": done, **reconcile_or_fail(spark, settings, context)}
 
     repair_and_reconcile()
 

@@ -34,21 +34,12 @@ def reconciliation() -> None:
     @task
     def reconcile(**context) -> dict:
         """One run; its counts go to XCom, and a failure raises with the summary."""
-        from airflow.sdk.exceptions import AirflowFailException
-
-        from boardstream.reconcile.run import reconcile_once
         from boardstream.spark.session import spark_session
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
+        from boardstream_airflow.reconciliation import reconcile_or_fail
 
         settings = BoardstreamKafkaHook().settings()
-        spark = spark_session(settings, "reconciliation")
-        run_by = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
-        result = reconcile_once(spark, settings, run_by)
-        summary = "\n".join(result.summary())
-        print(summary)
-        if not result.passed:
-            raise AirflowFailException(summary)
-        return {"run_id": result.run_id, "passed": True, **result.reconciliation.counts}
+        return reconcile_or_fail(spark_session(settings, "reconciliation"), settings, context)
 
     reconcile()
 

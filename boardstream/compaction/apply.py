@@ -28,13 +28,8 @@ from boardstream.settings import Settings
 
 
 @dataclass(frozen=True)
-class PlannedSetting:
-    topic: str
-    setting: str
-    old_value: str | None
-    old_is_default: bool
-    new_value: str
-    reason: str
+class PlannedSetting(tuning_log.SettingChange):
+    """A recommendation next to the topic's current value."""
 
     @property
     def changes(self) -> bool:

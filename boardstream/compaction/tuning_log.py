@@ -40,14 +40,20 @@ compaction_tuning_log = sa.Table(
 
 
 @dataclass(frozen=True)
-class LoggedSetting:
-    change_id: int
+class SettingChange:
+    """One setting of one topic, from its old value to a new one, and why."""
+
     topic: str
     setting: str
     old_value: str | None
     old_is_default: bool
     new_value: str
     reason: str
+
+
+@dataclass(frozen=True)
+class LoggedSetting(SettingChange):
+    change_id: int
     applied_at: datetime
     run_by: str
     rolls_back: int | None

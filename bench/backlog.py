@@ -1,0 +1,27 @@
+"""What the production-scale benchmarks share: a seeded backlog in fresh, prefixed topics."""
+
+from __future__ import annotations
+
+import time
+
+from boardstream.generator.manifest import Manifest
+from boardstream.generator.plan import PRODUCTION_BOARDS, PRODUCTION_MEMBERS, GeneratorOptions
+from boardstream.generator.producer import produce
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.topics import create_topics, platform_topics
+from boardstream.settings import Settings
+
+
+def produce_backlog(name: str, scale: float) -> tuple[Settings, Manifest]:
+    """442,128 members and 447,017 boards times ``scale`` (seed 1) in topics ``<name>-<time>-*``,
+    with their own var dir under var/bench."""
+    run = time.strftime("%Y%m%d%H%M%S")
+    base = Settings()
+    settings = base.with_topic_prefix(
+        f"{name}-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
+    )
+    create_topics(admin_client(settings), settings, platform_topics(settings))
+    options = GeneratorOptions(
+        members=round(PRODUCTION_MEMBERS * scale), boards=round(PRODUCTION_BOARDS * scale), seed=1
+    )
+    return settings, produce(settings, options, settings.var_dir / "manifest.json", 5.0)
