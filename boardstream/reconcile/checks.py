@@ -29,6 +29,7 @@ from boardstream.joins import schema
 from boardstream.reconcile.snapshot import Snapshot
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
+from boardstream.timing import phase
 
 EXAMPLES = 20  # ids kept per finding
 HASH_BUCKETS = 1024
@@ -125,8 +126,9 @@ def reconcile(
         .select(F.col("d.partition").alias("p"), F.col("d.offset").alias("o"))
     )
     pending = _pending(spark, join_checkpoint, snapshot.join.batch_id)
-    for frame in (everything, details, unmatched, dlq, pending):
-        frame.cache()
+    with phase("reconcile: read the snapshot's records"):
+        for frame in (everything, details, unmatched, dlq, pending):
+            frame.cache().count()  # materialized once; every check below reads the cache
 
     positions = ["p", "o"]
     accounted = reduce(
@@ -170,7 +172,8 @@ def reconcile(
         "pending": pending,
         "expected_table_rows": should_hold,
     }
-    evaluated = _evaluate(findings, counted, examples)
+    with phase("reconcile: exact checks"):
+        evaluated = _evaluate(findings, counted, examples)
     counts = {kind: evaluated[kind].count for kind in [*counted, *findings]}
     expected_rows = counts.pop("expected_table_rows")
     table_snapshot = table.select("board_id", "member_id").toPandas()
@@ -282,8 +285,10 @@ def _check_table(
     settled = expected.where(_below(sink_end))
 
     detail_schema = details.select(*CANONICAL, "detail_partition", "detail_offset").schema
-    table = spark.createDataFrame(_read_table(settings, detail_schema))
-    table = table.where(_below(latest)).cache()
+    with phase("reconcile: read board_detail"):
+        table = spark.createDataFrame(_read_table(settings, detail_schema))
+        table = table.where(_below(latest)).cache()
+        table.count()
 
     findings = {
         "duplicates": table.groupBy("board_id").count().where("count > 1"),

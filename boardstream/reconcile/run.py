@@ -20,6 +20,7 @@ from boardstream.reconcile.expectations import ValidationReport, validate_reconc
 from boardstream.reconcile.snapshot import take_snapshot
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
+from boardstream.timing import phase
 
 SUMMARY_ORDER = (
     "source",
@@ -78,13 +79,14 @@ def reconcile_once(
     snapshot = take_snapshot(admin_client(settings), settings, join_checkpoint, sink_checkpoint)
     run_id = ledger.start_run(engine, snapshot.to_json(), run_by)
     result = reconcile(spark, settings, snapshot, str(join_checkpoint))
-    validation = validate_reconciliation(
-        result.table_snapshot,
-        result.expected_table_rows,
-        result.difference_sets(),
-        settings.var_dir / "reconciliation" / "data_docs",
-        f"reconciliation-{run_id}",
-    )
+    with phase("reconcile: Great Expectations"):
+        validation = validate_reconciliation(
+            result.table_snapshot,
+            result.expected_table_rows,
+            result.difference_sets(),
+            settings.var_dir / "reconciliation" / "data_docs",
+            f"reconciliation-{run_id}",
+        )
     outcome = RunResult(run_id, result, validation)
     ledger.finish_run(
         engine,
