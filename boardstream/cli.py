@@ -170,6 +170,9 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
         )
     else:
         job, job_args = "reconcile", []
+    for flag in ("join_checkpoint", "sink_checkpoint"):
+        if getattr(args, flag):
+            job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     return subprocess.run(
         submit_command(settings, job, job_args), env=submit_env(), check=False
     ).returncode
@@ -261,13 +264,15 @@ def build_parser() -> argparse.ArgumentParser:
         "reconcile",
         help="prove board-detail and board_detail hold every source board (exit 1 if not)",
     )
-    reconcile.set_defaults(run=_reconcile)
     repair = commands.add_parser(
         "repair", help="re-join what a reconciliation run found missing, then reconcile again"
     )
     repair.add_argument("--run", type=positive, required=True, help="reconciliation run id")
     repair.add_argument("--join-mode", choices=["latest", "as-of"], default="latest")
-    repair.set_defaults(run=_reconcile)
+    for command in (reconcile, repair):
+        command.add_argument("--join-checkpoint", type=Path, help="default: the join job's")
+        command.add_argument("--sink-checkpoint", type=Path, help="default: the sink job's")
+        command.set_defaults(run=_reconcile)
     return parser
 
 

@@ -188,16 +188,15 @@ def test_a_board_detail_record_lost_from_the_topic_is_missing(pipeline: Pipeline
     assert b5(copy) == b5(settings)  # the same join code gives the same record
 
 
+def errors(stderr: str) -> str:
+    """The lines of a job's stderr that say what went wrong (not the JVM stack frames)."""
+    return "\n".join(line for line in stderr.splitlines() if "Error" in line or "Exception" in line)
+
+
 def test_reconcile_command_exit_code_is_the_verdict(pipeline: Pipeline, database_url: str) -> None:
-    """`boardstream reconcile` runs the job under spark-submit against the default checkpoint
-    paths of the settings it is given."""
+    """`boardstream reconcile` runs the job under spark-submit; exit 0 passes, 1 fails."""
     settings = pipeline.settings
-    root = pipeline.workdir / "checkpoints"
-    (root / "board-detail-join").parent.mkdir(parents=True, exist_ok=True)
-    join_checkpoint(pipeline).rename(root / "board-detail-join")
-    (pipeline.workdir / f"{settings.board_topic}-sink").rename(root / "board-detail-sink")
     env = {
-        "BOARDSTREAM_CHECKPOINT_ROOT": str(root),
         "BOARDSTREAM_DATABASE_URL": database_url,
         **{
             f"BOARDSTREAM_{name.upper()}": getattr(settings, name)
@@ -206,10 +205,15 @@ def test_reconcile_command_exit_code_is_the_verdict(pipeline: Pipeline, database
         "BOARDSTREAM_UNMATCHED_TOPIC": settings.unmatched_topic,
         "BOARDSTREAM_DLQ_TOPIC": settings.dlq_topic,
     }
-    passed = cli(settings, "reconcile", timeout=600, extra_env=env)
-    assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
+    command = [
+        "reconcile",
+        f"--join-checkpoint={join_checkpoint(pipeline)}",
+        f"--sink-checkpoint={pipeline.workdir / f'{settings.board_topic}-sink'}",
+    ]
+    passed = cli(settings, *command, timeout=600, extra_env=env)
+    assert passed.returncode == 0, errors(passed.stdout + passed.stderr)
     assert "PASSED" in passed.stdout
     execute(database_url, "DELETE FROM board_detail WHERE board_id = 'b7'")
-    failed = cli(settings, "reconcile", timeout=600, extra_env=env)
-    assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
+    failed = cli(settings, *command, timeout=600, extra_env=env)
+    assert failed.returncode == 1, failed.stdout[-2000:] + errors(failed.stderr)
     assert "missing_in_table: b7" in failed.stdout
