@@ -99,7 +99,7 @@ class KafkaBroker:
         """Format the KRaft metadata log once; later starts reuse it (and its topics)."""
         if (self.data_dir / "meta.properties").exists():
             return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = new_cluster_id()
         command = self._java(
             "kafka.tools.StorageTool",
             "format",
@@ -154,3 +154,13 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except FileNotFoundError:
         return "(no log)"
+
+
+def new_cluster_id() -> str:
+    """A random KRaft cluster id (URL-safe base64 of a UUID). Like Kafka's own Uuid, never one
+    starting with "-": the storage tool's argument parser would take it for an option (it did,
+    about once in 64 test sessions)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
