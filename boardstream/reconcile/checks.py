@@ -134,7 +134,7 @@ def reconcile(
     accounted = reduce(
         DataFrame.unionByName,
         [details.select(*positions), unmatched.select(*positions), dlq, pending.select(*positions)],
-    ).distinct()
+    ).distinct().cache()
     outputs = details.unionByName(unmatched.select(details.columns))
     # A source board below the topic's earliest offset was deleted by retention: its outputs
     # can no longer be checked against it, which is reported, not called extra.
@@ -281,7 +281,7 @@ def _check_table(
     newest = F.row_number().over(
         Window.partitionBy("board_id").orderBy(F.col("detail_offset").desc())
     )
-    expected = details.withColumn("rank", newest).where("rank = 1").drop("rank")
+    expected = details.withColumn("rank", newest).where("rank = 1").drop("rank").cache()
     settled = expected.where(_below(sink_end))
 
     detail_schema = details.select(*CANONICAL, "detail_partition", "detail_offset").schema
