@@ -131,10 +131,19 @@ def reconcile(
             frame.cache().count()  # materialized once; every check below reads the cache
 
     positions = ["p", "o"]
-    accounted = reduce(
-        DataFrame.unionByName,
-        [details.select(*positions), unmatched.select(*positions), dlq, pending.select(*positions)],
-    ).distinct().cache()
+    accounted = (
+        reduce(
+            DataFrame.unionByName,
+            [
+                details.select(*positions),
+                unmatched.select(*positions),
+                dlq,
+                pending.select(*positions),
+            ],
+        )
+        .distinct()
+        .cache()
+    )
     outputs = details.unionByName(unmatched.select(details.columns))
     # A source board below the topic's earliest offset was deleted by retention: its outputs
     # can no longer be checked against it, which is reported, not called extra.
