@@ -38,7 +38,7 @@ from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
 from boardstream.spark.progress import JsonlProgressListener, read_progress
 from boardstream.spark.session import spark_session
-from boardstream.spark.streaming import CONTINUOUS, progress_dir
+from boardstream.spark.streaming import CONTINUOUS
 
 MODES = ("pipelined", "sequential")
 
@@ -97,13 +97,13 @@ def main() -> None:
         )
         settings.var_dir.mkdir(parents=True, exist_ok=True)
         create_topics(admin, settings, platform_topics(settings)[2:])
-        listener = JsonlProgressListener(progress_dir(settings))
+        listener = JsonlProgressListener(settings.progress)
         spark.streams.addListener(listener)
         drain = sequential if mode == "sequential" else pipelined
         timings = drain(spark, settings, JoinJobConfig(state_buckets=args.state_buckets))
         time.sleep(1)  # the listener writes the last progress event asynchronously
         spark.streams.removeListener(listener)
-        join_progress = read_progress(progress_dir(settings), JOIN)
+        join_progress = read_progress(settings.progress, JOIN)
         peak_rows = max((p["state_rows"] for p in join_progress), default=0)
         peak_bytes = max((p["state_sst_bytes"] for p in join_progress), default=0)
         print(f"\n{mode}\n| stage | records | seconds | records/s |\n|---|---:|---:|---:|")

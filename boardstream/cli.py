@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -68,14 +68,14 @@ def _topics(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _produce(args: argparse.Namespace, settings: Settings) -> int:
-    from boardstream.generator.plan import PRODUCTION_BOARDS, PRODUCTION_MEMBERS, GeneratorOptions
+    from boardstream.generator.manifest import default_path
+    from boardstream.generator.plan import GeneratorOptions, production_scale
     from boardstream.generator.producer import produce
 
-    members = PRODUCTION_MEMBERS if args.production_scale else args.members
-    boards = PRODUCTION_BOARDS if args.production_scale else args.boards
+    counts = production_scale() if args.production_scale else {}
     options = GeneratorOptions(
-        members=members,
-        boards=boards,
+        members=counts.get("members", args.members),
+        boards=counts.get("boards", args.boards),
         seed=args.seed,
         update_ratio=args.update_ratio,
         deletes=args.deletes,
@@ -87,9 +87,7 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
         options.validate()
     except ValueError as error:
         raise BoardstreamError(str(error)) from None
-    manifest_path = args.manifest or settings.var_dir / "manifests" / (
-        time.strftime("%Y%m%dT%H%M%S") + f"-seed{args.seed}.json"
-    )
+    manifest_path = args.manifest or default_path(settings.var_dir, args.seed)
     manifest = produce(settings, options, manifest_path)
     for kind, number in manifest.counts.items():
         print(f"{kind}: {number:,}")
@@ -109,7 +107,7 @@ def _job(args: argparse.Namespace, settings: Settings) -> int:
         raise BoardstreamError(f"job run needs a job name: {', '.join(sorted(JOBS))}")
     job_args = args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
     command = submit_command(settings, args.name, job_args)
-    return subprocess.run(command, env=submit_env(), check=False).returncode
+    return subprocess.run(command, env={**os.environ, **submit_env()}, check=False).returncode
 
 
 def _compaction(args: argparse.Namespace, settings: Settings) -> int:
@@ -174,7 +172,7 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
         if getattr(args, flag):
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     return subprocess.run(
-        submit_command(settings, job, job_args), env=submit_env(), check=False
+        submit_command(settings, job, job_args), env={**os.environ, **submit_env()}, check=False
     ).returncode
 
 

@@ -86,6 +86,16 @@ class Settings(BaseSettings):
         return self.checkpoint_root or self.var_dir / "checkpoints"
 
     @property
+    def data_docs(self) -> Path:
+        """The Great Expectations Data Docs site every reconciliation run updates."""
+        return self.var_dir / "reconciliation" / "data_docs"
+
+    @property
+    def progress(self) -> Path:
+        """Per streaming query, one JSON line per micro-batch (see ``spark/progress.py``)."""
+        return self.var_dir / "progress"
+
+    @property
     def jars_dir(self) -> Path:
         return self.jar_cache or self.var_dir / "jars"
 

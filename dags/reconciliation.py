@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, dag, task
+from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, dag, task
 
-BOARD_DETAIL = Asset("boardstream://board_detail")
+from boardstream_airflow.assets import BOARD_DETAIL
 
 
 @dag(

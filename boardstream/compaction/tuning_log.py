@@ -137,3 +137,47 @@ def unverified(engine: Engine) -> list[int]:
             .order_by(log.c.change_id)
         )
         return [row.change_id for row in rows]
+
+
+def recent_changes(engine: Engine, limit: int = 20) -> list[dict[str, object]]:
+    """The newest ``limit`` changes, newest first: per change its topic(s), the settings it
+    set (old → new) and the replay waste measured before it and, once verified, after it."""
+    create(engine)
+    log = compaction_tuning_log
+    with engine.connect() as connection:
+        newest = (
+            sa.select(log.c.change_id)
+            .distinct()
+            .order_by(log.c.change_id.desc())
+            .limit(limit)
+            .subquery()
+        )
+        rows = connection.execute(
+            sa.select(log)
+            .where(log.c.change_id.in_(sa.select(newest.c.change_id)))
+            .order_by(log.c.change_id.desc(), log.c.id)
+        )
+        changes: dict[int, dict[str, object]] = {}
+        for row in rows:
+            change = changes.setdefault(
+                row.change_id,
+                {
+                    "change_id": row.change_id,
+                    "applied_at": row.applied_at,
+                    "run_by": row.run_by,
+                    "rolls_back": row.rolls_back,
+                    "waste_before": row.waste_before,
+                    "waste_after": row.waste_after,
+                    "verified_at": row.verified_at,
+                    "settings": [],
+                },
+            )
+            change["settings"].append(
+                {
+                    "topic": row.topic,
+                    "setting": row.setting,
+                    "old": "(default)" if row.old_is_default else row.old_value,
+                    "new": row.new_value,
+                }
+            )
+    return list(changes.values())

@@ -6,6 +6,7 @@ Tests and reconciliation compare what reached a topic or a table with this, key 
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,3 +57,8 @@ class Manifest:
         manifest = cls(options=data["options"], topics=data["topics"])
         manifest.keys.update(data["keys"])
         return manifest
+
+
+def default_path(var_dir: Path, seed: int) -> Path:
+    """Where a run's manifest goes unless told: timestamped, so runs never overwrite each other."""
+    return var_dir / "manifests" / (time.strftime("%Y%m%dT%H%M%S") + f"-seed{seed}.json")

@@ -89,6 +89,11 @@ class GeneratorOptions:
             )
 
 
+def production_scale() -> dict[str, int]:
+    """The member and board counts of the production data set this project is sized for."""
+    return {"members": PRODUCTION_MEMBERS, "boards": PRODUCTION_BOARDS}
+
+
 @dataclass(frozen=True)
 class PlannedRecord:
     """One record to produce. ``kind`` names the manifest bucket it belongs to."""

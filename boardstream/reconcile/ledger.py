@@ -89,3 +89,16 @@ def run(engine: Engine, run_id: int) -> dict[str, Any] | None:
             **row._asdict(),
             "issues": {i.finding: (i.count, i.example_ids) for i in issues},
         }
+
+
+def recent_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest ``limit`` runs, newest first, each with its findings (as :func:`run`)."""
+    create(engine)
+    with engine.connect() as connection:
+        ids = connection.execute(
+            sa.select(reconciliation_run.c.run_id)
+            .order_by(reconciliation_run.c.run_id.desc())
+            .limit(limit)
+        ).scalars()
+        ids = list(ids)
+    return [found for run_id in ids if (found := run(engine, run_id)) is not None]

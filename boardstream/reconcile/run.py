@@ -84,7 +84,7 @@ def reconcile_once(
             result.table_snapshot,
             result.expected_table_rows,
             result.difference_sets(),
-            settings.var_dir / "reconciliation" / "data_docs",
+            settings.data_docs,
             f"reconciliation-{run_id}",
         )
     outcome = RunResult(run_id, result, validation)

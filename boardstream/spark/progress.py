@@ -8,6 +8,7 @@ memory, and per source the offsets and how far behind the latest offset it is.
 from __future__ import annotations
 
 import json
+from collections import deque
 import sys
 import time
 from pathlib import Path
@@ -90,8 +91,11 @@ class JsonlProgressListener(StreamingQueryListener):
         pass
 
 
-def read_progress(directory: Path, query: str) -> list[dict[str, Any]]:
+def read_progress(directory: Path, query: str, last: int | None = None) -> list[dict[str, Any]]:
+    """The query's batches in order; only the ``last`` ones if given (the file only grows)."""
     path = directory / f"{query}.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    with path.open() as lines:
+        kept = deque((line for line in lines if line.strip()), maxlen=last)
+    return [json.loads(line) for line in kept]

@@ -63,7 +63,7 @@ def run(
 ) -> StreamingQuery:
     """Start the query built by ``start()`` with a progress listener; block until it ends.
     SIGTERM (e.g. Airflow stopping a task) stops the query between batches."""
-    listener = JsonlProgressListener(progress_dir(settings))
+    listener = JsonlProgressListener(settings.progress)
     spark.streams.addListener(listener)
     query = start()
     previous = signal.signal(signal.SIGTERM, lambda *_: query.stop())
@@ -102,6 +102,3 @@ def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]
         return 1
     return 0
 
-
-def progress_dir(settings: Settings) -> Path:
-    return settings.var_dir / "progress"

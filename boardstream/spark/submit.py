@@ -36,12 +36,32 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def submit_env() -> dict[str, str]:
-    return {**os.environ, "SPARK_HOME": str(spark_home()), "PYSPARK_PYTHON": sys.executable}
+def submit_env(settings: Settings | None = None) -> dict[str, str]:
+    """The environment spark-submit runs in: this venv's Spark and Python first on the path,
+    and, when given, the settings the job must see (e.g. a cluster from an Airflow connection)."""
+    venv_bin = str(Path(sys.executable).parent)
+    env = {
+        "SPARK_HOME": str(spark_home()),
+        "PYSPARK_PYTHON": sys.executable,
+        "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    if settings is not None:
+        env["BOARDSTREAM_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
+    return env
+
+
+def connector_jars(settings: Settings) -> str:
+    """The Kafka connector and its dependencies, from the local jar cache (no Ivy at run time)."""
+    return ",".join(str(jar) for jar in jars.require(jars.SPARK_KAFKA, settings.jars_dir))
+
+
+def python_conf() -> dict[str, str]:
+    """Driver and workers run this interpreter, which has the core package installed."""
+    return {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
 
 
 def submit_command(settings: Settings, job: str, job_args: list[str]) -> list[str]:
-    connector = ",".join(str(jar) for jar in jars.require(jars.SPARK_KAFKA, settings.jars_dir))
+    conf = [arg for name, value in python_conf().items() for arg in ("--conf", f"{name}={value}")]
     return [
         str(spark_home() / "bin" / "spark-submit"),
         "--master",
@@ -51,11 +71,8 @@ def submit_command(settings: Settings, job: str, job_args: list[str]) -> list[st
         "--driver-memory",
         settings.spark_driver_memory,
         "--jars",
-        connector,
-        "--conf",
-        f"spark.pyspark.python={sys.executable}",
-        "--conf",
-        f"spark.pyspark.driver.python={sys.executable}",
+        connector_jars(settings),
+        *conf,
         str(application(job)),
         *job_args,
     ]

@@ -14,7 +14,6 @@ from pathlib import Path
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.settings import Settings
 from boardstream.spark.progress import read_progress
-from boardstream.spark.streaming import progress_dir
 from tests.integration.pipeline import Pipeline, consume_all, query
 
 SEED = 20261122  # the kill points derive from it: a failure replays with the same schedule
@@ -107,11 +106,11 @@ def test_kill_9_and_restart_loses_and_duplicates_nothing(kafka, postgres, tmp_pa
     assert consume_all(settings, settings.dlq_topic) == []
 
     # Every micro-batch left a progress line: rows, rates, duration, state, lag.
-    join_progress = read_progress(progress_dir(settings), "board-detail-join")
+    join_progress = read_progress(settings.progress, "board-detail-join")
     assert sum(p["input_rows"] for p in join_progress) >= len(boards)
     assert max(p["state_rows"] for p in join_progress) == 16  # one state row per bucket
     assert all(p["batch_duration_ms"] > 0 for p in join_progress)
     assert join_progress[-1]["max_offsets_behind_latest"] == 0
-    sink_progress = read_progress(progress_dir(settings), "board-detail-sink")
+    sink_progress = read_progress(settings.progress, "board-detail-sink")
     assert sum(p["input_rows"] for p in sink_progress) >= len(boards)
     print(f"{len(boards):,} boards; {replayed:,} replayed into board-detail by the restarts")

@@ -1,0 +1,87 @@
+"""Everything the "Pipeline health" page shows, gathered from where boardstream already keeps it:
+the reconciliation ledger, the streaming jobs' progress lines and the compaction tuning log.
+
+Plain JSON-able data, so the Airflow plugin only renders it and the same facts can be asserted
+on in tests or served to any other client.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from boardstream import database
+from boardstream.compaction import tuning_log
+from boardstream.reconcile import ledger
+from boardstream.settings import Settings
+from boardstream.spark.progress import read_progress
+
+CHART_COUNTS = ("source", "joined", "unmatched", "dead_lettered")
+# "airflow:<dag id>/<run id>/<task id>", as the DAGs' tasks record who ran a reconciliation.
+_AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[\w.-]+)")
+
+
+def pipeline_health(settings: Settings, runs: int = 20, batches: int = 60) -> dict[str, Any]:
+    engine = database.engine(settings.database)
+    recent = [_run(run) for run in ledger.recent_runs(engine, runs)]
+    return {
+        "reconciliation_runs": recent,
+        "chart": [
+            {"at": run["finished_at"], **{name: run["counts"].get(name, 0) for name in CHART_COUNTS}}
+            for run in reversed(recent)
+            if run["finished_at"] and run["counts"]
+        ],
+        "streams": stream_progress(settings, batches),
+        "compaction_changes": [_jsonable(change) for change in tuning_log.recent_changes(engine)],
+    }
+
+
+def stream_progress(settings: Settings, batches: int) -> list[dict[str, Any]]:
+    """Per streaming query, its newest batch and the rows/s of the last ``batches``."""
+    queries = sorted(path.stem for path in settings.progress.glob("*.jsonl"))
+    streams = []
+    for query in queries:
+        records = read_progress(settings.progress, query, last=batches)
+        if records:
+            latest = records[-1]
+            streams.append(
+                {
+                    "query": query,
+                    "batches": len(records),
+                    "latest": {k: v for k, v in latest.items() if k != "sources"},
+                    "rows_per_s": [r["processed_rows_per_s"] for r in records],
+                }
+            )
+    return streams
+
+
+def airflow_run(run_by: str) -> tuple[str, str, str] | None:
+    """(dag id, run id, task id) of a run made by an Airflow task, from its ``run_by``."""
+    match = _AIRFLOW_RUN_BY.match(run_by)
+    return (match["dag"], match["run"], match["task"]) if match else None
+
+
+def _run(run: dict[str, Any]) -> dict[str, Any]:
+    return _jsonable(
+        {
+            **{k: run[k] for k in ("run_id", "started_at", "finished_at", "passed", "run_by")},
+            "counts": run["counts"] or {},
+            "issues": {
+                kind: {"count": count, "examples": examples}
+                for kind, (count, examples) in sorted(run["issues"].items())
+            },
+            "data_docs": run["data_docs"],
+            "airflow": airflow_run(run["run_by"]),
+        }
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value

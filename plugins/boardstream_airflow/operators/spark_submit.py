@@ -1,0 +1,48 @@
+"""The Spark provider's SparkSubmitOperator, told a boardstream job by name.
+
+The master and deploy mode come from the ``spark_default`` connection (``local[2]`` locally, a
+cluster's master elsewhere); the Kafka cluster from the Kafka provider's ``kafka_default``
+connection; the connector jars, Python interpreter and environment from the core package, as
+``boardstream job run`` uses them. Nothing is resolved at DAG parse time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from boardstream.spark.submit import application
+
+
+class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
+    def __init__(
+        self,
+        *,
+        job: str,
+        job_args: Sequence[str] = (),
+        kafka_config_id: str = "kafka_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            application=str(application(job)),
+            name=job,
+            application_args=list(job_args),
+            **kwargs,
+        )
+        self.kafka_config_id = kafka_config_id
+
+    def execute(self, context: Any) -> None:
+        from boardstream.spark.submit import connector_jars, python_conf, submit_env
+        from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
+
+        settings = BoardstreamKafkaHook(kafka_config_id=self.kafka_config_id).settings()
+        self.jars = ",".join(filter(None, [connector_jars(settings), self.jars]))
+        self.conf = {
+            **python_conf(),
+            "spark.driver.memory": settings.spark_driver_memory,
+            **(self.conf or {}),
+        }
+        self.env_vars = {**submit_env(settings), **(self.env_vars or {})}
+        super().execute(context)

@@ -1,0 +1,46 @@
+"""The "Pipeline health" page and its JSON API, mounted on Airflow's API server.
+
+Airflow does not authenticate plugin apps, so every route here depends on an authenticated
+Airflow user (the UI's session cookie or a bearer token): an anonymous request gets 401.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from airflow.api_fastapi.core_api.security import requires_authenticated
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from boardstream.health import CHART_COUNTS, pipeline_health
+from boardstream.settings import Settings
+from boardstream_airflow.ui.chart import line_chart, sparkline
+
+app = FastAPI(title="boardstream pipeline health", dependencies=[Depends(requires_authenticated())])
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+templates.env.globals.update(line_chart=line_chart, sparkline=sparkline, chart_counts=CHART_COUNTS)
+
+
+@app.get("/api/health")
+def health() -> dict[str, Any]:
+    return pipeline_health(Settings())
+
+
+@app.get("/health", response_class=HTMLResponse)
+def health_page(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, "health.html", {"health": pipeline_health(Settings())}
+    )
+
+
+@app.get("/data-docs/{path:path}")
+def data_docs(path: str) -> FileResponse:
+    """The Great Expectations Data Docs site the reconciliation runs write, behind the same
+    authentication as the page."""
+    root = Settings().data_docs.resolve()
+    file = (root / (path or "index.html")).resolve()
+    if not file.is_relative_to(root) or not file.is_file():
+        raise HTTPException(status_code=404, detail=f"no Data Docs page {path!r}")
+    return FileResponse(file)
