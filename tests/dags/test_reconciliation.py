@@ -3,7 +3,6 @@ naming the lost board, after a row is deleted from board_detail."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -13,6 +12,7 @@ from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.joins.member_table import JoinOptions
 from boardstream.reconcile import ledger
 from boardstream.sink.job import SinkJobConfig, start_sink
+from tests.dags.conftest import export_settings, run_dag
 from tests.integration.pipeline import Pipeline
 
 NOW = int(time.time() * 1000)
@@ -35,30 +35,12 @@ def pipeline(kafka, spark, airflow_home, tmp_path, monkeypatch) -> Pipeline:
         query = start()
         query.awaitTermination()
         assert query.exception() is None
-    env = {
-        "VAR_DIR": str(settings.var_dir),
-        "JAR_CACHE": str(kafka.jars_dir),
-        "DATABASE_URL": settings.database,
-        **{
-            name.upper(): getattr(settings, name)
-            for name in ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic")
-        },
-        "DLQ_TOPIC": settings.dlq_topic,
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(f"BOARDSTREAM_{name}", value)
-    connection = {"conn_type": "kafka", "extra": {"bootstrap.servers": kafka.bootstrap_servers}}
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", json.dumps(connection))
+    export_settings(monkeypatch, settings)
     return pipeline
 
 
 def run_reconciliation() -> str:
-    from airflow.dag_processing.dagbag import DagBag
-
-    from tests.dags.conftest import DAGS
-
-    dag = DagBag(dag_folder=DAGS / "reconciliation.py").get_dag("reconciliation")
-    return dag.test().state
+    return run_dag("reconciliation.py", "reconciliation")
 
 
 def test_passes_then_fails_on_a_lost_row(pipeline: Pipeline) -> None:
