@@ -10,12 +10,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from boardstream.joins.job import JoinJobConfig, start_join
+from boardstream.joins.member_table import JoinOptions
 from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.sink.job import SinkJobConfig, start_sink
+from boardstream.spark import streaming
+from tests.integration.pipeline import Pipeline
 
 DAGS, PLUGINS = PROJECT_ROOT / "dags", PROJECT_ROOT / "plugins"
 
@@ -74,3 +80,25 @@ def run_dag(dag_file: str, dag_id: str, **params: object) -> str:
 
     dag = DagBag(dag_folder=DAGS / dag_file).get_dag(dag_id)
     return dag.test(run_conf=params or None).state
+
+
+@pytest.fixture
+def loaded_pipeline(kafka, spark, airflow_home, tmp_path, monkeypatch) -> Pipeline:
+    """Two members and six boards (r0..r5, timestamped now, inside the topics' retention),
+    joined and loaded as the jobs do it (default checkpoints, progress lines), with the
+    settings exported for the DAGs' tasks."""
+    pipeline = Pipeline(kafka, spark, tmp_path, var_dir=tmp_path)
+    settings = pipeline.settings
+    now = int(time.time() * 1000)
+    for member_id in (1, 2):
+        pipeline.member(member_id, f"m{member_id}", ts=now)
+    for i in range(6):
+        pipeline.board(f"r{i}", member_id=i % 2 + 1, ts=now + 1 + i)
+    for start in (
+        lambda: start_join(spark, settings, JoinJobConfig(options=JoinOptions(), state_buckets=8)),
+        lambda: start_sink(spark, settings, SinkJobConfig()),
+    ):
+        query = streaming.run(spark, settings, start)  # as the jobs run: progress lines kept
+        assert query.exception() is None
+    export_settings(monkeypatch, settings)
+    return pipeline
