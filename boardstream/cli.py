@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -35,7 +36,7 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
 
     stack = LocalStack(settings)
     if args.action == "up":
-        lines = stack.up(postgres=args.postgres)
+        lines = stack.up(postgres=args.postgres, airflow=args.airflow)
     elif args.action == "down":
         lines = stack.down()
     else:
@@ -93,6 +94,13 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{kind}: {number:,}")
     print(f"manifest: {manifest_path}")
     return 0
+
+
+def _demo(args: argparse.Namespace, settings: Settings) -> int:
+    from boardstream.demo import run_demo
+
+    generator = {name: value for name, value in vars(args).items() if name in _GENERATOR_FLAGS}
+    return run_demo(settings, generator)
 
 
 def _job(args: argparse.Namespace, settings: Settings) -> int:
@@ -176,6 +184,69 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     ).returncode
 
 
+@dataclass(frozen=True)
+class GeneratorDefaults:
+    members: int = 1_000
+    boards: int = 1_000
+    seed: int = 42
+    update_ratio: float = 0.0
+    deletes: int = 0
+    late_members: int = 0
+    orphans: int = 0
+    malformed: int = 0
+    production_scale: bool = False
+
+
+_GENERATOR_FLAGS = {field.name for field in fields(GeneratorDefaults)}
+
+
+def _generator_arguments(
+    parser: argparse.ArgumentParser, defaults: GeneratorDefaults | None
+) -> None:
+    """The data generator's flags; with ``defaults=None`` a flag left out is left out of the
+    parsed arguments (so the demo_data DAG's own defaults apply)."""
+
+    def default(name: str) -> object:
+        return argparse.SUPPRESS if defaults is None else getattr(defaults, name)
+
+    parser.add_argument("--members", type=count, default=default("members"))
+    parser.add_argument("--boards", type=count, default=default("boards"))
+    parser.add_argument(
+        "--production-scale",
+        action="store_true",
+        default=default("production_scale"),
+        help="442,128 members and 447,017 boards (overrides --members/--boards)",
+    )
+    parser.add_argument("--seed", type=int, default=default("seed"), help="same seed, same records")
+    parser.add_argument(
+        "--update-ratio",
+        type=ratio,
+        default=default("update_ratio"),
+        help="member updates per member (e.g. 0.2)",
+    )
+    parser.add_argument(
+        "--deletes", type=count, default=default("deletes"), help="member tombstones"
+    )
+    parser.add_argument(
+        "--late-members",
+        type=count,
+        default=default("late_members"),
+        help="members produced after their boards",
+    )
+    parser.add_argument(
+        "--orphans",
+        type=count,
+        default=default("orphans"),
+        help="boards whose member never comes",
+    )
+    parser.add_argument(
+        "--malformed",
+        type=count,
+        default=default("malformed"),
+        help="records a job must dead-letter",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="boardstream", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
@@ -187,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     stack = commands.add_parser("stack", help="start, stop or show the local services")
     stack.add_argument("action", choices=["up", "down", "status"])
     stack.add_argument("--postgres", action="store_true", help="also start PostgreSQL (up)")
+    stack.add_argument(
+        "--airflow", action="store_true", help="also start Airflow standalone with its UI (up)"
+    )
     stack.set_defaults(run=_stack)
 
     topics = commands.add_parser("topics", help="create or describe the platform's topics")
@@ -196,27 +270,18 @@ def build_parser() -> argparse.ArgumentParser:
     topics.set_defaults(run=_topics)
 
     produce = commands.add_parser("produce", help="produce seeded member and board records")
-    produce.add_argument("--members", type=count, default=1_000)
-    produce.add_argument("--boards", type=count, default=1_000)
-    produce.add_argument(
-        "--production-scale",
-        action="store_true",
-        help="442,128 members and 447,017 boards (overrides --members/--boards)",
-    )
-    produce.add_argument("--seed", type=int, default=42, help="same seed, same records")
-    produce.add_argument(
-        "--update-ratio", type=ratio, default=0.0, help="member updates per member (e.g. 0.2)"
-    )
-    produce.add_argument("--deletes", type=count, default=0, help="member tombstones")
-    produce.add_argument(
-        "--late-members", type=count, default=0, help="members produced after their boards"
-    )
-    produce.add_argument("--orphans", type=count, default=0, help="boards whose member never comes")
-    produce.add_argument(
-        "--malformed", type=count, default=0, help="records a job must dead-letter"
-    )
+    _generator_arguments(produce, GeneratorDefaults())
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
     produce.set_defaults(run=_produce)
+
+    demo = commands.add_parser(
+        "demo",
+        help="through the local Airflow: load demo data, run the pipeline, reconcile",
+        description="Needs `stack up --airflow`. Generator flags left out take the demo_data "
+        "DAG's defaults (5,000 members, 8,000 boards, every join case).",
+    )
+    _generator_arguments(demo, None)
+    demo.set_defaults(run=_demo)
 
     job = commands.add_parser(
         "job",

@@ -28,7 +28,7 @@ def pipeline_health(settings: Settings, runs: int = 20, batches: int = 60) -> di
     return {
         "reconciliation_runs": recent,
         "chart": [
-            {"at": run["finished_at"], **{name: run["counts"].get(name, 0) for name in CHART_COUNTS}}
+            {"at": run["finished_at"], **{n: run["counts"].get(n, 0) for n in CHART_COUNTS}}
             for run in reversed(recent)
             if run["finished_at"] and run["counts"]
         ],

@@ -63,6 +63,12 @@ class Settings(BaseSettings):
     spark_driver_memory: str = Field(
         default="2g", description="Driver heap (in local mode also the executors')."
     )
+    airflow_port: int = Field(
+        default=8080, description="Port of the local Airflow UI and API (stack up --airflow)."
+    )
+    airflow_user: str = Field(
+        default="admin", description="The local Airflow's user; its password is generated."
+    )
     connect_timeout_s: float = Field(
         default=10.0, gt=0, description="How long to wait for the broker before giving up."
     )

@@ -8,9 +8,9 @@ memory, and per source the offsets and how far behind the latest offset it is.
 from __future__ import annotations
 
 import json
-from collections import deque
 import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 

@@ -101,4 +101,3 @@ def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]
         print(f"{name} failed: {query.exception()}", file=sys.stderr)
         return 1
     return 0
-

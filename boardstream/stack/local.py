@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from boardstream.settings import Settings
+from boardstream.stack.airflow import AirflowStandalone
 from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.postgres import Postgres
 from boardstream.stack.processes import ManagedProcess
@@ -36,11 +37,14 @@ class LocalStack:
     def __init__(self, settings: Settings) -> None:
         self.kafka = KafkaBroker(settings)
         self.postgres = Postgres(settings)
-        self.services: tuple[Service, ...] = (self.kafka, self.postgres)
+        self.airflow = AirflowStandalone(settings)
+        self.services: tuple[Service, ...] = (self.kafka, self.postgres, self.airflow)
 
-    def up(self, postgres: bool = False) -> list[str]:
+    def up(self, postgres: bool = False, airflow: bool = False) -> list[str]:
         """Start what is not running yet; report what already was. Returns one line each."""
-        wanted: list[Service] = [self.kafka, self.postgres] if postgres else [self.kafka]
+        wanted: list[Service] = [self.kafka]
+        wanted += [self.postgres] if postgres else []
+        wanted += [self.airflow] if airflow else []
         report = []
         for service in wanted:
             pid = service.process.pid()

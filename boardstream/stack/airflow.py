@@ -1,0 +1,113 @@
+"""A local Airflow (``airflow standalone``: scheduler, DAG processor, triggerer, API server and UI
+on an embedded SQLite database) wired to this project and to the local stack.
+
+Its home is ``var_dir/airflow``; its DAGs and plugins are this repo's; the connections the DAGs
+use (``kafka_default``, ``spark_default``) come from the settings as ``AIRFLOW_CONN_*`` env vars,
+never from files in the repo. The one user's password is generated on first start and kept in
+the home's passwords file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from boardstream.errors import BoardstreamError
+from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.stack.processes import ManagedProcess
+
+
+def airflow_connections(settings: Settings) -> dict[str, str]:
+    """The Airflow connections the DAGs use, as env vars, pointing where ``settings`` point."""
+    kafka = {"conn_type": "kafka", "extra": {"bootstrap.servers": settings.bootstrap_servers}}
+    spark = {"conn_type": "spark", "host": settings.spark_master}
+    return {
+        "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(kafka),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(spark),
+    }
+
+
+class AirflowStandalone:
+    name = "airflow"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.home = settings.var_dir / "airflow"
+        self.passwords_file = self.home / "passwords.json"
+        self.executable = Path(sys.executable).parent / "airflow"
+        self.process = ManagedProcess(
+            "airflow",
+            settings.var_dir / "run" / "airflow.pid",
+            marker=f"{self.executable} standalone",
+            stop_signal=signal.SIGINT,  # standalone stops its components on Ctrl-C
+        )
+
+    @property
+    def address(self) -> str:
+        return f"http://localhost:{self.settings.airflow_port}"
+
+    def env(self) -> dict[str, str]:
+        return {
+            # standalone starts its components as `airflow ...` from the PATH
+            "PATH": f"{self.executable.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_ROOT / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.settings.airflow_user}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.passwords_file),
+            "AIRFLOW__API__PORT": str(self.settings.airflow_port),
+            "AIRFLOW__API__BASE_URL": self.address,
+            **airflow_connections(self.settings),
+        }
+
+    def password(self) -> str:
+        """The user's password, generated (and kept) on first use."""
+        if not self.passwords_file.exists():
+            self.home.mkdir(parents=True, exist_ok=True)
+            generated = {self.settings.airflow_user: secrets.token_urlsafe(12)}
+            self.passwords_file.write_text(json.dumps(generated))
+            self.passwords_file.chmod(0o600)
+        passwords = json.loads(self.passwords_file.read_text())
+        if self.settings.airflow_user not in passwords:
+            raise BoardstreamError(
+                f"{self.passwords_file} has no password for {self.settings.airflow_user!r}"
+            )
+        return passwords[self.settings.airflow_user]
+
+    def start(self) -> int:
+        if not self.executable.exists():
+            raise BoardstreamError(f"{self.executable} not found; run bin/setup first")
+        self.password()
+        log = self.settings.var_dir / "log" / "airflow-standalone.log"
+        pid = self.process.start([str(self.executable), "standalone"], log, self.env())
+        self.wait_until_ready(log)
+        return pid
+
+    def wait_until_ready(self, log: Path, timeout_s: float = 300.0) -> None:
+        """The first start migrates the database: about a minute on this kind of machine."""
+        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        while not self._healthy():
+            if self.process.pid() is None:
+                raise BoardstreamError(f"airflow standalone exited; see {log}")
+            if time.monotonic() > deadline:
+                raise BoardstreamError(f"airflow not ready after {timeout_s:.0f} s; see {log}")
+            time.sleep(2)
+            elapsed = time.monotonic() - started
+            if round(elapsed) % 20 < 2:
+                print(f"airflow: starting ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.address}/api/v2/monitor/health", timeout=5):
+                return True
+        except (urllib.error.URLError, OSError):
+            return False
