@@ -6,7 +6,6 @@ any test module imports it; no test module imports Airflow at its top.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from boardstream.joins.member_table import JoinOptions
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
 from boardstream.spark import streaming
+from boardstream.stack.airflow import airflow_connections
 from tests.integration.pipeline import Pipeline
 
 DAGS, PLUGINS = PROJECT_ROOT / "dags", PROJECT_ROOT / "plugins"
@@ -68,10 +68,8 @@ def export_settings(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None
     for name, value in fields.items():
         if value is not None:
             monkeypatch.setenv(f"BOARDSTREAM_{name.upper()}", str(value))
-    kafka = {"conn_type": "kafka", "extra": {"bootstrap.servers": settings.bootstrap_servers}}
-    spark = {"conn_type": "spark", "host": settings.spark_master}
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", json.dumps(kafka))
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(spark))
+    for name, value in airflow_connections(settings).items():
+        monkeypatch.setenv(name, value)
 
 
 def run_dag(dag_file: str, dag_id: str, **params: object) -> str:

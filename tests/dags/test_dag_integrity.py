@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.dags.conftest import DAGS
+from tests.dags.conftest import DAGS, PLUGINS
 
 DAG_FILES = sorted(path.name for path in DAGS.glob("*.py"))
 
@@ -16,7 +16,13 @@ def test_no_import_errors(dagbag) -> None:
     assert dagbag.import_errors == {}, "\n".join(
         f"{path}: {error}" for path, error in dagbag.import_errors.items()
     )
-    assert set(dagbag.dag_ids) >= {"changelog_compaction_tuning"}
+    assert set(dagbag.dag_ids) == {
+        "board_detail_pipeline",
+        "board_detail_repair",
+        "changelog_compaction_tuning",
+        "demo_data",
+        "reconciliation",
+    }
 
 
 def test_every_dag_has_tags_retries_and_docs(dagbag) -> None:
@@ -33,6 +39,7 @@ def test_parsing_does_no_heavy_work(airflow_home, dag_file: str) -> None:
     driver may be imported at the top of one."""
     probe = (
         "import runpy, sys\n"
+        f"sys.path.insert(0, {str(PLUGINS)!r})\n"  # as Airflow puts plugins/ on sys.path
         f"runpy.run_path({str(DAGS / dag_file)!r})\n"
         "heavy = [m for m in ('pyspark', 'confluent_kafka', 'boardstream.compaction',"
         " 'great_expectations') if m in sys.modules]\n"
@@ -43,3 +50,12 @@ def test_parsing_does_no_heavy_work(airflow_home, dag_file: str) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "", f"{dag_file} imports {result.stdout.strip()} at parse time"
+
+
+def test_pipeline_hands_the_asset_to_reconciliation(dagbag) -> None:
+    """The sink's outlet is the Asset reconciliation is scheduled on."""
+    from boardstream_airflow.assets import BOARD_DETAIL
+
+    sink = dagbag.get_dag("board_detail_pipeline").get_task("sink")
+    assert sink.outlets == [BOARD_DETAIL]
+    assert dagbag.get_dag("reconciliation").timetable.asset_condition == BOARD_DETAIL
