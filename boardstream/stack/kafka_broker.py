@@ -32,6 +32,24 @@ logger.cleaner.level = INFO
 """
 
 
+def broker_policy(settings: Settings) -> dict[str, str]:
+    """What the platform expects of any broker it runs, local or in docker-compose (whose
+    consistency test reads it from here): single-node replication, no auto-created topics."""
+    return {
+        "num.partitions": str(settings.partitions),
+        # Topics are created on purpose (`boardstream topics create`), never by a typo.
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        # Let the cleaner look for dirty compacted logs every second (compaction tuning).
+        "log.cleaner.backoff.ms": "1000",
+    }
+
+
 class KafkaBroker:
     name = "kafka"
 
@@ -51,31 +69,19 @@ class KafkaBroker:
 
     def server_properties(self) -> str:
         port, controller = self.settings.kafka_port, self.settings.controller_port
-        return "\n".join(
-            [
-                "process.roles=broker,controller",
-                "node.id=1",
-                f"controller.quorum.bootstrap.servers=localhost:{controller}",
-                f"listeners=PLAINTEXT://localhost:{port},CONTROLLER://localhost:{controller}",
-                f"advertised.listeners=PLAINTEXT://localhost:{port}",
-                "controller.listener.names=CONTROLLER",
-                "inter.broker.listener.name=PLAINTEXT",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                f"log.dirs={self.data_dir}",
-                f"num.partitions={self.settings.partitions}",
-                # Topics are created on purpose (`boardstream topics create`), never by a typo.
-                "auto.create.topics.enable=false",
-                "offsets.topic.replication.factor=1",
-                "transaction.state.log.replication.factor=1",
-                "transaction.state.log.min.isr=1",
-                "share.coordinator.state.topic.replication.factor=1",
-                "share.coordinator.state.topic.min.isr=1",
-                "group.initial.rebalance.delay.ms=0",
-                # Locally, let the cleaner look for dirty compacted logs every second.
-                "log.cleaner.backoff.ms=1000",
-                "",
-            ]
-        )
+        lines = [
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.bootstrap.servers=localhost:{controller}",
+            f"listeners=PLAINTEXT://localhost:{port},CONTROLLER://localhost:{controller}",
+            f"advertised.listeners=PLAINTEXT://localhost:{port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={self.data_dir}",
+            *(f"{name}={value}" for name, value in broker_policy(self.settings).items()),
+        ]
+        return "\n".join(lines) + "\n"
 
     def _java(self, main: str, *args: str) -> list[str]:
         java = shutil.which("java")

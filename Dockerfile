@@ -1,0 +1,34 @@
+# The boardstream image: Airflow 3 with Java 17 (spark-submit in client mode), this project and its
+# locked Python dependencies, and the Spark Kafka connector jars baked in, so no job start
+# downloads anything. The same image runs the Spark worker, so driver and Python workers have the
+# same Python and libraries (PySpark requires it).
+
+# The connector jars, resolved from the same pom `bin/setup` uses (deps/spark-kafka/pom.xml).
+FROM maven:3.9.11-eclipse-temurin-17 AS jars
+COPY deps/spark-kafka/pom.xml /deps/spark-kafka/pom.xml
+RUN mvn -B -q -f /deps/spark-kafka/pom.xml dependency:copy-dependencies \
+        -DoutputDirectory=/jars/spark-kafka
+
+FROM apache/airflow:3.3.2-python3.11
+USER root
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+    && rm -rf /var/lib/apt/lists/*
+ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+RUN mkdir -p /opt/boardstream/var && chown -R airflow: /opt/boardstream
+USER airflow
+WORKDIR /opt/boardstream
+COPY --chown=airflow: requirements.lock /opt/boardstream/requirements.lock
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock
+COPY --chown=airflow: pyproject.toml /opt/boardstream/
+COPY --chown=airflow: boardstream /opt/boardstream/boardstream
+COPY --chown=airflow: jobs /opt/boardstream/jobs
+COPY --chown=airflow: dags /opt/boardstream/dags
+COPY --chown=airflow: plugins /opt/boardstream/plugins
+RUN pip install --no-cache-dir --no-deps -e /opt/boardstream
+COPY --from=jars --chown=airflow: /jars/spark-kafka /opt/boardstream/jars/spark-kafka
+ENV BOARDSTREAM_VAR_DIR=/opt/boardstream/var \
+    BOARDSTREAM_JAR_CACHE=/opt/boardstream/jars \
+    AIRFLOW__CORE__DAGS_FOLDER=/opt/boardstream/dags \
+    AIRFLOW__CORE__PLUGINS_FOLDER=/opt/boardstream/plugins \
+    AIRFLOW__CORE__LOAD_EXAMPLES=False

@@ -1,0 +1,183 @@
+"""docker-compose.yml and the Dockerfile, checked as far as possible without a Docker engine:
+the Compose Specification schema, pinned images, every variable defined in .env.example,
+healthchecks, and the same topics, connections and broker settings as the local stack, read
+from the project's own modules rather than copied here."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pyspark
+import pytest
+import yaml
+
+from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.spark.submit import JOBS
+from boardstream.stack import jars
+from boardstream.stack.airflow import airflow_connections
+from boardstream.stack.kafka_broker import broker_policy
+
+SCHEMA = PROJECT_ROOT.parent / "shared" / "schemas" / "compose-spec.json"
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:[:?-][^}]*)?\}")
+
+
+def env_example() -> dict[str, str]:
+    lines = (PROJECT_ROOT / ".env.example").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def raw_compose() -> str:
+    return (PROJECT_ROOT / "docker-compose.yml").read_text()
+
+
+def compose() -> dict[str, Any]:
+    """The file as `docker compose config` would see it with .env = .env.example."""
+    values = env_example()
+    return yaml.safe_load(VARIABLE.sub(lambda m: values[m.group(1)], raw_compose()))
+
+
+def services() -> dict[str, dict[str, Any]]:
+    return compose()["services"]
+
+
+def long_running() -> dict[str, dict[str, Any]]:
+    return {name: s for name, s in services().items() if s.get("restart") != "no"}
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    """(instruction, arguments) per Dockerfile line, continuation lines joined."""
+    text = (PROJECT_ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    lines = [line.strip() for line in text.splitlines()]
+    return [
+        (line.split(None, 1)[0].upper(), line.split(None, 1)[1])
+        for line in lines
+        if line and not line.startswith("#")
+    ]
+
+
+def test_validates_against_the_compose_specification() -> None:
+    if not SCHEMA.exists():
+        pytest.fail(f"{SCHEMA} missing: CI provides ../shared beside the checkout")
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.Draft7Validator(schema)  # its $schema: draft-07
+    errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(compose())]
+    assert errors == []
+
+
+def test_every_variable_is_defined_in_env_example() -> None:
+    used = set(VARIABLE.findall(raw_compose()))
+    assert used, "the compose file takes no settings from .env?"
+    assert sorted(used - set(env_example())) == []
+
+
+def test_every_image_is_pinned() -> None:
+    images = {name: s["image"] for name, s in services().items()}
+    images.update({f"Dockerfile FROM {a}": a.split()[0] for i, a in dockerfile() if i == "FROM"})
+    for where, image in images.items():
+        name, _, tag = image.rpartition(":")
+        assert name and tag and tag != "latest", f"{where}: {image} is not pinned"
+
+
+def test_long_running_services_have_healthchecks_and_wait_for_health() -> None:
+    for name, service in long_running().items():
+        assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
+        assert service["deploy"]["resources"]["limits"]["memory"], f"{name} has no memory limit"
+    for name, service in services().items():
+        for dependency, condition in service.get("depends_on", {}).items():
+            expected = "service_healthy" if dependency in long_running() else None
+            expected = expected or "service_completed_successfully"
+            assert condition == {"condition": expected}, f"{name} → {dependency}"
+
+
+def test_memory_limits_fit_a_16_gib_laptop() -> None:
+    units = {"M": 1 / 1024, "G": 1}
+    total = sum(
+        float(s["deploy"]["resources"]["limits"]["memory"][:-1])
+        * units[s["deploy"]["resources"]["limits"]["memory"][-1]]
+        for s in long_running().values()
+    )
+    assert total <= 12, f"{total:.1f} GiB of limits leaves too little of 16 GiB for the host"
+
+
+def compose_settings(service: str) -> Settings:
+    environment = services()[service]["environment"]
+    fields = {
+        k.removeprefix("BOARDSTREAM_").lower(): v
+        for k, v in environment.items()
+        if k.startswith("BOARDSTREAM_")
+    }
+    assert set(fields) <= set(Settings.model_fields), "a BOARDSTREAM_ variable the code ignores"
+    return Settings(**fields)
+
+
+@pytest.mark.parametrize(
+    "service", ["airflow-scheduler", "airflow-api-server", "airflow-init", "spark-worker"]
+)
+def test_services_share_the_local_stacks_settings(service: str) -> None:
+    settings = compose_settings(service)
+    defaults = Settings()
+    for topic in ("member", "board", "board_detail", "unmatched", "dlq"):
+        assert getattr(settings, f"{topic}_topic") == getattr(defaults, f"{topic}_topic")
+    assert settings.bootstrap_servers == "kafka:29092"  # the internal listener
+    assert settings.spark_master == "spark://spark-master:7077"
+    assert settings.jars_dir / jars.SPARK_KAFKA.name == Path("/opt/boardstream/jars/spark-kafka")
+
+
+def test_airflow_connections_are_the_local_stacks() -> None:
+    for service in ("airflow-scheduler", "airflow-api-server", "airflow-init"):
+        environment = services()[service]["environment"]
+        expected = airflow_connections(compose_settings(service))
+        shown = {k: json.loads(environment[k]) for k in expected}
+        assert shown == {k: json.loads(v) for k, v in expected.items()}, service
+
+
+def test_kafka_is_configured_as_the_local_broker() -> None:
+    kafka = services()["kafka"]
+    environment = {k: str(v) for k, v in kafka["environment"].items()}
+    policy = broker_policy(Settings(partitions=int(env_example()["BOARDSTREAM_PARTITIONS"])))
+    for name, value in policy.items():
+        assert environment.get("KAFKA_" + name.upper().replace(".", "_")) == value, name
+    pom = (jars.KAFKA_BROKER.pom_dir / "pom.xml").read_text()
+    version = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom).group(1)
+    assert kafka["image"] == f"apache/kafka:{version}"
+    assert "kafka-topics.sh" in " ".join(kafka["healthcheck"]["test"])
+
+
+def test_spark_and_airflow_versions_match_the_lock() -> None:
+    assert services()["spark-master"]["image"].split(":")[1].startswith(pyspark.__version__ + "-")
+    pins = dict(
+        line.split("==")
+        for line in (PROJECT_ROOT / "requirements.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    base = next(a for i, a in dockerfile() if i == "FROM" and "airflow" in a)
+    python = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
+    assert base == f"apache/airflow:{pins['apache-airflow']}-python3.11"
+    assert python["requires-python"] == ">=3.11,<3.12"
+    version = python["version"]
+    for name in ("airflow-scheduler", "spark-worker"):
+        assert services()[name]["image"] == f"boardstream-airflow:{version}"
+
+
+def test_dockerfile_copies_only_what_exists_and_bakes_the_poms_jars() -> None:
+    copies = [shlex.split(a) for i, a in dockerfile() if i == "COPY"]
+    local = [[w for w in c if not w.startswith("--")] for c in copies if "--from=jars" not in c]
+    for *sources, _ in local:
+        for source in sources:
+            assert (PROJECT_ROOT / source).exists(), f"COPY {source}: no such file"
+    copied = {Path(source).parts[0] for *sources, _ in local for source in sources}
+    assert {"boardstream", "jobs", "dags", "plugins", "requirements.lock"} <= copied
+    pom = jars.SPARK_KAFKA.pom_dir.relative_to(PROJECT_ROOT) / "pom.xml"
+    assert [str(pom), f"/{pom}"] in local, "the jar stage must resolve the pom bin/setup uses"
+    runs = " ".join(a for i, a in dockerfile() if i == "RUN")
+    assert f"-f /{pom} dependency:copy-dependencies" in runs
+    assert "--require-hashes -r requirements.lock" in runs
+    baked = [c for c in copies if "--from=jars" in c]
+    assert [c[-2:] for c in baked] == [["/jars/spark-kafka", "/opt/boardstream/jars/spark-kafka"]]
+    assert all((PROJECT_ROOT / "jobs" / job).exists() for job in JOBS.values())
