@@ -163,6 +163,19 @@ def _compaction(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _state(args: argparse.Namespace, settings: Settings) -> int:
+    from boardstream.spark.session import spark_session
+    from boardstream.spark.state import state_report
+
+    if not args.checkpoint.is_dir():
+        raise BoardstreamError(f"no checkpoint at {args.checkpoint}")
+    spark = spark_session(settings, "state-show", master="local[1]")
+    spark.sparkContext.setLogLevel("ERROR")
+    for line in state_report(spark, args.checkpoint, args.key, args.var, args.limit):
+        print(line, flush=True)
+    return 0
+
+
 def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     """Run the reconcile (or repair) job under spark-submit; its exit code is the verdict."""
     import subprocess
@@ -322,6 +335,18 @@ def build_parser() -> argparse.ArgumentParser:
     compaction.add_argument("--execute", action="store_true", help="apply: really alter configs")
     compaction.add_argument("--change", type=positive, help="rollback/verify: the change id")
     compaction.set_defaults(run=_compaction)
+
+    state = commands.add_parser(
+        "state",
+        help="show what a streaming job holds in its state store (from its checkpoint)",
+        description="e.g. boardstream state show --checkpoint var/checkpoints/board-detail-join",
+    )
+    state.add_argument("action", choices=["show"])
+    state.add_argument("--checkpoint", type=Path, required=True, help="the query's checkpoint")
+    state.add_argument("--key", help="only the rows with this key")
+    state.add_argument("--var", help="only this state variable (timers included)")
+    state.add_argument("--limit", type=positive, default=20, help="rows shown per variable")
+    state.set_defaults(run=_state)
 
     reconcile = commands.add_parser(
         "reconcile",
