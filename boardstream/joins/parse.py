@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from boardstream.dead_letters import envelope
 from boardstream.joins import schema
 
 JSON_FIELDS = (
@@ -129,19 +130,8 @@ def routed(parsed: DataFrame) -> DataFrame:
     than a second branch unioned with its output: a union would read and parse the Kafka source
     twice per micro-batch."""
     invalid = F.col("error").isNotNull()
-    envelope = F.to_json(
-        F.struct(
-            F.col("error"),
-            F.col("topic").alias("source_topic"),
-            F.col("partition"),
-            F.col("offset"),
-            F.col("timestamp_ms"),
-            F.base64("key").alias("key_base64"),
-            F.base64("value").alias("value_base64"),
-        )
-    )
     return parsed.select(
         *schema.names(schema.INPUT),
         F.when(invalid, F.base64("key")).alias("dead_key"),  # text: pandas-safe
-        F.when(invalid, envelope).alias("dead_letter"),
+        F.when(invalid, envelope(F.col("error"))).alias("dead_letter"),
     )

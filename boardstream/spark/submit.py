@@ -20,6 +20,7 @@ JOBS = {
     "board-detail-sink": "board_detail_sink.py",
     "reconcile": "reconcile.py",
     "board-detail-repair": "repair.py",
+    "table-count": "table_count.py",
 }
 
 

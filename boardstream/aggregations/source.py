@@ -1,0 +1,102 @@
+"""The input every aggregation job reads: a topic's records as (key, attribute, event time),
+parsed on the JVM; a record a job cannot use carries its error and dead-letter envelope.
+
+The attribute is the record's value as text, or one field of a JSON value (``--value-field``);
+event time is the Kafka record timestamp unless ``--time-field`` names a payload field (epoch
+milliseconds or an ISO timestamp). A null value is a tombstone: no attribute, record time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from boardstream.dead_letters import envelope
+from boardstream.settings import Settings
+from boardstream.spark import streaming
+
+COLUMNS = ("entity", "attribute", "event_ms", "partition", "offset", "dead_key", "dead_letter")
+DDL = (
+    "entity string, attribute string, event_ms bigint, partition int, offset bigint, "
+    "dead_key string, dead_letter string"
+)
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    topic: str
+    value_field: str | None = None
+    time_field: str | None = None
+    max_offsets_per_trigger: int | None = None
+
+
+def read_source(spark: SparkSession, settings: Settings, options: SourceOptions) -> DataFrame:
+    raw = streaming.kafka_stream(spark, settings, [options.topic], options.max_offsets_per_trigger)
+    return parse(raw, options)
+
+
+def parse(raw: DataFrame, options: SourceOptions) -> DataFrame:
+    value = F.col("value").cast("string")
+    record_ms = F.unix_millis(F.col("timestamp"))
+    is_object = F.from_json(value, "map<string,string>").isNotNull()
+    attribute = (
+        F.get_json_object(value, f"$.{options.value_field}") if options.value_field else value
+    )
+    event_ms = record_ms
+    if options.time_field:
+        field = F.get_json_object(value, f"$.{options.time_field}")
+        event_ms = F.when(value.isNull(), record_ms).otherwise(
+            F.coalesce(field.try_cast("bigint"), F.unix_millis(F.try_to_timestamp(field)))
+        )
+    needs_json = bool(options.value_field or options.time_field)
+    error = F.when(F.col("key").isNull(), F.lit("record has no key"))
+    if needs_json:
+        error = error.when(value.isNotNull() & ~is_object, F.lit("not a JSON object"))
+    if options.value_field:
+        error = error.when(
+            value.isNotNull() & attribute.isNull(), F.lit(f"no field {options.value_field!r}")
+        )
+    if options.time_field:
+        error = error.when(event_ms.isNull(), F.lit(f"field {options.time_field!r} is not a time"))
+    with_time = raw.withColumn("timestamp_ms", record_ms).withColumn("error", error)
+    invalid = F.col("error").isNotNull()
+    return with_time.select(
+        F.col("key").cast("string").alias("entity"),
+        F.when(~invalid, attribute).alias("attribute"),
+        F.when(~invalid, event_ms).otherwise(F.lit(0)).alias("event_ms"),
+        F.col("partition"),
+        F.col("offset"),
+        F.when(invalid, F.base64("key")).alias("dead_key"),
+        F.when(invalid, envelope(F.col("error"))).alias("dead_letter"),
+    )
+
+
+_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def field_name(text: str) -> str:
+    """argparse type: a JSON field path like ``member_id`` or ``profile.city``."""
+    if not _FIELD.match(text):
+        raise argparse.ArgumentTypeError(f"not a field name (letters, digits, _ and .): {text!r}")
+    return text
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source-topic", required=True)
+    parser.add_argument("--output-topic", required=True, help="compacted, keyed by group")
+    parser.add_argument("--value-field", type=field_name, help="JSON field instead of the value")
+    parser.add_argument("--time-field", type=field_name, help="JSON field instead of record time")
+    parser.add_argument("--dlq-topic", help="default: BOARDSTREAM_DLQ_TOPIC")
+
+
+def options_from_args(args: argparse.Namespace) -> SourceOptions:
+    return SourceOptions(
+        topic=args.source_topic,
+        value_field=args.value_field,
+        time_field=args.time_field,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+    )

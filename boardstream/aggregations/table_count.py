@@ -1,0 +1,173 @@
+"""The table-count job: per attribute value, how many entities hold it now.
+
+The input is a table topic (key = entity, value = what it currently holds, null = deleted).
+A new value for an entity retracts its old one, as Kafka Streams' ``groupBy(...).count()`` on a
+KTable does. State, on the RocksDB store: ``entities`` (entity → its holding) and ``counts``
+(value → how many hold it), two map states of one group, since every value's count depends on
+every entity; the changed counts of each micro-batch go to a compacted topic keyed by value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.stateful_processor import (
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+
+from boardstream.aggregations import source
+from boardstream.aggregations.holdings import ARRIVAL, ORDERS, Holding, retarget
+from boardstream.aggregations.output import (
+    OUTPUT_DDL,
+    create_output_topic,
+    dead_letters,
+    kafka_rows,
+)
+from boardstream.argtypes import duration_ms
+from boardstream.settings import Settings
+from boardstream.spark import streaming
+
+JOB = "table-count"
+
+
+@dataclass(frozen=True)
+class TableCountConfig:
+    source: source.SourceOptions
+    output_topic: str
+    order: str = ARRIVAL
+    dlq_topic: str | None = None
+    state_ttl_ms: int | None = None
+    trigger: str = streaming.AVAILABLE_NOW
+    interval: str = "1 second"
+    checkpoint: Path | None = None
+
+    def checkpoint_dir(self, settings: Settings) -> Path:
+        return self.checkpoint or settings.checkpoints / f"{JOB}-{self.output_topic}"
+
+
+class TableCount(StatefulProcessor):
+    def __init__(self, order: str, state_ttl_ms: int | None) -> None:
+        self.order = order
+        self.state_ttl_ms = state_ttl_ms
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.entities = handle.getMapState(
+            "entities", "entity string", "value string, event_ms bigint, offset bigint",
+            self.state_ttl_ms,
+        )  # fmt: skip
+        self.counts = handle.getMapState("counts", "value string", "count bigint")
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        frame = pd.concat(list(rows), ignore_index=True).sort_values(["partition", "offset"])
+        yield from dead_letters(frame)
+        valid = frame[frame["dead_letter"].isna()]
+        changes: Counter[str] = Counter()
+        holdings: dict[str, Holding | None] = {}
+        for entity, value, event_ms, offset in zip(
+            valid["entity"].tolist(),
+            valid["attribute"].tolist(),
+            valid["event_ms"].tolist(),
+            valid["offset"].tolist(),
+            strict=True,
+        ):
+            if entity not in holdings:
+                stored = self.entities.getValue((entity,))
+                holdings[entity] = Holding(*stored) if stored is not None else None
+            candidate = Holding(None if pd.isna(value) else value, int(event_ms), int(offset))
+            holdings[entity] = retarget(holdings[entity], candidate, self.order, changes)
+        for entity, holding in holdings.items():
+            self._store(entity, holding)
+        out = []
+        for value, change in sorted(changes.items()):
+            if change == 0:
+                continue
+            stored = self.counts.getValue((value,))
+            count = (stored[0] if stored is not None else 0) + change
+            if count:
+                self.counts.updateValue((value,), (count,))
+            else:
+                self.counts.removeKey((value,))
+            out.append(("output", value, json.dumps({"value": value, "count": count})))
+        if out:
+            yield pd.DataFrame(out, columns=["route", "key", "value"])
+
+    def _store(self, entity: str, holding: Holding | None) -> None:
+        if holding is None:
+            return
+        if holding.value is None and self.order == ARRIVAL:
+            self.entities.removeKey((entity,))  # nothing older can arrive later
+        else:
+            self.entities.updateValue((entity,), (holding.value, holding.event_ms, holding.offset))
+
+
+def table_count_output(
+    spark: SparkSession, settings: Settings, config: TableCountConfig
+) -> DataFrame:
+    parsed = source.read_source(spark, settings, config.source)
+    counted = (
+        parsed.withColumn("group", F.lit(0))
+        .groupBy("group")
+        .transformWithStateInPandas(
+            statefulProcessor=TableCount(config.order, config.state_ttl_ms),
+            outputStructType=OUTPUT_DDL,
+            outputMode="Append",
+            timeMode="ProcessingTime" if config.state_ttl_ms else "None",
+        )
+    )
+    return kafka_rows(counted, config.output_topic, config.dlq_topic or settings.dlq_topic)
+
+
+def start_table_count(
+    spark: SparkSession, settings: Settings, config: TableCountConfig
+) -> StreamingQuery:
+    create_output_topic(settings, config.output_topic)
+    streaming.configure_no_data_batches(spark, config.trigger)
+    writer = (
+        table_count_output(spark, settings, config)
+        .writeStream.queryName(f"{JOB}-{config.output_topic}")
+        .format("kafka")
+        .options(**settings.to_spark_kafka_options())
+        .option("checkpointLocation", str(config.checkpoint_dir(settings)))
+        .outputMode("append")
+    )
+    return streaming.with_trigger(writer, config.trigger, config.interval).start()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="table_count", description=__doc__.splitlines()[0])
+    source.add_source_arguments(parser)
+    parser.add_argument("--order", choices=ORDERS, default=ARRIVAL)
+    parser.add_argument("--state-ttl", type=duration_ms, help="forget entities not updated for")
+    streaming.add_query_arguments(parser, max_offsets=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    config = TableCountConfig(
+        source=source.options_from_args(args),
+        output_topic=args.output_topic,
+        order=args.order,
+        dlq_topic=args.dlq_topic,
+        state_ttl_ms=args.state_ttl,
+        trigger=args.trigger,
+        interval=args.interval,
+        checkpoint=args.checkpoint,
+    )
+    return streaming.run_job(
+        JOB, lambda spark, settings: start_table_count(spark, settings, config)
+    )
