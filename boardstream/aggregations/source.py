@@ -32,6 +32,7 @@ class SourceOptions:
     value_field: str | None = None
     time_field: str | None = None
     max_offsets_per_trigger: int | None = None
+    tombstones: bool = True  # False: a null value is an error (nothing to count it under)
 
 
 def read_source(spark: SparkSession, settings: Settings, options: SourceOptions) -> DataFrame:
@@ -54,6 +55,8 @@ def parse(raw: DataFrame, options: SourceOptions) -> DataFrame:
         )
     needs_json = bool(options.value_field or options.time_field)
     error = F.when(F.col("key").isNull(), F.lit("record has no key"))
+    if not options.tombstones:
+        error = error.when(value.isNull(), F.lit("tombstone (null value): nothing to count"))
     if needs_json:
         error = error.when(value.isNotNull() & ~is_object, F.lit("not a JSON object"))
     if options.value_field:

@@ -21,6 +21,8 @@ JOBS = {
     "reconcile": "reconcile.py",
     "board-detail-repair": "repair.py",
     "table-count": "table_count.py",
+    "session-count": "session_count.py",
+    "window-count": "window_count.py",
 }
 
 

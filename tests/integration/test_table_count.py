@@ -26,7 +26,7 @@ SECOND = [("v1", "B", 130), ("v2", None, 140), ("v3", "C", 50)]
 @pytest.fixture
 def pipeline(kafka, spark, tmp_path) -> Pipeline:
     pipeline = Pipeline(kafka, spark, tmp_path)
-    topic = pipeline.settings.with_topic_prefix("votes").member_topic
+    topic = f"{pipeline.settings.member_topic}-votes"
     spec = TopicSpec(topic, 3, 1, {"cleanup.policy": "compact"})
     create_topics(admin_client(pipeline.settings), pipeline.settings, [spec])
     pipeline.votes = topic
@@ -41,7 +41,7 @@ def send(pipeline: Pipeline, topic: str, records) -> None:
 def run(pipeline: Pipeline, output: str, checkpoint: str, **options) -> None:
     config = TableCountConfig(
         source=SourceOptions(options.pop("topic", pipeline.votes), **options.pop("source", {})),
-        output_topic=output,
+        output_topic=f"{pipeline.settings.board_topic}-{output}",
         checkpoint=pipeline.workdir / checkpoint,
         **options,
     )
@@ -53,7 +53,7 @@ def run(pipeline: Pipeline, output: str, checkpoint: str, **options) -> None:
 def counts(pipeline: Pipeline, topic: str) -> dict[str, int]:
     """The newest count per value, as a reader of the compacted topic sees it."""
     latest = {}
-    for key, value in consume_all(pipeline.settings, topic):
+    for key, value in consume_all(pipeline.settings, f"{pipeline.settings.board_topic}-{topic}"):
         latest[key.decode()] = json.loads(value)
     assert all(record["value"] == key for key, record in latest.items())
     return {key: record["count"] for key, record in latest.items()}

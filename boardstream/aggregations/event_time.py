@@ -1,0 +1,189 @@
+"""Session and tumbling-window counts in event time, in plain Python (the Spark processor only
+loads, applies and saves them), with Kafka Streams' rules:
+
+- stream time is the largest event time seen so far; it only moves forward;
+- a tumbling window ``[start, start + size)`` closes when stream time reaches its end + grace;
+  a session (events no more than ``gap`` apart) closes when stream time reaches its last event
+  + gap + grace; an event that would land in a closed window or session is too late: it is
+  counted and returned, never silently dropped;
+- state for a window or session is deleted once stream time passes its retention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FINAL, UPDATES = "final", "updates"
+
+
+@dataclass
+class Result:
+    group: str
+    start_ms: int
+    end_ms: int
+    count: int
+    final: bool
+
+    def to_json(self, kind: str) -> dict[str, Any]:
+        names = (
+            ("window_start", "window_end") if kind == "window" else ("session_start", "session_end")
+        )
+        return {"group": self.group, names[0]: self.start_ms, names[1]: self.end_ms,
+                "count": self.count, "final": self.final}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Late:
+    group: str
+    event_ms: int
+    partition: int
+    offset: int
+    stream_ms: int
+
+
+@dataclass
+class Clock:
+    stream_ms: int = -(2**62)
+    late: int = 0
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    size_ms: int
+    grace_ms: int
+    retention_ms: int
+    emit: str = FINAL
+
+    def validate(self) -> None:
+        if self.size_ms <= 0:
+            raise ValueError(f"--size must be > 0, got {self.size_ms} ms")
+        if self.grace_ms < 0:
+            raise ValueError(f"--grace must be >= 0, got {self.grace_ms} ms")
+        if self.retention_ms < self.size_ms + self.grace_ms:
+            raise ValueError(
+                f"--retention ({self.retention_ms} ms) must be at least --size + --grace "
+                f"({self.size_ms + self.grace_ms} ms): a window's state must outlive its grace"
+            )
+        if self.emit not in (FINAL, UPDATES):
+            raise ValueError(f"--emit must be {FINAL} or {UPDATES}, got {self.emit!r}")
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    gap_ms: int
+    grace_ms: int
+    retention_ms: int
+
+    def validate(self) -> None:
+        if self.gap_ms <= 0:
+            raise ValueError(f"--gap must be > 0, got {self.gap_ms} ms")
+        if self.grace_ms < 0:
+            raise ValueError(f"--grace must be >= 0, got {self.grace_ms} ms")
+        if self.retention_ms < self.gap_ms + self.grace_ms:
+            raise ValueError(
+                f"--retention ({self.retention_ms} ms) must be at least --gap + --grace "
+                f"({self.gap_ms + self.grace_ms} ms)"
+            )
+
+
+@dataclass
+class Windows:
+    """Tumbling windows: (group, start) → [count, closed]."""
+
+    spec: WindowSpec
+    clock: Clock = field(default_factory=Clock)
+    windows: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
+
+    COLUMNS = (
+        ("group", "string"),
+        ("start_ms", "bigint"),
+        ("count", "bigint"),
+        ("closed", "boolean"),
+    )
+
+    def apply(self, rows: list[tuple[str, int, int, int]]) -> tuple[list[Result], list[Late]]:
+        """``rows``: (group, event_ms, partition, offset) in arrival order."""
+        size, grace = self.spec.size_ms, self.spec.grace_ms
+        changed: set[tuple[str, int]] = set()
+        late: list[Late] = []
+        for group, event_ms, partition, offset in rows:
+            self.clock.stream_ms = max(self.clock.stream_ms, event_ms)
+            start = event_ms - event_ms % size
+            if start + size + grace <= self.clock.stream_ms:
+                late.append(Late(group, event_ms, partition, offset, self.clock.stream_ms))
+                continue
+            self.windows.setdefault((group, start), [0, False])[0] += 1
+            changed.add((group, start))
+        self.clock.late += len(late)
+        out = []
+        for (group, start), window in sorted(self.windows.items()):
+            closes = start + size + grace <= self.clock.stream_ms and not window[1]
+            if closes:
+                window[1] = True
+            if closes and self.spec.emit == FINAL:
+                out.append(Result(group, start, start + size, window[0], True))
+            elif (group, start) in changed and self.spec.emit == UPDATES:
+                out.append(Result(group, start, start + size, window[0], closes))
+        self.windows = {
+            key: w
+            for key, w in self.windows.items()
+            if key[1] + self.spec.retention_ms > self.clock.stream_ms
+        }
+        return out, late
+
+    def rows(self) -> list[tuple]:
+        return [(g, s, w[0], w[1]) for (g, s), w in self.windows.items()]
+
+    def load(self, rows: list[tuple]) -> None:
+        self.windows = {(g, s): [c, closed] for g, s, c, closed in rows}
+
+
+@dataclass
+class Sessions:
+    """Per group, its sessions: [start, end, count, closed]."""
+
+    spec: SessionSpec
+    clock: Clock = field(default_factory=Clock)
+    sessions: dict[str, list[list[Any]]] = field(default_factory=dict)
+
+    COLUMNS = (
+        ("group", "string"), ("start_ms", "bigint"), ("end_ms", "bigint"), ("count", "bigint"),
+        ("closed", "boolean"),
+    )  # fmt: skip
+
+    def apply(self, rows: list[tuple[str, int, int, int]]) -> tuple[list[Result], list[Late]]:
+        gap, grace = self.spec.gap_ms, self.spec.grace_ms
+        late: list[Late] = []
+        for group, event_ms, partition, offset in rows:
+            self.clock.stream_ms = max(self.clock.stream_ms, event_ms)
+            sessions = self.sessions.setdefault(group, [])
+            touching = [s for s in sessions if s[0] - gap <= event_ms <= s[1] + gap]
+            start = min([event_ms, *(s[0] for s in touching)])
+            end = max([event_ms, *(s[1] for s in touching)])
+            closed = any(s[3] for s in touching)
+            if closed or end + gap + grace <= self.clock.stream_ms:
+                late.append(Late(group, event_ms, partition, offset, self.clock.stream_ms))
+                continue
+            count = 1 + sum(s[2] for s in touching)
+            sessions[:] = [s for s in sessions if s not in touching] + [[start, end, count, False]]
+        self.clock.late += len(late)
+        out = []
+        for group, sessions in sorted(self.sessions.items()):
+            for session in sorted(sessions):
+                if not session[3] and session[1] + gap + grace <= self.clock.stream_ms:
+                    session[3] = True
+                    out.append(Result(group, session[0], session[1], session[2], True))
+            sessions[:] = [
+                s for s in sessions if s[1] + self.spec.retention_ms > self.clock.stream_ms
+            ]
+        self.sessions = {g: s for g, s in self.sessions.items() if s}
+        return out, late
+
+    def rows(self) -> list[tuple]:
+        return [(g, *s) for g, sessions in self.sessions.items() for s in sessions]
+
+    def load(self, rows: list[tuple]) -> None:
+        self.sessions = {}
+        for group, start, end, count, closed in rows:
+            self.sessions.setdefault(group, []).append([start, end, count, closed])

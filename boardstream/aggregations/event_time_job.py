@@ -1,0 +1,228 @@
+"""The session-count and window-count jobs: :mod:`event_time`'s windows and sessions on the
+RocksDB state store through ``transformWithStateInPandas``, results to a compacted topic keyed
+by ``group@start``, too-late events to the DLQ (with where they came from) and counted in state.
+
+Stream time is one clock per job, as Spark's watermark is: all groups share one state value
+(column-wise arrays, as the join keeps its buckets), so every batch is one state read and write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.stateful_processor import (
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+
+from boardstream.aggregations import source
+from boardstream.aggregations.event_time import (
+    FINAL,
+    UPDATES,
+    Clock,
+    Late,
+    Sessions,
+    SessionSpec,
+    Windows,
+    WindowSpec,
+)
+from boardstream.aggregations.output import (
+    DLQ,
+    OUTPUT,
+    OUTPUT_DDL,
+    create_output_topic,
+    dead_letters,
+    kafka_rows,
+)
+from boardstream.argtypes import duration_ms
+from boardstream.settings import Settings
+from boardstream.spark import streaming
+
+Aggregation = Windows | Sessions
+GROUP_BY = ("value", "key")
+
+
+@dataclass(frozen=True)
+class EventTimeConfig:
+    job: str  # "session-count" or "window-count"
+    source: source.SourceOptions
+    output_topic: str
+    spec: WindowSpec | SessionSpec
+    group_by: str = "value"
+    dlq_topic: str | None = None
+    trigger: str = streaming.AVAILABLE_NOW
+    interval: str = "1 second"
+    checkpoint: Path | None = None
+
+    @property
+    def query_name(self) -> str:
+        return f"{self.job}-{self.output_topic}"
+
+    def checkpoint_dir(self, settings: Settings) -> Path:
+        return self.checkpoint or settings.checkpoints / self.query_name
+
+    def aggregation(self) -> Aggregation:
+        if isinstance(self.spec, WindowSpec):
+            return Windows(self.spec)
+        return Sessions(self.spec)
+
+
+class EventTimeCount(StatefulProcessor):
+    def __init__(self, make: Callable[[], Aggregation], source_topic: str) -> None:
+        self.make = make
+        self.source_topic = source_topic
+        self.kind = "window" if isinstance(make(), Windows) else "session"
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        columns = self.make().COLUMNS
+        ddl = ", ".join(f"`{name}` array<{kind}>" for name, kind in columns)
+        self.store = handle.getValueState("aggregates", ddl)
+        self.clock = handle.getValueState("clock", "stream_ms bigint, late bigint")
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        frame = pd.concat(list(rows), ignore_index=True).sort_values(["partition", "offset"])
+        yield from dead_letters(frame)
+        valid = frame[frame["dead_letter"].isna()]
+        aggregation = self.make()
+        stored = self.store.get()
+        if stored is not None:
+            aggregation.load(list(zip(*stored, strict=True)))
+        clock = self.clock.get()
+        if clock is not None:
+            aggregation.clock = Clock(*clock)
+        columns = ("attribute", "event_ms", "partition", "offset")
+        results, late = aggregation.apply(
+            list(zip(*(valid[name].tolist() for name in columns), strict=True))
+        )
+        table = aggregation.rows()
+        if table:
+            self.store.update(tuple(list(column) for column in zip(*table, strict=True)))
+        else:
+            self.store.clear()
+        self.clock.update((aggregation.clock.stream_ms, aggregation.clock.late))
+        out = [
+            (OUTPUT, f"{r.group}@{r.start_ms}", json.dumps(r.to_json(self.kind))) for r in results
+        ]
+        out += [(DLQ, _base64(x.group), json.dumps(self._late(x))) for x in late]
+        if out:
+            yield pd.DataFrame(out, columns=["route", "key", "value"])
+
+    def _late(self, late: Late) -> dict[str, Any]:
+        return {
+            "error": f"too late: event time {late.event_ms} ms, its {self.kind} had closed at "
+            f"stream time {late.stream_ms} ms",
+            "source_topic": self.source_topic,
+            "partition": late.partition,
+            "offset": late.offset,
+            "group": late.group,
+            "event_ms": late.event_ms,
+        }
+
+
+def _base64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def event_time_output(
+    spark: SparkSession, settings: Settings, config: EventTimeConfig
+) -> DataFrame:
+    options = config.source
+    if config.group_by == "value":
+        options = replace(options, tombstones=False)
+    parsed = source.read_source(spark, settings, options)
+    if config.group_by == "key":
+        parsed = parsed.withColumn("attribute", F.col("entity"))
+    counted = (
+        parsed.withColumn("clock", F.lit(0))  # one stream time per job
+        .groupBy("clock")
+        .transformWithStateInPandas(
+            statefulProcessor=EventTimeCount(config.aggregation, config.source.topic),
+            outputStructType=OUTPUT_DDL,
+            outputMode="Append",
+            timeMode="None",
+        )
+    )
+    return kafka_rows(counted, config.output_topic, config.dlq_topic or settings.dlq_topic)
+
+
+def start_event_time_count(
+    spark: SparkSession, settings: Settings, config: EventTimeConfig
+) -> StreamingQuery:
+    config.spec.validate()
+    create_output_topic(settings, config.output_topic)
+    streaming.configure_no_data_batches(spark, config.trigger)
+    writer = (
+        event_time_output(spark, settings, config)
+        .writeStream.queryName(config.query_name)
+        .format("kafka")
+        .options(**settings.to_spark_kafka_options())
+        .option("checkpointLocation", str(config.checkpoint_dir(settings)))
+        .outputMode("append")
+    )
+    return streaming.with_trigger(writer, config.trigger, config.interval).start()
+
+
+def _parser(job: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=job.replace("-", "_"), description=description)
+    source.add_source_arguments(parser)
+    parser.add_argument("--group-by", choices=GROUP_BY, default="value",
+                        help="the value (or --value-field) or the record key")  # fmt: skip
+    parser.add_argument("--grace", type=_non_negative_duration, default="0s")
+    streaming.add_query_arguments(parser, max_offsets=None)
+    return parser
+
+
+def _non_negative_duration(text: str) -> int:
+    return 0 if text.strip() in ("0", "0s", "0ms") else duration_ms(text)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, spec: Any, job: str) -> int:
+    try:
+        spec.validate()
+    except ValueError as error:
+        parser.error(str(error))
+    config = EventTimeConfig(
+        job=job,
+        source=source.options_from_args(args),
+        output_topic=args.output_topic,
+        spec=spec,
+        group_by=args.group_by,
+        dlq_topic=args.dlq_topic,
+        trigger=args.trigger,
+        interval=args.interval,
+        checkpoint=args.checkpoint,
+    )
+    return streaming.run_job(
+        job, lambda spark, settings: start_event_time_count(spark, settings, config)
+    )
+
+
+def session_main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser("session-count", "Count events per session of activity, per group.")
+    parser.add_argument("--gap", type=duration_ms, required=True, help="inactivity that ends one")
+    parser.add_argument("--retention", type=duration_ms, default="1d")
+    args = parser.parse_args(argv)
+    return _run(parser, args, SessionSpec(args.gap, args.grace, args.retention), "session-count")
+
+
+def window_main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser("window-count", "Count events per tumbling window of event time, per group.")
+    parser.add_argument("--size", type=duration_ms, required=True)
+    parser.add_argument("--emit", choices=(FINAL, UPDATES), default=FINAL)
+    parser.add_argument("--retention", type=duration_ms, default="1d")
+    args = parser.parse_args(argv)
+    spec = WindowSpec(args.size, args.grace, args.retention, args.emit)
+    return _run(parser, args, spec, "window-count")
