@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from boardstream.aggregations.presets import PRESETS
 from boardstream.argtypes import count, duration_ms, fraction, positive, positive_number, ratio
 from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
@@ -101,6 +102,18 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
 
     generator = {name: value for name, value in vars(args).items() if name in _GENERATOR_FLAGS}
     return run_demo(settings, generator)
+
+
+def _aggregate(args: argparse.Namespace, settings: Settings) -> int:
+    import subprocess
+
+    from boardstream.aggregations.presets import preset
+    from boardstream.spark.submit import submit_command, submit_env
+
+    chosen = preset(args.name)
+    extra = args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
+    command = submit_command(settings, chosen.job, [*chosen.job_args(settings), *extra])
+    return subprocess.run(command, env={**os.environ, **submit_env()}, check=False).returncode
 
 
 def _job(args: argparse.Namespace, settings: Settings) -> int:
@@ -295,6 +308,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _generator_arguments(demo, None)
     demo.set_defaults(run=_demo)
+
+    aggregate = commands.add_parser(
+        "aggregate",
+        help="run one of the board domain's aggregations (spark-submit)",
+        description="boards-per-member (table count), member-sessions (30-minute sessions), "
+        "boards-per-city (per minute); arguments after -- go to the job, e.g. -- --trigger "
+        "continuous",
+    )
+    aggregate.add_argument("name", choices=list(PRESETS))
+    aggregate.add_argument("job_args", nargs=argparse.REMAINDER)
+    aggregate.set_defaults(run=_aggregate)
 
     job = commands.add_parser(
         "job",

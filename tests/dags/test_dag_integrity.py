@@ -17,6 +17,7 @@ def test_no_import_errors(dagbag) -> None:
         f"{path}: {error}" for path, error in dagbag.import_errors.items()
     )
     assert set(dagbag.dag_ids) == {
+        "board_aggregations",
         "board_detail_pipeline",
         "board_detail_repair",
         "changelog_compaction_tuning",

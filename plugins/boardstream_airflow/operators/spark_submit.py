@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from boardstream.aggregations.presets import preset as aggregation_preset
 from boardstream.spark.submit import application
 
 
@@ -20,17 +21,25 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
     def __init__(
         self,
         *,
-        job: str,
+        job: str | None = None,
+        preset: str | None = None,
         job_args: Sequence[str] = (),
         kafka_config_id: str = "kafka_default",
         **kwargs: Any,
     ) -> None:
+        """``job`` names a job (``boardstream job list``); or ``preset`` one of the board
+        domain's aggregations, whose arguments come from the settings at run time."""
+        if (job is None) == (preset is None):
+            raise ValueError("give exactly one of job and preset")
+        if preset is not None:
+            job = aggregation_preset(preset).job
         super().__init__(
             application=str(application(job)),
-            name=job,
+            name=preset or job,
             application_args=list(job_args),
             **kwargs,
         )
+        self.preset = preset
         self.kafka_config_id = kafka_config_id
 
     def execute(self, context: Any) -> None:
@@ -45,4 +54,7 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
             **(self.conf or {}),
         }
         self.env_vars = {**submit_env(settings), **(self.env_vars or {})}
+        if self.preset is not None:
+            preset_args = aggregation_preset(self.preset).job_args(settings)
+            self.application_args = [*preset_args, *(self.application_args or [])]
         super().execute(context)

@@ -1,0 +1,48 @@
+"""
+### Board aggregations
+
+Hourly, and on demand: the board domain's stateful aggregations, each a `spark-submit` of a
+generic job in available-now mode on the RocksDB state store (checkpoints under
+`BOARDSTREAM_CHECKPOINT_ROOT`), results on compacted topics keyed by group:
+
+- `boards_per_member`: table count over `board` (value field `member_id`; a deleted board
+  decrements its member), to `board-boards-per-member`;
+- `member_sessions`: boards per member activity session (30-minute gap), to
+  `board-member-sessions`;
+- `boards_per_city`: joined boards per city per minute (1-minute tumbling windows, 30 s grace), to
+  `board-detail-boards-per-city`; runs after `board_detail_pipeline` has filled `board-detail`.
+
+Too-late and malformed records go to the DLQ topic. Inspect a job's state with
+`boardstream state show --checkpoint <checkpoint root>/<job>-<output topic>`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from airflow.sdk import dag
+
+from boardstream.aggregations.presets import PRESETS
+from boardstream_airflow.operators.spark_submit import BoardstreamSparkSubmitOperator
+
+
+@dag(
+    dag_id="board_aggregations",
+    schedule="@hourly",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args={
+        "retries": 2,  # a retry resumes from the checkpoint
+        "retry_delay": timedelta(seconds=30),
+        "execution_timeout": timedelta(hours=1),
+    },
+    doc_md=__doc__,
+    tags=["boardstream", "spark", "aggregations"],
+)
+def board_aggregations() -> None:
+    for name in PRESETS:
+        BoardstreamSparkSubmitOperator(task_id=name.replace("-", "_"), preset=name)
+
+
+board_aggregations()

@@ -1,0 +1,43 @@
+"""Bad flags stop the aggregation jobs with a clear message and exit 2, before any Spark."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from boardstream.aggregations.event_time_job import session_main, window_main
+from boardstream.aggregations.table_count import main as table_count_main
+
+TOPICS = ["--source-topic", "board", "--output-topic", "out"]
+
+
+@pytest.mark.parametrize(
+    ("main", "args", "message"),
+    [
+        (window_main, ["--size=-5s"], "expected a duration like 500ms"),
+        (window_main, ["--size", "0s"], "must be > 0"),
+        (
+            window_main,
+            ["--size", "1m", "--grace", "30s", "--retention", "1m"],
+            "--retention (60000 ms) must be at least --size + --grace (90000 ms)",
+        ),
+        (window_main, ["--size", "1m", "--emit", "sometimes"], "invalid choice: 'sometimes'"),
+        (session_main, ["--gap", "1m", "--retention", "30s"], "must be at least --gap + --grace"),
+        (session_main, ["--gap", "1m", "--group-by", "city"], "invalid choice: 'city'"),
+        (table_count_main, ["--value-field", "member id"], "not a field name"),
+        (table_count_main, ["--order", "random"], "invalid choice: 'random'"),
+    ],
+)
+def test_bad_flags_exit_2_naming_the_problem(main, args, message, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*TOPICS, *args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+    assert "pyspark.sql.session" not in sys.modules or _no_active_session()
+
+
+def _no_active_session() -> bool:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() is None
