@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -20,6 +20,7 @@ from boardstream.aggregations.presets import PRESETS
 from boardstream.argtypes import count, duration_ms, fraction, positive, positive_number, ratio
 from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
+from boardstream.generator.plan import GeneratorOptions
 from boardstream.settings import Settings
 
 
@@ -71,7 +72,7 @@ def _topics(args: argparse.Namespace, settings: Settings) -> int:
 
 def _produce(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.generator.manifest import default_path
-    from boardstream.generator.plan import GeneratorOptions, production_scale
+    from boardstream.generator.plan import production_scale
     from boardstream.generator.producer import produce
 
     counts = production_scale() if args.production_scale else {}
@@ -210,30 +211,20 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     ).returncode
 
 
-@dataclass(frozen=True)
-class GeneratorDefaults:
-    members: int = 1_000
-    boards: int = 1_000
-    seed: int = 42
-    update_ratio: float = 0.0
-    deletes: int = 0
-    late_members: int = 0
-    orphans: int = 0
-    malformed: int = 0
-    production_scale: bool = False
-
-
-_GENERATOR_FLAGS = {field.name for field in fields(GeneratorDefaults)}
+# The generator's options as flags (not start_ms: demo data is always timestamped the same way).
+_GENERATOR_FLAGS = {f.name for f in fields(GeneratorOptions) if f.name != "start_ms"} | {
+    "production_scale"
+}
 
 
 def _generator_arguments(
-    parser: argparse.ArgumentParser, defaults: GeneratorDefaults | None
+    parser: argparse.ArgumentParser, defaults: GeneratorOptions | None
 ) -> None:
     """The data generator's flags; with ``defaults=None`` a flag left out is left out of the
     parsed arguments (so the demo_data DAG's own defaults apply)."""
 
     def default(name: str) -> object:
-        return argparse.SUPPRESS if defaults is None else getattr(defaults, name)
+        return argparse.SUPPRESS if defaults is None else getattr(defaults, name, False)
 
     parser.add_argument("--members", type=count, default=default("members"))
     parser.add_argument("--boards", type=count, default=default("boards"))
@@ -296,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.set_defaults(run=_topics)
 
     produce = commands.add_parser("produce", help="produce seeded member and board records")
-    _generator_arguments(produce, GeneratorDefaults())
+    _generator_arguments(produce, GeneratorOptions())
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
     produce.set_defaults(run=_produce)
 

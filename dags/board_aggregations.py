@@ -18,12 +18,15 @@ Too-late and malformed records go to the DLQ topic. Inspect a job's state with
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from airflow.sdk import dag
 
 from boardstream.aggregations.presets import PRESETS
-from boardstream_airflow.operators.spark_submit import BoardstreamSparkSubmitOperator
+from boardstream_airflow.operators.spark_submit import (
+    RESUMABLE_JOB_ARGS,
+    BoardstreamSparkSubmitOperator,
+)
 
 
 @dag(
@@ -32,11 +35,7 @@ from boardstream_airflow.operators.spark_submit import BoardstreamSparkSubmitOpe
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
-    default_args={
-        "retries": 2,  # a retry resumes from the checkpoint
-        "retry_delay": timedelta(seconds=30),
-        "execution_timeout": timedelta(hours=1),
-    },
+    default_args=RESUMABLE_JOB_ARGS,
     doc_md=__doc__,
     tags=["boardstream", "spark", "aggregations"],
 )

@@ -16,12 +16,15 @@ Params: `unmatched_timeout` (how long a board waits for its member) and `join_mo
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from airflow.sdk import Param, dag
 
 from boardstream_airflow.assets import BOARD_DETAIL
-from boardstream_airflow.operators.spark_submit import BoardstreamSparkSubmitOperator
+from boardstream_airflow.operators.spark_submit import (
+    RESUMABLE_JOB_ARGS,
+    BoardstreamSparkSubmitOperator,
+)
 
 
 @dag(
@@ -30,12 +33,7 @@ from boardstream_airflow.operators.spark_submit import BoardstreamSparkSubmitOpe
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
-    # A retry resumes from the checkpoint; the timeout bounds a run that cannot reach Kafka.
-    default_args={
-        "retries": 2,
-        "retry_delay": timedelta(seconds=30),
-        "execution_timeout": timedelta(hours=1),
-    },
+    default_args=RESUMABLE_JOB_ARGS,
     doc_md=__doc__,
     tags=["boardstream", "spark", "pipeline"],
     params={

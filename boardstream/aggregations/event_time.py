@@ -29,8 +29,13 @@ class Result:
         names = (
             ("window_start", "window_end") if kind == "window" else ("session_start", "session_end")
         )
-        return {"group": self.group, names[0]: self.start_ms, names[1]: self.end_ms,
-                "count": self.count, "final": self.final}  # fmt: skip
+        return {
+            "group": self.group,
+            names[0]: self.start_ms,
+            names[1]: self.end_ms,
+            "count": self.count,
+            "final": self.final,
+        }
 
 
 @dataclass(frozen=True)
@@ -148,9 +153,12 @@ class Sessions:
     sessions: dict[str, list[list[Any]]] = field(default_factory=dict)
 
     COLUMNS = (
-        ("group", "string"), ("start_ms", "bigint"), ("end_ms", "bigint"), ("count", "bigint"),
+        ("group", "string"),
+        ("start_ms", "bigint"),
+        ("end_ms", "bigint"),
+        ("count", "bigint"),
         ("closed", "boolean"),
-    )  # fmt: skip
+    )
 
     def apply(self, rows: list[tuple[str, int, int, int]]) -> tuple[list[Result], list[Late]]:
         gap, grace = self.spec.gap_ms, self.spec.grace_ms

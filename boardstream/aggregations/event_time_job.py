@@ -42,8 +42,8 @@ from boardstream.aggregations.output import (
     OUTPUT,
     OUTPUT_DDL,
     create_output_topic,
-    dead_letters,
     kafka_rows,
+    split_batch,
 )
 from boardstream.argtypes import duration_ms
 from boardstream.settings import Settings
@@ -93,9 +93,8 @@ class EventTimeCount(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        frame = pd.concat(list(rows), ignore_index=True).sort_values(["partition", "offset"])
-        yield from dead_letters(frame)
-        valid = frame[frame["dead_letter"].isna()]
+        valid, dead_letters = split_batch(rows)
+        yield from dead_letters
         aggregation = self.make()
         stored = self.store.get()
         if stored is not None:
@@ -164,22 +163,25 @@ def start_event_time_count(
     config.spec.validate()
     create_output_topic(settings, config.output_topic)
     streaming.configure_no_data_batches(spark, config.trigger)
-    writer = (
-        event_time_output(spark, settings, config)
-        .writeStream.queryName(config.query_name)
-        .format("kafka")
-        .options(**settings.to_spark_kafka_options())
-        .option("checkpointLocation", str(config.checkpoint_dir(settings)))
-        .outputMode("append")
+    return streaming.start_to_kafka(
+        event_time_output(spark, settings, config),
+        settings,
+        config.query_name,
+        config.checkpoint_dir(settings),
+        config.trigger,
+        config.interval,
     )
-    return streaming.with_trigger(writer, config.trigger, config.interval).start()
 
 
 def _parser(job: str, description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=job.replace("-", "_"), description=description)
     source.add_source_arguments(parser)
-    parser.add_argument("--group-by", choices=GROUP_BY, default="value",
-                        help="the value (or --value-field) or the record key")  # fmt: skip
+    parser.add_argument(
+        "--group-by",
+        choices=GROUP_BY,
+        default="value",
+        help="the value (or --value-field) or the record key",
+    )
     parser.add_argument("--grace", type=_non_negative_duration, default="0s")
     streaming.add_query_arguments(parser, max_offsets=None)
     return parser
@@ -201,9 +203,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, spec: Any, j
         spec=spec,
         group_by=args.group_by,
         dlq_topic=args.dlq_topic,
-        trigger=args.trigger,
-        interval=args.interval,
-        checkpoint=args.checkpoint,
+        **streaming.query_options(args),
     )
     return streaming.run_job(
         job, lambda spark, settings: start_event_time_count(spark, settings, config)

@@ -17,13 +17,17 @@ OUTPUT_DDL = "route string, key string, value string"
 OUTPUT, DLQ = "output", "dlq"
 
 
-def dead_letters(frame: pd.DataFrame) -> Iterator[pd.DataFrame]:
-    """The frame's invalid records as DLQ rows (their key stays base64 text until written)."""
+def split_batch(rows: Iterator[pd.DataFrame]) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
+    """A processor's input for one batch: the valid records in arrival order (by partition and
+    offset), and the invalid ones as DLQ rows (their key stays base64 text until written)."""
+    frame = pd.concat(list(rows), ignore_index=True).sort_values(["partition", "offset"])
     dead = frame[frame["dead_letter"].notna()]
-    if len(dead):
-        yield pd.DataFrame(
+    letters = [
+        pd.DataFrame(
             {"route": DLQ, "key": dead["dead_key"].tolist(), "value": dead["dead_letter"].tolist()}
         )
+    ]
+    return frame[frame["dead_letter"].isna()], letters if len(dead) else []
 
 
 def kafka_rows(results: DataFrame, output_topic: str, dlq_topic: str) -> DataFrame:

@@ -32,8 +32,8 @@ from boardstream.aggregations.holdings import ARRIVAL, ORDERS, Holding, retarget
 from boardstream.aggregations.output import (
     OUTPUT_DDL,
     create_output_topic,
-    dead_letters,
     kafka_rows,
+    split_batch,
 )
 from boardstream.argtypes import duration_ms
 from boardstream.settings import Settings
@@ -64,17 +64,18 @@ class TableCount(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.entities = handle.getMapState(
-            "entities", "entity string", "value string, event_ms bigint, offset bigint",
+            "entities",
+            "entity string",
+            "value string, event_ms bigint, offset bigint",
             self.state_ttl_ms,
-        )  # fmt: skip
+        )
         self.counts = handle.getMapState("counts", "value string", "count bigint")
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        frame = pd.concat(list(rows), ignore_index=True).sort_values(["partition", "offset"])
-        yield from dead_letters(frame)
-        valid = frame[frame["dead_letter"].isna()]
+        valid, dead_letters = split_batch(rows)
+        yield from dead_letters
         changes: Counter[str] = Counter()
         holdings: dict[str, Holding | None] = {}
         for entity, value, event_ms, offset in zip(
@@ -136,15 +137,14 @@ def start_table_count(
 ) -> StreamingQuery:
     create_output_topic(settings, config.output_topic)
     streaming.configure_no_data_batches(spark, config.trigger)
-    writer = (
-        table_count_output(spark, settings, config)
-        .writeStream.queryName(f"{JOB}-{config.output_topic}")
-        .format("kafka")
-        .options(**settings.to_spark_kafka_options())
-        .option("checkpointLocation", str(config.checkpoint_dir(settings)))
-        .outputMode("append")
+    return streaming.start_to_kafka(
+        table_count_output(spark, settings, config),
+        settings,
+        f"{JOB}-{config.output_topic}",
+        config.checkpoint_dir(settings),
+        config.trigger,
+        config.interval,
     )
-    return streaming.with_trigger(writer, config.trigger, config.interval).start()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,9 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         order=args.order,
         dlq_topic=args.dlq_topic,
         state_ttl_ms=args.state_ttl,
-        trigger=args.trigger,
-        interval=args.interval,
-        checkpoint=args.checkpoint,
+        **streaming.query_options(args),
     )
     return streaming.run_job(
         JOB, lambda spark, settings: start_table_count(spark, settings, config)

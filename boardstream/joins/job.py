@@ -86,15 +86,14 @@ def kafka_rows(joined: DataFrame, settings: Settings) -> DataFrame:
 
 def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:
     streaming.configure_no_data_batches(spark, config.trigger)
-    writer = (
-        join_output(spark, settings, config)
-        .writeStream.queryName(QUERY_NAME)
-        .format("kafka")
-        .options(**settings.to_spark_kafka_options())
-        .option("checkpointLocation", str(config.checkpoint_dir(settings)))
-        .outputMode("append")
+    return streaming.start_to_kafka(
+        join_output(spark, settings, config),
+        settings,
+        QUERY_NAME,
+        config.checkpoint_dir(settings),
+        config.trigger,
+        config.interval,
     )
-    return streaming.with_trigger(writer, config.trigger, config.interval).start()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,12 +120,10 @@ def config_from_args(args: argparse.Namespace) -> JoinJobConfig:
             history_retention_ms=args.history_retention,
             deleted_retention_ms=args.deleted_retention,
         ),
-        trigger=args.trigger,
-        interval=args.interval,
         max_record_bytes=args.max_record_bytes,
         max_offsets_per_trigger=args.max_offsets_per_trigger,
-        checkpoint=args.checkpoint,
         state_buckets=args.state_buckets,
+        **streaming.query_options(args),
     )
 
 

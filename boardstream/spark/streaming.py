@@ -58,6 +58,30 @@ def with_trigger(writer: DataStreamWriter, trigger: str, interval: str) -> DataS
     raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, got {trigger!r}")
 
 
+def start_to_kafka(
+    rows: DataFrame,
+    settings: Settings,
+    name: str,
+    checkpoint: Path,
+    trigger: str,
+    interval: str,
+) -> StreamingQuery:
+    """Start a query writing Kafka rows (topic, key, value), checkpointed, under ``trigger``."""
+    writer = (
+        rows.writeStream.queryName(name)
+        .format("kafka")
+        .options(**settings.to_spark_kafka_options())
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+    )
+    return with_trigger(writer, trigger, interval).start()
+
+
+def query_options(args: argparse.Namespace) -> dict[str, object]:
+    """What :func:`add_query_arguments` parsed, as a job config takes it."""
+    return {"trigger": args.trigger, "interval": args.interval, "checkpoint": args.checkpoint}
+
+
 def run(
     spark: SparkSession, settings: Settings, start: Callable[[], StreamingQuery]
 ) -> StreamingQuery:

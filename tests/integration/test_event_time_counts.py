@@ -64,8 +64,12 @@ def late(pipeline: Pipeline) -> list[tuple[str, int]]:
     return [(letter["group"], (letter["event_ms"] - T0) // S) for letter in letters]
 
 
-WINDOW_STEPS = [[("a", 1), ("a", 12), ("a", 8), ("a", 14)], [("a", 16), ("a", 9)], [("b", 26)],
-                [("b", 41)]]  # fmt: skip
+WINDOW_STEPS = [
+    [("a", 1), ("a", 12), ("a", 8), ("a", 14)],
+    [("a", 16), ("a", 9)],
+    [("b", 26)],
+    [("b", 41)],
+]
 
 
 def test_windows_grace_lateness_retention_and_restart(pipeline) -> None:
@@ -77,11 +81,21 @@ def test_windows_grace_lateness_retention_and_restart(pipeline) -> None:
 
     expected = [
         {"group": "a", "window_start": T0, "window_end": T0 + 10 * S, "count": 2, "final": True},
-        {"group": "a", "window_start": T0 + 10 * S, "window_end": T0 + 20 * S, "count": 3,
-         "final": True},
-        {"group": "b", "window_start": T0 + 20 * S, "window_end": T0 + 30 * S, "count": 1,
-         "final": True},
-    ]  # fmt: skip
+        {
+            "group": "a",
+            "window_start": T0 + 10 * S,
+            "window_end": T0 + 20 * S,
+            "count": 3,
+            "final": True,
+        },
+        {
+            "group": "b",
+            "window_start": T0 + 20 * S,
+            "window_end": T0 + 30 * S,
+            "count": 1,
+            "final": True,
+        },
+    ]
     assert results(pipeline, "windows-stepped") == expected
     assert results(pipeline, "windows-once") == expected
     assert late(pipeline) == [("a", 9), ("a", 9)]  # the stepped run's, then the single run's
@@ -95,8 +109,13 @@ def test_windows_grace_lateness_retention_and_restart(pipeline) -> None:
 
 def test_sessions_merge_close_and_refuse_a_late_event(pipeline) -> None:
     spec = SessionSpec(gap_ms=10 * S, grace_ms=20 * S, retention_ms=100 * S)
-    for step in [[("m", 0), ("m", 25), ("m", 5)], [("m", 15)], [("m", 54)], [("m", 55)],
-                 [("m", 30)]]:  # fmt: skip
+    for step in [
+        [("m", 0), ("m", 25), ("m", 5)],
+        [("m", 15)],
+        [("m", 54)],
+        [("m", 55)],
+        [("m", 30)],
+    ]:
         send(pipeline, step)
         run(pipeline, "sessions", spec, group_by="key")
     assert results(pipeline, "sessions") == [

@@ -9,12 +9,21 @@ connection; the connector jars, Python interpreter and environment from the core
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from boardstream.aggregations.presets import preset as aggregation_preset
 from boardstream.spark.submit import application
+
+# For DAGs of streaming jobs run available-now: a retry resumes from the checkpoint, losing
+# nothing; the timeout bounds a run that cannot reach Kafka or the cluster.
+RESUMABLE_JOB_ARGS = {
+    "retries": 2,
+    "retry_delay": timedelta(seconds=30),
+    "execution_timeout": timedelta(hours=1),
+}
 
 
 class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
