@@ -19,12 +19,6 @@ from boardstream.dead_letters import envelope
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 
-COLUMNS = ("entity", "attribute", "event_ms", "partition", "offset", "dead_key", "dead_letter")
-DDL = (
-    "entity string, attribute string, event_ms bigint, partition int, offset bigint, "
-    "dead_key string, dead_letter string"
-)
-
 
 @dataclass(frozen=True)
 class SourceOptions:
