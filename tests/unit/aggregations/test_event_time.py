@@ -58,6 +58,8 @@ def test_sessions_merge_a_late_event_and_close_after_gap_and_grace() -> None:
     out, late = sessions.apply(rows(("m", 30)))  # would merge into the closed session
     assert [x.event_ms for x in late] == [30] and sessions.clock.late == 1
     assert sorted(sessions.rows()) == [("m", 0, 25, 4, True), ("m", 54, 55, 2, False)]
+    sessions.apply(rows(("m", 125)))  # past 25 + 100 ms of retention: the closed one is gone
+    assert sorted(sessions.rows()) == [("m", 54, 55, 2, True), ("m", 125, 125, 1, False)]
 
 
 @pytest.mark.parametrize(
