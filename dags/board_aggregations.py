@@ -9,7 +9,7 @@ generic job in available-now mode on the RocksDB state store (checkpoints under
   decrements its member), to `board-boards-per-member`;
 - `member_sessions`: boards per member activity session (30-minute gap), to
   `board-member-sessions`;
-- `boards_per_city`: joined boards per city per minute (1-minute tumbling windows, 30 s grace), to
+- `boards_per_city`: joined boards per city per minute (1-minute tumbling windows, 10 s grace), to
   `board-detail-boards-per-city`; runs after `board_detail_pipeline` has filled `board-detail`.
 
 Too-late and malformed records go to the DLQ topic. Inspect a job's state with

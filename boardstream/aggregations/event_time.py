@@ -1,7 +1,8 @@
 """Session and tumbling-window counts in event time, in plain Python (the Spark processor only
 loads, applies and saves them), with Kafka Streams' rules:
 
-- stream time is the largest event time seen so far; it only moves forward;
+- stream time is the largest event time seen so far, per source partition (see :class:`Clock`);
+  it only moves forward;
 - a tumbling window ``[start, start + size)`` closes when stream time reaches its end + grace;
   a session (events no more than ``gap`` apart) closes when stream time reaches its last event
   + gap + grace; an event that would land in a closed window or session is too late: it is
@@ -49,8 +50,32 @@ class Late:
 
 @dataclass
 class Clock:
+    """Stream time per source partition (the largest event time seen in it), as Kafka Streams
+    keeps one per task: a record is too late when its window or session had closed by its own
+    partition's clock, so a backlog read one partition after another does not make the other
+    partitions' older records late. Windows and sessions close, and state expires, on the job's
+    stream time: the smallest partition clock, never moving back (a partition that receives
+    nothing more holds it back, as an idle input holds back a Flink watermark)."""
+
+    partitions: dict[int, int] = field(default_factory=dict)
     stream_ms: int = -(2**62)
     late: int = 0
+
+    def observe(self, partition: int, event_ms: int) -> int:
+        """The partition's clock after ``event_ms``."""
+        self.partitions[partition] = max(self.partitions.get(partition, event_ms), event_ms)
+        return self.partitions[partition]
+
+    def advance(self) -> None:
+        self.stream_ms = max(self.stream_ms, min(self.partitions.values(), default=self.stream_ms))
+
+    def row(self) -> tuple[list[int], list[int], int, int]:
+        return list(self.partitions), list(self.partitions.values()), self.stream_ms, self.late
+
+    @classmethod
+    def from_row(cls, row: tuple) -> Clock:
+        partitions, clocks, stream_ms, late = row
+        return cls(dict(zip(partitions, clocks, strict=True)), stream_ms, late)
 
 
 @dataclass(frozen=True)
@@ -113,14 +138,17 @@ class Windows:
         changed: set[tuple[str, int]] = set()
         late: list[Late] = []
         for group, event_ms, partition, offset in rows:
-            self.clock.stream_ms = max(self.clock.stream_ms, event_ms)
+            own = self.clock.observe(partition, event_ms)
             start = event_ms - event_ms % size
-            if start + size + grace <= self.clock.stream_ms:
-                late.append(Late(group, event_ms, partition, offset, self.clock.stream_ms))
+            emitted = self.windows.get((group, start), [0, False])[1]
+            expired = start + self.spec.retention_ms <= self.clock.stream_ms
+            if emitted or expired or start + size + grace <= own:
+                late.append(Late(group, event_ms, partition, offset, own))
                 continue
             self.windows.setdefault((group, start), [0, False])[0] += 1
             changed.add((group, start))
         self.clock.late += len(late)
+        self.clock.advance()
         out = []
         for (group, start), window in sorted(self.windows.items()):
             closes = start + size + grace <= self.clock.stream_ms and not window[1]
@@ -164,18 +192,21 @@ class Sessions:
         gap, grace = self.spec.gap_ms, self.spec.grace_ms
         late: list[Late] = []
         for group, event_ms, partition, offset in rows:
-            self.clock.stream_ms = max(self.clock.stream_ms, event_ms)
+            own = self.clock.observe(partition, event_ms)
             sessions = self.sessions.setdefault(group, [])
             touching = [s for s in sessions if s[0] - gap <= event_ms <= s[1] + gap]
             start = min([event_ms, *(s[0] for s in touching)])
             end = max([event_ms, *(s[1] for s in touching)])
-            closed = any(s[3] for s in touching)
-            if closed or end + gap + grace <= self.clock.stream_ms:
-                late.append(Late(group, event_ms, partition, offset, self.clock.stream_ms))
+            # Closed by the clock, flagged or not yet: the same verdict however batches fall.
+            closed = any(s[3] or s[1] + gap + grace <= own for s in touching)
+            expired = end + self.spec.retention_ms <= self.clock.stream_ms
+            if closed or expired or end + gap + grace <= own:
+                late.append(Late(group, event_ms, partition, offset, own))
                 continue
             count = 1 + sum(s[2] for s in touching)
             sessions[:] = [s for s in sessions if s not in touching] + [[start, end, count, False]]
         self.clock.late += len(late)
+        self.clock.advance()
         out = []
         for group, sessions in sorted(self.sessions.items()):
             for session in sorted(sessions):

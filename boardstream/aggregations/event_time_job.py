@@ -2,8 +2,9 @@
 RocksDB state store through ``transformWithStateInPandas``, results to a compacted topic keyed
 by ``group@start``, too-late events to the DLQ (with where they came from) and counted in state.
 
-Stream time is one clock per job, as Spark's watermark is: all groups share one state value
-(column-wise arrays, as the join keeps its buckets), so every batch is one state read and write.
+Stream time is kept per source partition and for the job (see ``event_time.Clock``): all groups
+share one state value (column-wise arrays, as the join keeps its buckets), so every
+batch is one state read and write.
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ class EventTimeCount(StatefulProcessor):
         columns = self.make().COLUMNS
         ddl = ", ".join(f"`{name}` array<{kind}>" for name, kind in columns)
         self.store = handle.getValueState("aggregates", ddl)
-        self.clock = handle.getValueState("clock", "stream_ms bigint, late bigint")
+        self.clock = handle.getValueState(
+            "clock",
+            "partition array<int>, partition_ms array<bigint>, stream_ms bigint, late bigint",
+        )
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -101,7 +105,7 @@ class EventTimeCount(StatefulProcessor):
             aggregation.load(list(zip(*stored, strict=True)))
         clock = self.clock.get()
         if clock is not None:
-            aggregation.clock = Clock(*clock)
+            aggregation.clock = Clock.from_row(clock)
         columns = ("attribute", "event_ms", "partition", "offset")
         results, late = aggregation.apply(
             list(zip(*(valid[name].tolist() for name in columns), strict=True))
@@ -111,7 +115,7 @@ class EventTimeCount(StatefulProcessor):
             self.store.update(tuple(list(column) for column in zip(*table, strict=True)))
         else:
             self.store.clear()
-        self.clock.update((aggregation.clock.stream_ms, aggregation.clock.late))
+        self.clock.update(aggregation.clock.row())
         out = [
             (OUTPUT, f"{r.group}@{r.start_ms}", json.dumps(r.to_json(self.kind))) for r in results
         ]

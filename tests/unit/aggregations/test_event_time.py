@@ -86,3 +86,17 @@ def test_event_time_order_keeps_the_newest_and_arrival_the_last() -> None:
         holding = retarget(holding, Holding("old", 10, 1), order, counts)
         assert holding.value == expected
         assert +counts == Counter({expected: 1})
+
+
+def test_a_backlog_read_partition_after_partition_is_not_late() -> None:
+    """Partition 0's newer records first, then partition 1's older ones, in one batch: stream
+    time is the slower partition's, so nothing is late and windows close once both passed."""
+    windows = Windows(WindowSpec(size_ms=10, grace_ms=0, retention_ms=10))
+    batch = [("a", 100, 0, 0), ("a", 105, 0, 1), ("a", 3, 1, 0), ("a", 12, 1, 1)]
+    out, late = windows.apply(batch)
+    assert late == [] and windows.clock.stream_ms == 12
+    assert out == [Result("a", 0, 10, 1, True)]  # [10,20) and [100,110) still open
+    out, late = windows.apply([("a", 111, 1, 2), ("a", 112, 0, 2)])
+    assert [(r.start_ms, r.count) for r in out] == [(10, 1), (100, 2)]
+    out, late = windows.apply([("a", 5, 2, 0)])  # a new partition's old record: [0,10) was final
+    assert out == [] and [x.event_ms for x in late] == [5]
