@@ -12,9 +12,9 @@ from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
 
 
-def produce_backlog(name: str, scale: float) -> tuple[Settings, Manifest]:
-    """442,128 members and 447,017 boards times ``scale`` (seed 1) in topics ``<name>-<time>-*``,
-    with their own var dir under var/bench."""
+def produce_backlog(name: str, scale: float, **options: int) -> tuple[Settings, Manifest]:
+    """442,128 members and 447,017 boards times ``scale`` (seed 1, further generator ``options``
+    such as orphans) in topics ``<name>-<time>-*``, with their own var dir under var/bench."""
     run = time.strftime("%Y%m%d%H%M%S")
     base = Settings()
     settings = base.with_topic_prefix(
@@ -22,6 +22,9 @@ def produce_backlog(name: str, scale: float) -> tuple[Settings, Manifest]:
     )
     create_topics(admin_client(settings), settings, platform_topics(settings))
     options = GeneratorOptions(
-        members=round(PRODUCTION_MEMBERS * scale), boards=round(PRODUCTION_BOARDS * scale), seed=1
+        members=round(PRODUCTION_MEMBERS * scale),
+        boards=round(PRODUCTION_BOARDS * scale),
+        seed=1,
+        **options,
     )
     return settings, produce(settings, options, settings.var_dir / "manifest.json", 5.0)

@@ -9,5 +9,9 @@ class BrokerUnreachableError(BoardstreamError):
     """No Kafka broker answered at the configured bootstrap servers in time."""
 
 
+class KafkaAuthenticationError(BoardstreamError):
+    """The broker rejected the configured SASL credentials."""
+
+
 class UnknownTopicError(BoardstreamError):
     """A topic the command needs does not exist on the broker."""

@@ -10,8 +10,9 @@ can set variables and build a fresh object.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +73,20 @@ class Settings(BaseSettings):
     connect_timeout_s: float = Field(
         default=10.0, gt=0, description="How long to wait for the broker before giving up."
     )
+    security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL"] = Field(
+        default="PLAINTEXT",
+        description="Kafka security.protocol; with SASL_PLAINTEXT the local broker requires SCRAM.",
+    )
+    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"] = Field(
+        default="SCRAM-SHA-512", description="SASL mechanism (SASL_* protocols)."
+    )
+    sasl_username: str | None = Field(default=None, description="SASL user (SASL_* protocols).")
+    sasl_password: SecretStr | None = Field(
+        default=None, description="SASL password; from the environment or .env, never the repo."
+    )
+    ssl_ca_location: Path | None = Field(
+        default=None, description="PEM file of the CA that signed the brokers' certificates."
+    )
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -81,6 +96,19 @@ class Settings(BaseSettings):
             if not sep or not host or not port.isdigit():
                 raise ValueError(f"expected host:port[,host:port], got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _sasl_has_credentials(self) -> Settings:
+        if self.uses_sasl and not (self.sasl_username and self.sasl_password):
+            raise ValueError(
+                f"security_protocol {self.security_protocol} needs BOARDSTREAM_SASL_USERNAME "
+                "and BOARDSTREAM_SASL_PASSWORD"
+            )
+        return self
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol.startswith("SASL_")
 
     @property
     def database(self) -> str:
@@ -132,9 +160,71 @@ class Settings(BaseSettings):
         return self.model_copy(update={**topics, **changes})
 
     def to_confluent(self) -> dict[str, str | int | float | bool]:
-        """Base librdkafka configuration shared by every confluent-kafka client."""
-        return {"bootstrap.servers": self.bootstrap_servers}
+        """Base librdkafka configuration shared by every confluent-kafka client (and the
+        Airflow Kafka connection, whose extra is this same dictionary)."""
+        config: dict[str, str | int | float | bool] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol,
+        }
+        if self.uses_sasl:
+            config["sasl.mechanism"] = self.sasl_mechanism
+            config["sasl.username"] = self.sasl_username or ""
+            config["sasl.password"] = self._password()
+        if self.ssl_ca_location:
+            config["ssl.ca.location"] = str(self.ssl_ca_location)
+        return config
 
     def to_spark_kafka_options(self) -> dict[str, str]:
-        """The same connection, as options of Spark's Kafka source and sink."""
-        return {"kafka.bootstrap.servers": self.bootstrap_servers}
+        """The same connection, as options of Spark's Kafka source and sink (Java client
+        names; Spark redacts the JAAS line in plans and logs since it contains "password")."""
+        options = {
+            "kafka.bootstrap.servers": self.bootstrap_servers,
+            "kafka.security.protocol": self.security_protocol,
+        }
+        if self.uses_sasl:
+            module = (
+                "org.apache.kafka.common.security.plain.PlainLoginModule"
+                if self.sasl_mechanism == "PLAIN"
+                else "org.apache.kafka.common.security.scram.ScramLoginModule"
+            )
+            options["kafka.sasl.mechanism"] = self.sasl_mechanism
+            options["kafka.sasl.jaas.config"] = (
+                f'{module} required username="{self.sasl_username}" password="{self._password()}";'
+            )
+        if self.ssl_ca_location:
+            options["kafka.ssl.truststore.type"] = "PEM"
+            options["kafka.ssl.truststore.location"] = str(self.ssl_ca_location)
+        return options
+
+    def kafka_env(self) -> dict[str, str]:
+        """The Kafka connection as ``BOARDSTREAM_*`` variables, for a child process (a job
+        under spark-submit) that must reach the same cluster the same way."""
+        env = {
+            "BOARDSTREAM_BOOTSTRAP_SERVERS": self.bootstrap_servers,
+            "BOARDSTREAM_SECURITY_PROTOCOL": self.security_protocol,
+        }
+        if self.uses_sasl:
+            env["BOARDSTREAM_SASL_MECHANISM"] = self.sasl_mechanism
+            env["BOARDSTREAM_SASL_USERNAME"] = self.sasl_username or ""
+            env["BOARDSTREAM_SASL_PASSWORD"] = self._password()
+        if self.ssl_ca_location:
+            env["BOARDSTREAM_SSL_CA_LOCATION"] = str(self.ssl_ca_location)
+        return env
+
+    def with_kafka_config(self, config: dict[str, Any]) -> Settings:
+        """These settings pointed at the cluster a confluent-style config describes (the extra
+        of an Airflow Kafka connection), validated like any other settings."""
+        fields = {
+            "bootstrap.servers": "bootstrap_servers",
+            "security.protocol": "security_protocol",
+            "sasl.mechanism": "sasl_mechanism",
+            "sasl.mechanisms": "sasl_mechanism",
+            "sasl.username": "sasl_username",
+            "sasl.password": "sasl_password",
+            "ssl.ca.location": "ssl_ca_location",
+        }
+        update = {field: config[key] for key, field in fields.items() if key in config}
+        return type(self)(**{**self.model_dump(), **update})
+
+    def _password(self) -> str:
+        return self.sasl_password.get_secret_value() if self.sasl_password else ""

@@ -13,7 +13,7 @@ import argparse
 import base64
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +174,13 @@ def start_event_time_count(
         config.checkpoint_dir(settings),
         config.trigger,
         config.interval,
+        {
+            "source": source.identity(config.source),
+            "output": config.output_topic,
+            "dlq": config.dlq_topic,
+            "group_by": config.group_by,
+            "spec": {"kind": type(config.spec).__name__, **asdict(config.spec)},
+        },
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -27,6 +27,11 @@ class SourceOptions:
     time_field: str | None = None
     max_offsets_per_trigger: int | None = None
     tombstones: bool = True  # False: a null value is an error (nothing to count it under)
+
+
+def identity(options: SourceOptions) -> dict[str, object]:
+    """What a checkpoint's state depends on (the batch size does not)."""
+    return {k: v for k, v in asdict(options).items() if k != "max_offsets_per_trigger"}
 
 
 def read_source(spark: SparkSession, settings: Settings, options: SourceOptions) -> DataFrame:

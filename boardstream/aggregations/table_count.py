@@ -144,6 +144,12 @@ def start_table_count(
         config.checkpoint_dir(settings),
         config.trigger,
         config.interval,
+        {
+            "source": source.identity(config.source),
+            "output": config.output_topic,
+            "dlq": config.dlq_topic,
+            "order": config.order,
+        },
     )
 
 

@@ -35,7 +35,9 @@ class JoinJobConfig:
     max_record_bytes: int = 256 * 1024
     max_offsets_per_trigger: int | None = None
     checkpoint: Path | None = None
-    state_buckets: int = 1024
+    # Members share a state row per bucket: fewer, larger rows mean fewer state round trips per
+    # micro-batch (docs/BENCHMARKS.md: 128 beat 32 and 1,024 on drain time and steady latency).
+    state_buckets: int = 128
 
     def checkpoint_dir(self, settings: Settings) -> Path:
         return self.checkpoint or settings.checkpoints / QUERY_NAME
@@ -93,6 +95,12 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         config.checkpoint_dir(settings),
         config.trigger,
         config.interval,
+        {
+            "sources": [settings.member_topic, settings.board_topic],
+            "outputs": [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
+            "state_buckets": config.state_buckets,
+            "join_mode": config.options.mode,
+        },
     )
 
 
@@ -106,7 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-pending-per-member", type=positive, default=10_000)
     parser.add_argument("--max-record-bytes", type=positive, default=256 * 1024)
     parser.add_argument(
-        "--state-buckets", type=positive, default=1024, help="fixed for the life of a checkpoint"
+        "--state-buckets",
+        type=positive,
+        default=JoinJobConfig.state_buckets,
+        help="fixed for the life of a checkpoint",
     )
     return parser
 

@@ -121,6 +121,9 @@ class MemberTable:
     def __init__(self, options: JoinOptions, entries: dict[int, Entry]) -> None:
         self.options = options
         self.entries = entries
+        # Whether the entries differ from what was loaded: a batch of boards that all find
+        # their member changes nothing, and the state need not be written back.
+        self.changed = False
 
     def apply(self, rows: Iterable[tuple], now_ms: int) -> tuple[list[tuple], bool]:
         """Apply input rows (schema.INPUT tuples); return (output rows, whether a board was
@@ -149,13 +152,14 @@ class MemberTable:
                 version = self._version_for(entry, board[P_CREATED_TS])
                 if version is None:
                     entry[2].append(board)
-                    waiting = True
+                    waiting = self.changed = True
                     touched.add(member_id)
                 else:
                     out.append(_joined(member_id, board, version))
             else:
                 self._apply_member(entry, row)
                 self._release(member_id, entry, out)
+                self.changed = True
         for member_id in touched:
             self._bound(member_id, self.entries[member_id], out)
         self._compact(now_ms)
@@ -172,6 +176,7 @@ class MemberTable:
             reason = DELETED if entry[1] is not None else MISSING
             out.extend(_unmatched(member_id, b, reason) for b in pending if b[P_ARRIVED] <= cutoff)
             entry[2] = [b for b in pending if b[P_ARRIVED] > cutoff]
+            self.changed = True
         self._compact(now_ms)
         return out
 
@@ -245,3 +250,4 @@ class MemberTable:
             and ((deleted_at is None and not versions) or (deleted_at or horizon) < horizon)
         ]:
             del self.entries[member_id]
+            self.changed = True

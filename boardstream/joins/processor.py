@@ -97,7 +97,8 @@ class BucketedMemberJoin(StatefulProcessor):
         now = timerValues.getCurrentProcessingTimeInMs()
         table = MemberTable(self.options, self._load())
         out, waiting = table.apply((row for frame in frames for row in _tuples(frame)), now)
-        self._save(table)
+        if table.changed:
+            self._save(table)
         if waiting:
             self.handle.registerTimer(now + self.options.unmatched_timeout_ms)
         yield from _frame(out)
@@ -107,7 +108,7 @@ class BucketedMemberJoin(StatefulProcessor):
     ) -> Iterator[pd.DataFrame]:
         table = MemberTable(self.options, self._load())
         out = table.expire(expiredTimerInfo.getExpiryTimeInMs())
-        if out:
+        if table.changed:
             self._save(table)
         yield from _frame(out)
 

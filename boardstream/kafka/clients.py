@@ -7,13 +7,14 @@ for metadata with a deadline and turns silence into one clear error.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
-from boardstream.errors import BrokerUnreachableError, UnknownTopicError
+from boardstream.errors import BrokerUnreachableError, KafkaAuthenticationError, UnknownTopicError
 from boardstream.settings import Settings
 
 # librdkafka's own connection chatter goes here; the CLI shows it only with --verbose.
@@ -24,18 +25,41 @@ def client_config(settings: Settings, **overrides: Any) -> dict[str, Any]:
     return {**settings.to_confluent(), "logger": LIBRDKAFKA_LOGGER, **overrides}
 
 
+class _AuthWatch:
+    """librdkafka reports a rejected login only through ``error_cb`` (a metadata request just
+    times out); remember it so the caller can say so at once."""
+
+    def __init__(self) -> None:
+        self.error: KafkaError | None = None
+
+    def __call__(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._AUTHENTICATION:
+            self.error = error
+
+
+class WatchedAdminClient(AdminClient):
+    """An AdminClient that knows whether the broker rejected its credentials."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.auth = _AuthWatch()
+        super().__init__({**config, "error_cb": self.auth})
+
+
 def admin_client(settings: Settings) -> AdminClient:
-    return AdminClient(client_config(settings))
+    return WatchedAdminClient(client_config(settings))
 
 
 def reliable_producer(settings: Settings, **overrides: Any) -> Producer:
-    """A producer that cannot lose or duplicate on retry: acks=all plus idempotence."""
-    return Producer(
-        client_config(
-            settings,
-            **{"acks": "all", "enable.idempotence": True, "linger.ms": 20, **overrides},
-        )
-    )
+    """A producer that cannot lose or duplicate on retry: acks=all plus idempotence. Keys are
+    partitioned like Java clients do (murmur2), so a key lands where Spark's Kafka sink, Kafka
+    Streams or any JVM producer would put it: topics joined by key stay co-partitioned."""
+    defaults = {
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 20,
+        "partitioner": "murmur2_random",
+    }
+    return Producer(client_config(settings, **{**defaults, **overrides}))
 
 
 @dataclass
@@ -54,14 +78,27 @@ class DeliveryErrors:
 
 def cluster_metadata(admin: AdminClient, settings: Settings) -> ClusterMetadata:
     """Metadata, or :class:`BrokerUnreachableError` after ``settings.connect_timeout_s``."""
-    try:
-        return admin.list_topics(timeout=settings.connect_timeout_s)
-    except KafkaException as error:
-        raise BrokerUnreachableError(
-            f"no Kafka broker answered at {settings.bootstrap_servers} within "
-            f"{settings.connect_timeout_s:g}s ({error.args[0].str()}); is the stack up? "
-            "(`boardstream stack up`)"
-        ) from None
+    deadline = time.monotonic() + settings.connect_timeout_s
+    while True:
+        try:
+            # Short attempts: a rejected login is known within one, not at the deadline.
+            return admin.list_topics(timeout=min(1.0, settings.connect_timeout_s))
+        except KafkaException as error:
+            admin.poll(0)  # serves error_cb
+            rejected = getattr(admin, "auth", None)
+            if rejected is not None and rejected.error is not None:
+                raise KafkaAuthenticationError(
+                    f"Kafka at {settings.bootstrap_servers}: authentication failed for user "
+                    f"{settings.sasl_username!r} ({settings.security_protocol}, "
+                    f"{settings.sasl_mechanism}); check BOARDSTREAM_SASL_USERNAME and "
+                    "BOARDSTREAM_SASL_PASSWORD"
+                ) from None
+            if time.monotonic() >= deadline:
+                raise BrokerUnreachableError(
+                    f"no Kafka broker answered at {settings.bootstrap_servers} within "
+                    f"{settings.connect_timeout_s:g}s ({error.args[0].str()}); is the stack "
+                    "up? (`boardstream stack up`)"
+                ) from None
 
 
 def require_topics(admin: AdminClient, settings: Settings, topics: list[str]) -> ClusterMetadata:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
+from sqlalchemy import make_url
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
@@ -26,6 +27,7 @@ from boardstream.kafka.clients import DeliveryErrors, reliable_producer
 from boardstream.settings import Settings
 from boardstream.sink import table
 from boardstream.spark import streaming
+from boardstream.spark.checkpoint_guard import guard_checkpoint
 
 QUERY_NAME = "board-detail-sink"
 DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
@@ -101,6 +103,13 @@ def _b64(data: bytes | None) -> str | None:
 
 
 def start_sink(spark: SparkSession, settings: Settings, config: SinkJobConfig) -> StreamingQuery:
+    checkpoint = config.checkpoint_dir(settings)
+    # Another database on the same checkpoint would never receive the rows loaded before.
+    database = make_url(settings.database).render_as_string(hide_password=True)
+    guard_checkpoint(
+        checkpoint,
+        {"query": QUERY_NAME, "source": settings.board_detail_topic, "database": database},
+    )
     raw = streaming.kafka_stream(
         spark, settings, [settings.board_detail_topic], config.max_offsets_per_trigger
     )
@@ -108,7 +117,7 @@ def start_sink(spark: SparkSession, settings: Settings, config: SinkJobConfig) -
         detail_rows(raw)
         .writeStream.queryName(QUERY_NAME)
         .foreachBatch(BatchWriter(settings))
-        .option("checkpointLocation", str(config.checkpoint_dir(settings)))
+        .option("checkpointLocation", str(checkpoint))
     )
     return streaming.with_trigger(writer, config.trigger, config.interval).start()
 

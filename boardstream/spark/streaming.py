@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -14,7 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from boardstream.argtypes import positive
+from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
+from boardstream.spark.checkpoint_guard import guard_checkpoint
 from boardstream.spark.progress import JsonlProgressListener
 from boardstream.spark.session import spark_session
 
@@ -65,8 +67,11 @@ def start_to_kafka(
     checkpoint: Path,
     trigger: str,
     interval: str,
+    identity: Mapping[str, object],
 ) -> StreamingQuery:
-    """Start a query writing Kafka rows (topic, key, value), checkpointed, under ``trigger``."""
+    """Start a query writing Kafka rows (topic, key, value), checkpointed, under ``trigger``;
+    refused if the checkpoint was written under another ``identity`` (see checkpoint_guard)."""
+    guard_checkpoint(checkpoint, {"query": name, **identity})
     writer = (
         rows.writeStream.queryName(name)
         .format("kafka")
@@ -120,7 +125,11 @@ def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]
     # spark-submit logs at INFO, whole query plans included; per-batch progress is in
     # var/progress/<job>.jsonl instead.
     spark.sparkContext.setLogLevel("WARN")
-    query = run(spark, settings, lambda: start(spark, settings))
+    try:
+        query = run(spark, settings, lambda: start(spark, settings))
+    except BoardstreamError as error:  # e.g. a checkpoint written under other settings
+        print(f"{name}: {error}", file=sys.stderr)
+        return 2
     if query.exception() is not None:
         print(f"{name} failed: {query.exception()}", file=sys.stderr)
         return 1

@@ -49,7 +49,7 @@ def submit_env(settings: Settings | None = None) -> dict[str, str]:
         "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     if settings is not None:
-        env["BOARDSTREAM_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
+        env.update(settings.kafka_env())
     return env
 
 

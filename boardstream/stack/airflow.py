@@ -26,7 +26,9 @@ from boardstream.stack.processes import ManagedProcess
 
 def airflow_connections(settings: Settings) -> dict[str, str]:
     """The Airflow connections the DAGs use, as env vars, pointing where ``settings`` point."""
-    kafka = {"conn_type": "kafka", "extra": {"bootstrap.servers": settings.bootstrap_servers}}
+    # The extra is the confluent client config (the Kafka provider's hooks read it as such),
+    # SASL credentials included: Airflow masks "password" keys in logs and the UI.
+    kafka = {"conn_type": "kafka", "extra": settings.to_confluent()}
     spark = {"conn_type": "spark", "host": settings.spark_master}
     return {
         "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(kafka),

@@ -69,19 +69,42 @@ class KafkaBroker:
 
     def server_properties(self) -> str:
         port, controller = self.settings.kafka_port, self.settings.controller_port
+        listener = self._client_listener()
         lines = [
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.bootstrap.servers=localhost:{controller}",
-            f"listeners=PLAINTEXT://localhost:{port},CONTROLLER://localhost:{controller}",
-            f"advertised.listeners=PLAINTEXT://localhost:{port}",
+            f"listeners={listener}://localhost:{port},CONTROLLER://localhost:{controller}",
+            f"advertised.listeners={listener}://localhost:{port}",
             "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"inter.broker.listener.name={listener}",
+            f"listener.security.protocol.map={listener}:{listener},CONTROLLER:PLAINTEXT",
             f"log.dirs={self.data_dir}",
             *(f"{name}={value}" for name, value in broker_policy(self.settings).items()),
         ]
+        if listener == "SASL_PLAINTEXT":
+            # Clients and the broker itself (inter-broker) authenticate with SCRAM; the user
+            # exists from the first start on (see _format_storage).
+            mechanism = self.settings.sasl_mechanism
+            jaas = self.settings.to_spark_kafka_options()["kafka.sasl.jaas.config"]
+            lines += [
+                f"sasl.enabled.mechanisms={mechanism}",
+                f"sasl.mechanism.inter.broker.protocol={mechanism}",
+                f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config={jaas}",
+            ]
         return "\n".join(lines) + "\n"
+
+    def _client_listener(self) -> str:
+        """PLAINTEXT, or SASL_PLAINTEXT with SCRAM when the settings ask clients for it."""
+        protocol, mechanism = self.settings.security_protocol, self.settings.sasl_mechanism
+        if protocol == "PLAINTEXT":
+            return protocol
+        if protocol == "SASL_PLAINTEXT" and mechanism.startswith("SCRAM-"):
+            return protocol
+        raise BoardstreamError(
+            f"the local broker serves PLAINTEXT or SASL_PLAINTEXT with SCRAM, not {protocol} "
+            f"with {mechanism}; point BOARDSTREAM_BOOTSTRAP_SERVERS at your cluster instead"
+        )
 
     def _java(self, main: str, *args: str) -> list[str]:
         java = shutil.which("java")
@@ -102,9 +125,29 @@ class KafkaBroker:
         ]
 
     def _format_storage(self) -> None:
-        """Format the KRaft metadata log once; later starts reuse it (and its topics)."""
+        """Format the KRaft metadata log once; later starts reuse it (and its topics). With
+        SASL, the SCRAM user of the settings is created in the same step."""
+        users = self.data_dir / "scram-users"
+        sasl = self.settings.uses_sasl
         if (self.data_dir / "meta.properties").exists():
+            if (
+                sasl and self.settings.sasl_username not in users.read_text().split()
+                if users.exists()
+                else sasl
+            ):
+                raise BoardstreamError(
+                    f"the local broker's storage ({self.data_dir}) has no SCRAM user "
+                    f"{self.settings.sasl_username!r}: it was formatted under other settings. "
+                    "Stop the stack and remove that directory to start a fresh broker."
+                )
             return
+        scram = []
+        if sasl:
+            credential = (
+                f"name={self.settings.sasl_username},"
+                f"password={self.settings.sasl_password.get_secret_value()}"  # type: ignore[union-attr]
+            )
+            scram = ["--add-scram", f"{self.settings.sasl_mechanism}=[{credential}]"]
         cluster_id = new_cluster_id()
         command = self._java(
             "kafka.tools.StorageTool",
@@ -114,15 +157,20 @@ class KafkaBroker:
             cluster_id,
             "-c",
             str(self.config_file),
+            *scram,
         )
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise BoardstreamError(
                 f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}"
             )
+        if sasl:
+            users.write_text(f"{self.settings.sasl_username}\n")
 
     def start(self, timeout_s: float = 90.0) -> int:
         self.home.mkdir(parents=True, exist_ok=True)
+        # With SASL it holds the broker's own credentials: readable by its owner only.
+        self.config_file.touch(mode=0o600)
         self.config_file.write_text(self.server_properties())
         (self.home / "log4j2.properties").write_text(LOG4J2)
         self._format_storage()

@@ -10,8 +10,14 @@ def test_env_vars_are_read_at_construction(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("BOARDSTREAM_BOOTSTRAP_SERVERS", "kafka:29092")
     monkeypatch.setenv("BOARDSTREAM_BOARD_PARTITIONS", "6")
     settings = Settings()
-    assert settings.to_confluent() == {"bootstrap.servers": "kafka:29092"}
-    assert settings.to_spark_kafka_options() == {"kafka.bootstrap.servers": "kafka:29092"}
+    assert settings.to_confluent() == {
+        "bootstrap.servers": "kafka:29092",
+        "security.protocol": "PLAINTEXT",
+    }
+    assert settings.to_spark_kafka_options() == {
+        "kafka.bootstrap.servers": "kafka:29092",
+        "kafka.security.protocol": "PLAINTEXT",
+    }
     assert settings.topic_partitions("board") == 6
     assert settings.topic_partitions("member") == 3
     assert settings.kafka_port == 29092
@@ -28,3 +34,31 @@ def test_defaults_live_under_var_dir(tmp_path) -> None:
 def test_bootstrap_servers_must_have_ports(servers: str) -> None:
     with pytest.raises(ValidationError, match="host:port"):
         Settings(bootstrap_servers=servers)
+
+
+def test_sasl_needs_credentials_and_keeps_the_password_secret(tmp_path) -> None:
+    with pytest.raises(ValidationError, match="needs BOARDSTREAM_SASL_USERNAME"):
+        Settings(var_dir=tmp_path, security_protocol="SASL_PLAINTEXT")
+    settings = Settings(
+        var_dir=tmp_path,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_username="boardstream",
+        sasl_password="s3cret-value",
+    )
+    assert "s3cret-value" not in repr(settings) and "s3cret-value" not in str(settings)
+    assert settings.to_confluent() == {
+        "bootstrap.servers": "localhost:9092",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "boardstream",
+        "sasl.password": "s3cret-value",
+    }
+    spark = settings.to_spark_kafka_options()
+    assert spark["kafka.security.protocol"] == "SASL_PLAINTEXT"
+    assert spark["kafka.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="boardstream" password="s3cret-value";'
+    )
+    # A child process given kafka_env() builds the same connection.
+    env = {k.removeprefix("BOARDSTREAM_").lower(): v for k, v in settings.kafka_env().items()}
+    assert Settings(var_dir=tmp_path, **env) == settings

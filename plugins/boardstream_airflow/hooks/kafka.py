@@ -9,8 +9,9 @@ from boardstream.settings import Settings
 
 class BoardstreamKafkaHook(KafkaAdminClientHook):
     """The connection (``kafka_default`` unless told otherwise) decides the cluster: its extra
-    JSON's ``bootstrap.servers`` replaces ``BOARDSTREAM_BOOTSTRAP_SERVERS`` for the core code,
-    and :attr:`get_conn` is the provider's own AdminClient built from that extra."""
+    JSON (``bootstrap.servers``, ``security.protocol``, ``sasl.*``, ``ssl.ca.location``) replaces
+    the ``BOARDSTREAM_*`` Kafka settings for the core code, and :attr:`get_conn` is the
+    provider's own AdminClient built from that extra."""
 
     def settings(self) -> Settings:
         config = self.get_connection(self.kafka_config_id).extra_dejson
@@ -20,4 +21,4 @@ class BoardstreamKafkaHook(KafkaAdminClientHook):
                 f"Airflow connection {self.kafka_config_id!r} has no bootstrap.servers in its"
                 " extra JSON"
             )
-        return Settings().model_copy(update={"bootstrap_servers": servers})
+        return Settings().with_kafka_config(config)

@@ -157,3 +157,22 @@ def test_latest_mode_keeps_one_version() -> None:
     t = table()
     t.apply([member(1, i, f"v{i}") for i in range(1, 5)], now_ms=0)
     assert [v[0] for v in t.entries[1][0]] == ["v4"]
+
+
+def test_changed_says_whether_the_state_must_be_written_back() -> None:
+    t = table()
+    t.apply([member(1, 10, "ann")], now_ms=10)
+    loaded = MemberTable(t.options, t.entries)
+    out, _ = loaded.apply([board("b1", 1, 20), board("b2", 1, 21)], now_ms=21)
+    assert [o[0] for o in outcomes(out)] == ["joined", "joined"]
+    assert not loaded.changed, "boards that find their member leave the state as it was"
+
+    waiting = MemberTable(t.options, t.entries)
+    waiting.apply([board("b3", 2, 22)], now_ms=22)
+    assert waiting.changed, "a pending board is new state"
+    expiring = MemberTable(t.options, waiting.entries)
+    assert outcomes(expiring.expire(22 + TIMEOUT)) == [("unmatched", "b3", "member_missing")]
+    assert expiring.changed
+    updated = MemberTable(t.options, expiring.entries)
+    updated.apply([member(1, 30, "ann2")], now_ms=30)
+    assert updated.changed

@@ -19,10 +19,24 @@ def test_connections_point_where_the_settings_point(tmp_path: Path) -> None:
     assert connections == {
         "AIRFLOW_CONN_KAFKA_DEFAULT": {
             "conn_type": "kafka",
-            "extra": {"bootstrap.servers": "broker:29092"},
+            "extra": {"bootstrap.servers": "broker:29092", "security.protocol": "PLAINTEXT"},
         },
         "AIRFLOW_CONN_SPARK_DEFAULT": {"conn_type": "spark", "host": "spark://master:7077"},
     }
+
+
+def test_kafka_connection_carries_the_sasl_settings(tmp_path: Path) -> None:
+    settings = isolated_settings(
+        tmp_path,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_username="boardstream",
+        sasl_password="s3cret-value",
+    )
+    extra = json.loads(airflow_connections(settings)["AIRFLOW_CONN_KAFKA_DEFAULT"])["extra"]
+    assert extra == settings.to_confluent()
+    assert extra["sasl.password"] == "s3cret-value" and extra["sasl.mechanism"] == "SCRAM-SHA-512"
+    # The hook's way back: the connection's extra gives the same settings.
+    assert settings.model_copy(update={"sasl_password": None}).with_kafka_config(extra) == settings
 
 
 def test_password_is_generated_once_and_private(tmp_path: Path) -> None:

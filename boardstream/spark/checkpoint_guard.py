@@ -1,0 +1,49 @@
+"""Refuse to resume a checkpoint under a configuration that would misread its state.
+
+Spark notices some changes on restart (a different stateful operator) but not the ones that
+matter here: another bucket count re-keys the join's state, another join mode reads it with the
+wrong layout, another source topic resumes from offsets of a different topic, another database
+leaves the new one without every row loaded before. Each job names the settings its checkpoint
+depends on; the first start records them next to Spark's own files, every later start compares
+and stops with the difference instead of silently corrupting its output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from boardstream.errors import BoardstreamError
+
+IDENTITY_FILE = "boardstream-identity.json"
+
+
+class CheckpointMismatchError(BoardstreamError):
+    """A checkpoint was written under settings this run changes."""
+
+
+def guard_checkpoint(checkpoint: Path, identity: Mapping[str, object]) -> None:
+    """Record ``identity`` in a new checkpoint; in an existing one, raise if it differs.
+
+    ``identity`` must hold only JSON values (and no secrets: the file is plain text)."""
+    path = checkpoint / IDENTITY_FILE
+    current = json.loads(json.dumps(dict(identity)))  # tuples → lists, as they will be read
+    if path.exists():
+        stored = json.loads(path.read_text())
+        changed = sorted(
+            k for k in stored.keys() | current.keys() if stored.get(k) != current.get(k)
+        )
+        if changed:
+            differences = "; ".join(
+                f"{key}: checkpoint has {stored.get(key)!r}, this run asks for {current.get(key)!r}"
+                for key in changed
+            )
+            raise CheckpointMismatchError(
+                f"refusing to resume checkpoint {checkpoint}: it was written with other settings "
+                f"({differences}). Run with the original settings, or start from a new "
+                "--checkpoint (which reprocesses the sources from the beginning)."
+            )
+        return
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,240 @@
+"""The fault-injection suite's harness: the real jobs as the real commands, on a dedicated broker
+and PostgreSQL (so a scenario can stop them), a seeded backlog, faults, and the verdict of the
+same reconciliation production runs.
+
+Each scenario records its figures (records in, faults injected, restarts, lost and duplicated
+rows, time to recover) in ``test-artifacts/reliability.jsonl``; ``python -m tests.faults.report``
+turns the last run of each into the table of docs/RELIABILITY.md.
+
+``BOARDSTREAM_FAULTS=full`` runs the long form (a bigger backlog, more kills); CI runs the short.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from boardstream.generator.plan import GeneratorOptions, Plan
+from boardstream.settings import PROJECT_ROOT, Settings
+from tests.integration.pipeline import Pipeline, consume_all, query
+
+FULL = os.environ.get("BOARDSTREAM_FAULTS") == "full"
+FIGURES = PROJECT_ROOT / "test-artifacts" / "reliability.jsonl"
+JOB_SETTINGS = (
+    "var_dir",
+    "jar_cache",
+    "bootstrap_servers",
+    "database_url",
+    "member_topic",
+    "board_topic",
+    "board_detail_topic",
+    "unmatched_topic",
+    "dlq_topic",
+)
+JOIN_ARGS = ["--max-offsets-per-trigger", "1500", "--state-buckets", "16"]
+SINK_ARGS = ["--max-offsets-per-trigger", "1000"]
+
+
+def backlog_options(seed: int) -> GeneratorOptions:
+    scale = 4 if FULL else 1
+    return GeneratorOptions(
+        members=1_500 * scale,
+        boards=3_000 * scale,
+        seed=seed,
+        update_ratio=0.2,
+        late_members=15 * scale,
+    )
+
+
+@dataclass
+class Scenario:
+    """One scenario's pipeline: its own topics, checkpoints and job logs under ``workdir``."""
+
+    name: str
+    kafka: Settings
+    database_url: str
+    workdir: Path
+    seed: int
+    boards: set[str] = field(default_factory=set)
+    records_in: int = 0
+    faults: int = 0
+    restarts: int = 0
+
+    def __post_init__(self) -> None:
+        self.pipeline = Pipeline(
+            self.kafka, None, self.workdir, var_dir=self.workdir, database_url=self.database_url
+        )
+        self.settings = self.pipeline.settings
+        self.rng = random.Random(self.seed)
+
+    # -- input -------------------------------------------------------------------------------
+
+    def produce(self, options: GeneratorOptions | None = None, part: slice = slice(None)) -> None:
+        """The seeded backlog (or the ``part`` of it), with increasing timestamps."""
+        records = list(Plan(options or backlog_options(self.seed)))[part]
+        start = int(time.time() * 1000)
+        for ts, record in enumerate(records, start=start):
+            s = self.settings
+            topic = s.member_topic if record.topic == "member" else s.board_topic
+            self.pipeline.producer.produce(topic, value=record.value, key=record.key, timestamp=ts)
+            if record.topic == "board":
+                self.boards.add(record.key.decode())
+        assert self.pipeline.producer.flush(30) == 0
+        self.records_in += len(records)
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    def env(self, **extra: str) -> dict[str, str]:
+        values = {f"BOARDSTREAM_{n.upper()}": str(getattr(self.settings, n)) for n in JOB_SETTINGS}
+        return {**os.environ, **values, "BOARDSTREAM_SPARK_MASTER": "local[2]", **extra}
+
+    def log(self, job: str) -> Path:
+        return self.workdir / f"{job}.log"
+
+    def start(
+        self, job: str, *args: str, extra_env: dict[str, str] | None = None
+    ) -> subprocess.Popen:
+        """``boardstream job run JOB -- ARGS`` in its own process group (spark-submit, the JVM
+        and the Python workers die together)."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "boardstream.cli", "job", "run", job, "--", *args],
+            env=self.env(**(extra_env or {})),
+            stdout=self.log(job).open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def continuous(self, job: str, args: list[str]) -> subprocess.Popen:
+        return self.start(job, "--trigger", "continuous", "--interval", "0 seconds", *args)
+
+    def batches(self, job: str) -> int:
+        path = self.settings.progress / f"{job}.jsonl"
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+    def await_batch(self, job: str, process: subprocess.Popen, before: int) -> None:
+        deadline = time.monotonic() + 300
+        while self.batches(job) <= before:
+            assert process.poll() is None, self.tail(job)
+            assert time.monotonic() < deadline, f"{job} made no progress"
+            time.sleep(0.2)
+
+    def kill_mid_run(self, job: str, args: list[str]) -> None:
+        """Start ``job`` continuous, let a batch complete, SIGKILL it a seeded moment later."""
+        before = self.batches(job)
+        process = self.continuous(job, args)
+        self.await_batch(job, process, before)
+        time.sleep(self.rng.uniform(0.0, 2.0))
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        self.faults += 1
+
+    def run_to_end(self, job: str, args: list[str]) -> None:
+        process = self.start(job, "--trigger", "available-now", *args)
+        assert process.wait(timeout=600) == 0, self.tail(job)
+
+    def tail(self, job: str) -> str:
+        return self.log(job).read_text(errors="replace")[-3000:]
+
+    # -- verdict -----------------------------------------------------------------------------
+
+    def reconcile(self) -> subprocess.CompletedProcess:
+        """`boardstream reconcile` against this scenario's checkpoints, as the DAG runs it."""
+        command = [
+            "reconcile",
+            f"--join-checkpoint={self.settings.checkpoints / 'board-detail-join'}",
+            f"--sink-checkpoint={self.settings.checkpoints / 'board-detail-sink'}",
+        ]
+        return subprocess.run(
+            [sys.executable, "-m", "boardstream.cli", *command],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    def table_counts(self) -> dict[str, int]:
+        rows = query(self.database_url, "select board_id, count(*) from board_detail group by 1")
+        return {board_id: count for board_id, count in rows if board_id in self.boards}
+
+    def assert_nothing_lost(self, recover_s: float, **extra: object) -> None:
+        """Every board exactly once in board_detail and in board-detail, reconciliation passes;
+        then the figures are recorded."""
+        loaded = self.table_counts()
+        lost = len(self.boards - set(loaded))
+        duplicated = sum(count - 1 for count in loaded.values())
+        detail = [
+            key.decode() for key, _ in consume_all(self.settings, self.settings.board_detail_topic)
+        ]
+        verdict = self.reconcile()
+        record(
+            scenario=self.name,
+            seed=self.seed,
+            records_in=self.records_in,
+            boards=len(self.boards),
+            faults=self.faults,
+            restarts=self.restarts,
+            lost=lost,
+            duplicated_rows=duplicated,
+            topic_replays=len(detail) - len(set(detail)),
+            recover_s=round(recover_s, 1),
+            reconciliation="PASSED" if verdict.returncode == 0 else "FAILED",
+            **extra,
+        )
+        assert lost == 0, f"{lost} boards missing from board_detail"
+        assert duplicated == 0, f"{duplicated} duplicate rows in board_detail"
+        assert set(detail) == self.boards, "every board reaches board-detail"
+        assert verdict.returncode == 0, verdict.stdout[-3000:] + verdict.stderr[-3000:]
+        assert "PASSED" in verdict.stdout
+
+
+def record(**figures: object) -> None:
+    FIGURES.parent.mkdir(parents=True, exist_ok=True)
+    figures["at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    figures["form"] = "full" if FULL else "short"
+    with FIGURES.open("a") as out:
+        out.write(json.dumps(figures) + "\n")
+
+
+class Supervisor:
+    """Keeps continuous jobs running as a scheduler with retries would: a job that exits (say,
+    its query failed while the broker was away) is started again, and counted."""
+
+    def __init__(self, scenario: Scenario, jobs: dict[str, list[str]]) -> None:
+        self.scenario, self.jobs = scenario, jobs
+        self.before = {job: scenario.batches(job) for job in jobs}
+        self.processes = {job: scenario.continuous(job, args) for job, args in jobs.items()}
+        self.exits: list[tuple[str, int]] = []
+
+    def await_batches(self) -> None:
+        """Until every job has completed a micro-batch."""
+        for job, process in self.processes.items():
+            self.scenario.await_batch(job, process, self.before[job])
+
+    def run_until(self, done: Callable[[], bool], timeout_s: float = 600) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            assert time.monotonic() < deadline, (
+                f"not done after {timeout_s:g} s; exits {self.exits}"
+            )
+            for job, process in self.processes.items():
+                if process.poll() is not None:
+                    self.exits.append((job, process.returncode))
+                    self.processes[job] = self.scenario.continuous(job, self.jobs[job])
+                    self.scenario.restarts += 1
+            time.sleep(1)
+
+    def stop(self) -> None:
+        """SIGTERM: each query stops between micro-batches."""
+        for process in self.processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes.values():
+            process.wait(timeout=120)

@@ -1,0 +1,51 @@
+"""A checkpoint reused with a changed configuration is refused with a clear message, not
+resumed into silent corruption; with the original configuration it still resumes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.faults.harness import JOIN_ARGS, SINK_ARGS, Scenario
+
+SEED = 20261125
+
+
+def refused(s: Scenario, job: str, args: list[str], **env: str) -> str:
+    """Run ``job`` expecting the refusal; its output."""
+    process = s.start(job, "--trigger", "available-now", *args, extra_env=env)
+    assert process.wait(timeout=600) == 2, s.tail(job)
+    return s.tail(job)
+
+
+def test_changed_configuration_is_refused(services, tmp_path: Path) -> None:
+    s = Scenario(
+        "checkpoint reused with changed configuration",
+        services.settings,
+        services.database_url,
+        tmp_path,
+        SEED,
+    )
+    s.produce()
+    s.run_to_end("board-detail-join", JOIN_ARGS)
+    s.run_to_end("board-detail-sink", SINK_ARGS)
+
+    buckets = ["--max-offsets-per-trigger", "1500", "--state-buckets", "32"]
+    output = refused(s, "board-detail-join", buckets)
+    assert "refusing to resume checkpoint" in output
+    assert "state_buckets: checkpoint has 16, this run asks for 32" in output
+    output = refused(s, "board-detail-join", JOIN_ARGS, BOARDSTREAM_BOARD_TOPIC="another-board")
+    assert (
+        f"sources: checkpoint has ['{s.settings.member_topic}', '{s.settings.board_topic}']"
+        in output
+    )
+    other_db = f"sqlite:///{tmp_path / 'other.db'}"
+    output = refused(s, "board-detail-sink", SINK_ARGS, BOARDSTREAM_DATABASE_URL=other_db)
+    assert f"this run asks for '{other_db}'" in output
+    s.faults = 3
+
+    # The original configuration resumes; nothing was lost or loaded twice.
+    began = time.monotonic()
+    s.run_to_end("board-detail-join", JOIN_ARGS)
+    s.run_to_end("board-detail-sink", SINK_ARGS)
+    s.assert_nothing_lost(time.monotonic() - began)

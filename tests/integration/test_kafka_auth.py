@@ -1,0 +1,76 @@
+"""Authenticated Kafka: a local broker that requires SCRAM-SHA-512. With the right credentials
+the CLI, the generator and the Spark join all work; a wrong password fails fast with an
+authentication error; the password appears in no output or log."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from boardstream.settings import Settings
+from boardstream.stack.kafka_broker import KafkaBroker
+from tests.fixtures import cli, isolated_settings, world_readable_dir
+from tests.integration.pipeline import consume_all
+
+
+@pytest.fixture(scope="module")
+def scram() -> Iterator[Settings]:
+    var_dir = world_readable_dir("boardstream-scram-")
+    settings = isolated_settings(
+        var_dir,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_username="boardstream",
+        sasl_password=secrets.token_hex(16),  # made here, kept nowhere but the broker's var dir
+    )
+    broker = KafkaBroker(settings)
+    broker.start()
+    yield settings
+    broker.process.stop()
+    shutil.rmtree(var_dir, ignore_errors=True)
+
+
+def run(settings: Settings, *args: str, timeout: float = 120, **env: str):
+    return cli(settings, *args, timeout=timeout, extra_env={**settings.kafka_env(), **env})
+
+
+def logs(var_dir: Path) -> str:
+    return "\n".join(
+        path.read_text(errors="replace")
+        for path in var_dir.rglob("*")
+        if path.is_file() and path.suffix in (".log", ".jsonl", ".json") and "kafka/data" not in str(path)
+    )
+
+
+def test_right_credentials_run_the_pipeline(scram: Settings) -> None:
+    password = scram.sasl_password.get_secret_value()
+    outputs = [run(scram, "topics", "create")]
+    outputs.append(run(scram, "produce", "--members", "40", "--boards", "60", "--seed", "7"))
+    outputs.append(run(scram, "job", "run", "board-detail-join", "--", "--state-buckets", "4", timeout=600))
+    for done in outputs:
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    boards = {key.decode() for key, _ in consume_all(scram, scram.board_topic)}
+    detail = {key.decode() for key, _ in consume_all(scram, scram.board_detail_topic)}
+    assert len(boards) == 60 and detail == boards
+    for done in outputs:
+        assert password not in done.stdout + done.stderr
+    assert password not in logs(scram.var_dir), "a log holds the SASL password"
+
+
+def test_wrong_password_fails_with_an_authentication_error(scram: Settings) -> None:
+    wrong = "wrong-" + secrets.token_hex(4)
+    done = run(scram, "topics", "describe", BOARDSTREAM_SASL_PASSWORD=wrong)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "authentication failed" in done.stderr.lower(), done.stderr
+    assert "boardstream" in done.stderr  # names the user, not the password
+    assert wrong not in done.stdout + done.stderr
+    assert scram.sasl_password.get_secret_value() not in done.stdout + done.stderr
+
+
+def test_no_credentials_is_a_settings_error(scram: Settings) -> None:
+    done = run(scram, "topics", "describe", BOARDSTREAM_SASL_PASSWORD="")
+    assert done.returncode != 0
+    assert "needs BOARDSTREAM_SASL_USERNAME and BOARDSTREAM_SASL_PASSWORD" in done.stderr

@@ -1,0 +1,44 @@
+"""A checkpoint resumed under settings that change how its state is read is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from boardstream.spark.checkpoint_guard import (
+    IDENTITY_FILE,
+    CheckpointMismatchError,
+    guard_checkpoint,
+)
+
+IDENTITY = {"query": "board-detail-join", "sources": ("member", "board"), "state_buckets": 16}
+
+
+def test_first_start_records_the_identity(tmp_path: Path) -> None:
+    guard_checkpoint(tmp_path / "ckpt", IDENTITY)
+    stored = json.loads((tmp_path / "ckpt" / IDENTITY_FILE).read_text())
+    assert stored == {
+        "query": "board-detail-join",
+        "sources": ["member", "board"],
+        "state_buckets": 16,
+    }
+
+
+def test_same_identity_resumes(tmp_path: Path) -> None:
+    guard_checkpoint(tmp_path, IDENTITY)
+    guard_checkpoint(tmp_path, dict(IDENTITY))  # no error: tuples and lists compare equal
+
+
+def test_changed_identity_is_refused_naming_every_difference(tmp_path: Path) -> None:
+    guard_checkpoint(tmp_path, IDENTITY)
+    changed = {**IDENTITY, "state_buckets": 32, "join_mode": "as-of"}
+    with pytest.raises(CheckpointMismatchError) as refused:
+        guard_checkpoint(tmp_path, changed)
+    message = str(refused.value)
+    assert "join_mode: checkpoint has None, this run asks for 'as-of'" in message
+    assert "state_buckets: checkpoint has 16, this run asks for 32" in message
+    assert str(tmp_path) in message
+    # The refusal leaves the recorded identity as it was.
+    assert json.loads((tmp_path / IDENTITY_FILE).read_text())["state_buckets"] == 16
