@@ -31,6 +31,8 @@ def spark_session(settings: Settings, app_name: str, master: str | None = None) 
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         )
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        # base64() would break a dead letter's original bytes into 76-character MIME lines.
+        .config("spark.sql.chunkBase64String.enabled", "false")
     )
     # Under spark-submit (which exports SPARK_ENV_LOADED) its --master wins; otherwise local.
     if master or not os.environ.get("SPARK_ENV_LOADED"):

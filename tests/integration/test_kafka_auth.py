@@ -41,7 +41,9 @@ def logs(var_dir: Path) -> str:
     return "\n".join(
         path.read_text(errors="replace")
         for path in var_dir.rglob("*")
-        if path.is_file() and path.suffix in (".log", ".jsonl", ".json") and "kafka/data" not in str(path)
+        if path.is_file()
+        and path.suffix in (".log", ".jsonl", ".json")
+        and "kafka/data" not in str(path)
     )
 
 
@@ -49,7 +51,9 @@ def test_right_credentials_run_the_pipeline(scram: Settings) -> None:
     password = scram.sasl_password.get_secret_value()
     outputs = [run(scram, "topics", "create")]
     outputs.append(run(scram, "produce", "--members", "40", "--boards", "60", "--seed", "7"))
-    outputs.append(run(scram, "job", "run", "board-detail-join", "--", "--state-buckets", "4", timeout=600))
+    outputs.append(
+        run(scram, "job", "run", "board-detail-join", "--", "--state-buckets", "4", timeout=600)
+    )
     for done in outputs:
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     boards = {key.decode() for key, _ in consume_all(scram, scram.board_topic)}
