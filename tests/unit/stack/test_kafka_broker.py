@@ -1,10 +1,15 @@
-"""KRaft cluster ids the storage tool accepts."""
+"""The local broker's configuration: cluster ids the storage tool accepts, the listeners the
+settings ask for."""
 
 from __future__ import annotations
 
 import re
 
-from boardstream.stack.kafka_broker import new_cluster_id
+import pytest
+
+from boardstream.errors import BoardstreamError
+from boardstream.stack.kafka_broker import KafkaBroker, new_cluster_id
+from tests.fixtures import isolated_settings
 
 
 def test_cluster_ids_never_look_like_an_option() -> None:
@@ -12,3 +17,33 @@ def test_cluster_ids_never_look_like_an_option() -> None:
     assert not [i for i in ids if i.startswith("-")]
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{22}", i) for i in ids)
     assert len(set(ids)) == len(ids)
+
+
+def test_sasl_settings_make_the_local_broker_require_scram(tmp_path) -> None:
+    settings = isolated_settings(
+        tmp_path,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_username="boardstream",
+        sasl_password="pw123",
+    )
+    lines = KafkaBroker(settings).server_properties().splitlines()
+    port = settings.kafka_port
+    assert (
+        f"listeners=SASL_PLAINTEXT://localhost:{port},CONTROLLER://localhost:{settings.controller_port}"
+        in lines
+    )
+    assert "inter.broker.listener.name=SASL_PLAINTEXT" in lines
+    assert "sasl.enabled.mechanisms=SCRAM-SHA-512" in lines
+    assert (
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config="
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="boardstream" password="pw123";'
+    ) in lines
+
+
+def test_the_local_broker_refuses_what_it_cannot_serve(tmp_path) -> None:
+    settings = isolated_settings(
+        tmp_path, security_protocol="SASL_SSL", sasl_username="u", sasl_password="p"
+    )
+    with pytest.raises(BoardstreamError, match="not SASL_SSL with SCRAM-SHA-512"):
+        KafkaBroker(settings).server_properties()
