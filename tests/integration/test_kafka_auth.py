@@ -4,8 +4,11 @@ authentication error; the password appears in no output or log."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import pytest
 
 from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker
+from tests.dags.conftest import airflow_home, export_settings  # noqa: F401 (a fixture)
 from tests.fixtures import cli, isolated_settings, world_readable_dir
 from tests.integration.pipeline import consume_all
 
@@ -51,9 +55,7 @@ def test_right_credentials_run_the_pipeline(scram: Settings) -> None:
     password = scram.sasl_password.get_secret_value()
     outputs = [run(scram, "topics", "create")]
     outputs.append(run(scram, "produce", "--members", "40", "--boards", "60", "--seed", "7"))
-    outputs.append(
-        run(scram, "job", "run", "board-detail-join", "--", "--state-buckets", "4", timeout=600)
-    )
+    outputs.append(run(scram, "job", "run", "board-detail-join", timeout=600))
     for done in outputs:
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     boards = {key.decode() for key, _ in consume_all(scram, scram.board_topic)}
@@ -78,3 +80,24 @@ def test_no_credentials_is_a_settings_error(scram: Settings) -> None:
     done = run(scram, "topics", "describe", BOARDSTREAM_SASL_PASSWORD="")
     assert done.returncode != 0
     assert "needs BOARDSTREAM_SASL_USERNAME and BOARDSTREAM_SASL_PASSWORD" in done.stderr
+
+
+@pytest.mark.usefixtures("airflow_home")
+def test_airflow_task_log_holds_no_secret(scram: Settings, monkeypatch) -> None:
+    """The pipeline DAG's join task against the SCRAM broker: it succeeds with the credentials
+    from the ``kafka_default`` connection and the settings, and its log (everything
+    `airflow tasks test` prints, spark-submit's output included) never shows the password."""
+    password = scram.sasl_password.get_secret_value()
+    assert run(scram, "topics", "create").returncode == 0
+    assert run(scram, "produce", "--members", "20", "--boards", "30", "--seed", "9").returncode == 0
+    export_settings(monkeypatch, scram)
+    airflow = str(Path(sys.executable).parent / "airflow")
+    done = subprocess.run(
+        [airflow, "tasks", "test", "board_detail_pipeline", "join", "2026-11-22"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert re.search(r"board-detail-join batch \d+: 50 rows", done.stdout), done.stdout[-3000:]
+    assert password not in done.stdout + done.stderr
