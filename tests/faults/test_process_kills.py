@@ -31,9 +31,9 @@ def test_kill_9_join_and_sink_mid_backlog(services, tmp_path: Path) -> None:
     s.run_to_end("board-detail-sink", SINK_ARGS)
     s.assert_nothing_lost(time.monotonic() - began)
 
-    # Every micro-batch left a progress line: rows, rates, duration, state, lag.
+    # Progress lines: rows, duration, state, lag. A batch completed just before a kill may
+    # have no line (the listener writes after the batch), so they are not summed.
     join_progress = read_progress(s.settings.progress, "board-detail-join")
-    assert sum(p["input_rows"] for p in join_progress) >= len(s.boards)
-    assert max(p["state_rows"] for p in join_progress) == 16  # one state row per bucket
+    assert {p["state_rows"] for p in join_progress} == {16}  # one state row per bucket
     assert all(p["batch_duration_ms"] > 0 for p in join_progress)
     assert join_progress[-1]["max_offsets_behind_latest"] == 0
