@@ -42,9 +42,9 @@ from boardstream.aggregations.output import (
     DLQ,
     OUTPUT,
     OUTPUT_DDL,
-    create_output_topic,
     kafka_rows,
     split_batch,
+    start_output,
 )
 from boardstream.argtypes import duration_ms
 from boardstream.settings import Settings
@@ -165,19 +165,13 @@ def start_event_time_count(
     spark: SparkSession, settings: Settings, config: EventTimeConfig
 ) -> StreamingQuery:
     config.spec.validate()
-    create_output_topic(settings, config.output_topic)
-    streaming.configure_no_data_batches(spark, config.trigger)
-    return streaming.start_to_kafka(
-        event_time_output(spark, settings, config),
+    return start_output(
+        spark,
         settings,
+        config,
         config.query_name,
-        config.checkpoint_dir(settings),
-        config.trigger,
-        config.interval,
+        lambda: event_time_output(spark, settings, config),
         {
-            "source": source.identity(config.source),
-            "output": config.output_topic,
-            "dlq": config.dlq_topic,
             "group_by": config.group_by,
             "spec": {"kind": type(config.spec).__name__, **asdict(config.spec)},
         },

@@ -3,15 +3,20 @@ letters to the DLQ topic, both from the processor's (route, key, value) rows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 
+from boardstream.aggregations import source
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.settings import Settings
+from boardstream.spark import streaming
 
 OUTPUT_DDL = "route string, key string, value string"
 OUTPUT, DLQ = "output", "dlq"
@@ -45,3 +50,43 @@ def create_output_topic(settings: Settings, topic: str) -> None:
         topic, settings.partitions, settings.replication_factor, {"cleanup.policy": "compact"}
     )
     create_topics(admin_client(settings), settings, [spec])
+
+
+class OutputConfig(Protocol):
+    """What :func:`start_output` reads of an aggregation job's config."""
+
+    source: source.SourceOptions
+    output_topic: str
+    dlq_topic: str | None
+    trigger: str
+    interval: str
+
+    def checkpoint_dir(self, settings: Settings) -> Path: ...
+
+
+def start_output(
+    spark: SparkSession,
+    settings: Settings,
+    config: OutputConfig,
+    name: str,
+    rows: Callable[[], DataFrame],
+    identity: dict[str, object],
+) -> StreamingQuery:
+    """What every aggregation's start shares: its compacted output topic, timers fired in
+    no-data batches, and a checkpoint tied to the source, output, DLQ and job ``identity``."""
+    create_output_topic(settings, config.output_topic)
+    streaming.configure_no_data_batches(spark, config.trigger)
+    return streaming.start_to_kafka(
+        rows(),
+        settings,
+        name,
+        config.checkpoint_dir(settings),
+        config.trigger,
+        config.interval,
+        {
+            "source": source.identity(config.source),
+            "output": config.output_topic,
+            "dlq": config.dlq_topic,
+            **identity,
+        },
+    )

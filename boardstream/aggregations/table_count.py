@@ -31,9 +31,9 @@ from boardstream.aggregations import source
 from boardstream.aggregations.holdings import ARRIVAL, ORDERS, Holding, retarget
 from boardstream.aggregations.output import (
     OUTPUT_DDL,
-    create_output_topic,
     kafka_rows,
     split_batch,
+    start_output,
 )
 from boardstream.argtypes import duration_ms
 from boardstream.settings import Settings
@@ -135,21 +135,13 @@ def table_count_output(
 def start_table_count(
     spark: SparkSession, settings: Settings, config: TableCountConfig
 ) -> StreamingQuery:
-    create_output_topic(settings, config.output_topic)
-    streaming.configure_no_data_batches(spark, config.trigger)
-    return streaming.start_to_kafka(
-        table_count_output(spark, settings, config),
+    return start_output(
+        spark,
         settings,
+        config,
         f"{JOB}-{config.output_topic}",
-        config.checkpoint_dir(settings),
-        config.trigger,
-        config.interval,
-        {
-            "source": source.identity(config.source),
-            "output": config.output_topic,
-            "dlq": config.dlq_topic,
-            "order": config.order,
-        },
+        lambda: table_count_output(spark, settings, config),
+        {"order": config.order},
     )
 
 
