@@ -10,7 +10,7 @@ class BrokerUnreachableError(BoardstreamError):
 
 
 class KafkaAuthenticationError(BoardstreamError):
-    """The broker rejected the configured SASL credentials."""
+    """The broker rejected the configured SASL credentials, or its certificate was not trusted."""
 
 
 class UnknownTopicError(BoardstreamError):

@@ -26,19 +26,19 @@ def client_config(settings: Settings, **overrides: Any) -> dict[str, Any]:
 
 
 class _AuthWatch:
-    """librdkafka reports a rejected login only through ``error_cb`` (a metadata request just
-    times out); remember it so the caller can say so at once."""
+    """librdkafka reports a rejected login or a failed TLS handshake only through ``error_cb``
+    (a metadata request just times out); remember it so the caller can say so at once."""
 
     def __init__(self) -> None:
         self.error: KafkaError | None = None
 
     def __call__(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._AUTHENTICATION:
+        if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
             self.error = error
 
 
 class WatchedAdminClient(AdminClient):
-    """An AdminClient that knows whether the broker rejected its credentials."""
+    """An AdminClient that knows whether the broker rejected its credentials or certificate."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.auth = _AuthWatch()
@@ -87,6 +87,13 @@ def cluster_metadata(admin: AdminClient, settings: Settings) -> ClusterMetadata:
             admin.poll(0)  # serves error_cb
             rejected = getattr(admin, "auth", None)
             if rejected is not None and rejected.error is not None:
+                if rejected.error.code() == KafkaError._SSL:
+                    raise KafkaAuthenticationError(
+                        f"Kafka at {settings.bootstrap_servers}: TLS handshake failed "
+                        f"({rejected.error.str()}); check BOARDSTREAM_SSL_CA_LOCATION (now "
+                        f"{settings.ssl_ca_location}): it must hold the CA that signed the "
+                        "broker's certificate"
+                    ) from None
                 raise KafkaAuthenticationError(
                     f"Kafka at {settings.bootstrap_servers}: authentication failed for user "
                     f"{settings.sasl_username!r} ({settings.security_protocol}, "

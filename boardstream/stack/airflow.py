@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import time
 import urllib.error
@@ -89,17 +90,21 @@ class AirflowStandalone:
             raise BoardstreamError(f"{self.executable} not found; run bin/setup first")
         self.password()
         log = self.settings.var_dir / "log" / "airflow-standalone.log"
-        pid = self.process.start([str(self.executable), "standalone"], log, self.env())
-        self.wait_until_ready(log)
-        return pid
+        process = self.process.start([str(self.executable), "standalone"], log, self.env())
+        self._wait_until_ready(process, log)
+        return process.pid
 
-    def wait_until_ready(self, log: Path, timeout_s: float = 300.0) -> None:
+    def _wait_until_ready(
+        self, process: subprocess.Popen[bytes], log: Path, timeout_s: float = 300.0
+    ) -> None:
         """The first start migrates the database: about a minute on this kind of machine."""
         deadline = time.monotonic() + timeout_s
         started = time.monotonic()
         while not self._healthy():
-            if self.process.pid() is None:
-                raise BoardstreamError(f"airflow standalone exited; see {log}")
+            if process.poll() is not None:
+                raise BoardstreamError(
+                    f"airflow standalone exited (code {process.returncode}); see {log}"
+                )
             if time.monotonic() > deadline:
                 raise BoardstreamError(f"airflow not ready after {timeout_s:.0f} s; see {log}")
             time.sleep(2)

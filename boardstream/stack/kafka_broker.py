@@ -7,6 +7,7 @@ The same steps as Kafka's own quickstart: ``StorageTool format --standalone`` on
 from __future__ import annotations
 
 import base64
+import secrets
 import shutil
 import subprocess
 import time
@@ -62,6 +63,7 @@ class KafkaBroker:
         self.process = ManagedProcess(
             "kafka", settings.var_dir / "run" / "kafka.pid", marker=str(self.config_file)
         )
+        self.tls = BrokerCertificate(self.home / "tls")
 
     @property
     def address(self) -> str:
@@ -82,7 +84,7 @@ class KafkaBroker:
             f"log.dirs={self.data_dir}",
             *(f"{name}={value}" for name, value in broker_policy(self.settings).items()),
         ]
-        if listener == "SASL_PLAINTEXT":
+        if self.settings.uses_sasl:
             # Clients and the broker itself (inter-broker) authenticate with SCRAM; the user
             # exists from the first start on (see _format_storage).
             mechanism = self.settings.sasl_mechanism
@@ -90,20 +92,29 @@ class KafkaBroker:
             lines += [
                 f"sasl.enabled.mechanisms={mechanism}",
                 f"sasl.mechanism.inter.broker.protocol={mechanism}",
-                f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config={jaas}",
+                f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config={jaas}",
+            ]
+        if listener.endswith("SSL"):
+            # The broker's own client (inter-broker) trusts the broker's certificate.
+            lines += [
+                "ssl.keystore.type=PKCS12",
+                f"ssl.keystore.location={self.tls.keystore}",
+                f"ssl.keystore.password={self.tls.password()}",
+                f"ssl.key.password={self.tls.password()}",
+                "ssl.truststore.type=PEM",
+                f"ssl.truststore.location={self.tls.certificate}",
             ]
         return "\n".join(lines) + "\n"
 
     def _client_listener(self) -> str:
-        """PLAINTEXT, or SASL_PLAINTEXT with SCRAM when the settings ask clients for it."""
+        """The settings' security protocol, when the local broker can serve it: TLS with a
+        certificate of its own, SASL with SCRAM."""
         protocol, mechanism = self.settings.security_protocol, self.settings.sasl_mechanism
-        if protocol == "PLAINTEXT":
-            return protocol
-        if protocol == "SASL_PLAINTEXT" and mechanism.startswith("SCRAM-"):
+        if not self.settings.uses_sasl or mechanism.startswith("SCRAM-"):
             return protocol
         raise BoardstreamError(
-            f"the local broker serves PLAINTEXT or SASL_PLAINTEXT with SCRAM, not {protocol} "
-            f"with {mechanism}; point BOARDSTREAM_BOOTSTRAP_SERVERS at your cluster instead"
+            f"the local broker serves SASL with SCRAM only, not {protocol} with {mechanism}; "
+            "point BOARDSTREAM_BOOTSTRAP_SERVERS at your cluster instead"
         )
 
     def _java(self, main: str, *args: str) -> list[str]:
@@ -169,24 +180,33 @@ class KafkaBroker:
 
     def start(self, timeout_s: float = 90.0) -> int:
         self.home.mkdir(parents=True, exist_ok=True)
-        # With SASL it holds the broker's own credentials: readable by its owner only.
+        if self.settings.security_protocol.endswith("SSL"):
+            self.tls.ensure()
+            if self.settings.ssl_ca_location is None:
+                raise BoardstreamError(
+                    "the local broker serves TLS with its own certificate, which clients must "
+                    f"trust: set BOARDSTREAM_SSL_CA_LOCATION={self.tls.certificate}"
+                )
+        # With SASL or TLS it holds the broker's secrets: readable by its owner only.
         self.config_file.touch(mode=0o600)
         self.config_file.write_text(self.server_properties())
         (self.home / "log4j2.properties").write_text(LOG4J2)
         self._format_storage()
-        pid = self.process.start(self._java("kafka.Kafka", str(self.config_file)), self.log_file)
-        self._wait_ready(timeout_s)
-        return pid
+        process = self.process.start(
+            self._java("kafka.Kafka", str(self.config_file)), self.log_file
+        )
+        self._wait_ready(process, timeout_s)
+        return process.pid
 
-    def _wait_ready(self, timeout_s: float) -> None:
+    def _wait_ready(self, process: subprocess.Popen[bytes], timeout_s: float) -> None:
         """Return once the broker answers a metadata request, or explain why it did not."""
         admin = admin_client(self.settings.model_copy(update={"connect_timeout_s": 2.0}))
         deadline = time.monotonic() + timeout_s
         while True:
-            if self.process.pid() is None:
+            if process.poll() is not None:
                 raise BoardstreamError(
-                    f"Kafka exited while starting; last lines of {self.log_file}:\n"
-                    + _tail(self.log_file)
+                    f"Kafka exited (code {process.returncode}) while starting; last lines of "
+                    f"{self.log_file}:\n" + _tail(self.log_file)
                 )
             try:
                 metadata = cluster_metadata(admin, self.settings)
@@ -201,6 +221,60 @@ class KafkaBroker:
                     f"{self.log_file}:\n" + _tail(self.log_file)
                 )
             time.sleep(0.5)
+
+
+class BrokerCertificate:
+    """The local broker's TLS identity: a self-signed certificate for ``localhost`` made once
+    with the JDK's keytool (a PKCS12 keystore, its random password beside it, readable by the
+    owner only), and the certificate as PEM for clients' ``ssl.ca.location``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.keystore = directory / "broker.p12"
+        self.certificate = directory / "broker.pem"
+        self.password_file = directory / "keystore-password"
+
+    def password(self) -> str:
+        return self.password_file.read_text().strip()
+
+    def ensure(self) -> None:
+        if self.keystore.exists() and self.certificate.exists():
+            return
+        keytool = shutil.which("keytool")
+        if keytool is None:
+            raise BoardstreamError("keytool (JDK) is not installed; bin/setup installs OpenJDK 17")
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.password_file.touch(mode=0o600)
+        self.password_file.write_text(secrets.token_urlsafe(24) + "\n")
+        self.keystore.unlink(missing_ok=True)
+        store = ["-keystore", str(self.keystore), "-storepass", self.password()]
+        for command in (
+            [
+                "-genkeypair",
+                "-alias",
+                "broker",
+                "-keyalg",
+                "RSA",
+                "-keysize",
+                "2048",
+                "-validity",
+                "3650",
+                "-dname",
+                "CN=localhost",
+                "-ext",
+                "SAN=dns:localhost,ip:127.0.0.1",
+                "-storetype",
+                "PKCS12",
+                *store,
+            ],
+            ["-exportcert", "-rfc", "-alias", "broker", "-file", str(self.certificate), *store],
+        ):
+            result = subprocess.run([keytool, *command], capture_output=True, text=True)
+            if result.returncode != 0:
+                raise BoardstreamError(
+                    f"keytool {command[0]} failed for the local broker's certificate:\n"
+                    f"{result.stdout}{result.stderr}"
+                )
 
 
 def _tail(path: Path, lines: int = 20) -> str:

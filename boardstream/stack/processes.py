@@ -28,12 +28,23 @@ class ManagedProcess:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        if _cmdline(pid) is not None and self.marker in _cmdline(pid):
+        cmdline = _cmdline(pid)
+        if cmdline and self.marker in cmdline:
             return pid
+        if cmdline == "" and _alive(pid):
+            return None  # being exec'd (see start): not known yet, but not stale either
         self.pid_file.unlink(missing_ok=True)
         return None
 
-    def start(self, command: list[str], log_file: Path, env: dict[str, str] | None = None) -> int:
+    def start(
+        self, command: list[str], log_file: Path, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``command`` in its own session, output appended to ``log_file``.
+
+        Callers waiting for readiness watch the returned handle, not ``pid()``: right after
+        the exec the kernel can show an empty command line for a moment (seen about once in a
+        hundred java starts), which ``pid()`` would take for a process that is not ours.
+        """
         log_file.parent.mkdir(parents=True, exist_ok=True)
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         with log_file.open("ab") as log:
@@ -46,7 +57,7 @@ class ManagedProcess:
                 env={**os.environ, **(env or {})},
             )
         self.pid_file.write_text(str(process.pid))
-        return process.pid
+        return process
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """``stop_signal``, then SIGKILL after ``timeout_s``; False if it was not running."""

@@ -6,21 +6,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 from boardstream.generator.plan import Plan
-from tests.faults.harness import FULL, JOIN_ARGS, SINK_ARGS, Scenario, Supervisor, backlog_options
+from tests.faults.harness import JOIN_ARGS, SINK_ARGS, Scenario, Supervisor, backlog_options
 
 SEED = 20261123
 OUTAGE_S = 10.0
 
 
-@pytest.mark.skipif(
-    not FULL,
-    reason="long form only (BOARDSTREAM_FAULTS=full): in one CI run the restarted broker "
-    "exited while starting (probably racing the old process's exit); not yet fixed. It passes "
-    "when the suite runs on its own.",
-)
 def test_broker_restart_while_jobs_run(services, tmp_path: Path) -> None:
     s = Scenario(
         "broker restart while jobs run", services.settings, services.database_url, tmp_path, SEED

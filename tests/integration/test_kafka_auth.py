@@ -21,20 +21,33 @@ from tests.fixtures import cli, isolated_settings, world_readable_dir
 from tests.integration.pipeline import consume_all
 
 
-@pytest.fixture(scope="module")
-def scram() -> Iterator[Settings]:
-    var_dir = world_readable_dir("boardstream-scram-")
+def secured_broker(prefix: str, protocol: str, **tls: Path) -> Iterator[Settings]:
+    var_dir = world_readable_dir(prefix)
     settings = isolated_settings(
         var_dir,
-        security_protocol="SASL_PLAINTEXT",
+        security_protocol=protocol,
         sasl_username="boardstream",
         sasl_password=secrets.token_hex(16),  # made here, kept nowhere but the broker's var dir
+        **{name: var_dir / path for name, path in tls.items()},
     )
     broker = KafkaBroker(settings)
     broker.start()
     yield settings
     broker.process.stop()
     shutil.rmtree(var_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def scram() -> Iterator[Settings]:
+    yield from secured_broker("boardstream-scram-", "SASL_PLAINTEXT")
+
+
+@pytest.fixture(scope="module")
+def scram_tls() -> Iterator[Settings]:
+    """SCRAM over TLS; clients trust the certificate the local broker made for itself."""
+    yield from secured_broker(
+        "boardstream-tls-", "SASL_SSL", ssl_ca_location=Path("kafka/tls/broker.pem")
+    )
 
 
 def run(settings: Settings, *args: str, timeout: float = 120, **env: str):
@@ -51,7 +64,9 @@ def logs(var_dir: Path) -> str:
     )
 
 
-def test_right_credentials_run_the_pipeline(scram: Settings) -> None:
+@pytest.mark.parametrize("secured", ["scram", "scram_tls"])
+def test_right_credentials_run_the_pipeline(secured: str, request) -> None:
+    scram: Settings = request.getfixturevalue(secured)
     password = scram.sasl_password.get_secret_value()
     outputs = [run(scram, "topics", "create")]
     outputs.append(run(scram, "produce", "--members", "40", "--boards", "60", "--seed", "7"))
@@ -101,3 +116,17 @@ def test_airflow_task_log_holds_no_secret(scram: Settings, monkeypatch) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert re.search(r"board-detail-join batch \d+: 50 rows", done.stdout), done.stdout[-3000:]
     assert password not in done.stdout + done.stderr
+
+
+def test_an_untrusted_broker_certificate_fails_fast_naming_tls(
+    scram_tls: Settings, tmp_path
+) -> None:
+    """A client whose CA file is not the one that signed the broker's certificate (here: the
+    certificate of another local broker) stops at the TLS handshake, saying so."""
+    other = KafkaBroker(isolated_settings(tmp_path, security_protocol="SSL")).tls
+    other.ensure()
+    done = run(scram_tls, "topics", "describe", BOARDSTREAM_SSL_CA_LOCATION=str(other.certificate))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "tls handshake" in done.stderr.lower(), done.stderr
+    assert "BOARDSTREAM_SSL_CA_LOCATION" in done.stderr
+    assert scram_tls.sasl_password.get_secret_value() not in done.stdout + done.stderr

@@ -41,9 +41,31 @@ def test_sasl_settings_make_the_local_broker_require_scram(tmp_path) -> None:
     ) in lines
 
 
-def test_the_local_broker_refuses_what_it_cannot_serve(tmp_path) -> None:
+def test_tls_settings_give_the_local_broker_a_certificate_of_its_own(tmp_path) -> None:
     settings = isolated_settings(
         tmp_path, security_protocol="SASL_SSL", sasl_username="u", sasl_password="p"
     )
-    with pytest.raises(BoardstreamError, match="not SASL_SSL with SCRAM-SHA-512"):
+    broker = KafkaBroker(settings)
+    broker.tls.ensure()
+    lines = broker.server_properties().splitlines()
+    assert f"listeners=SASL_SSL://localhost:{settings.kafka_port}," in lines[3]
+    assert "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=" in "\n".join(lines)
+    assert f"ssl.keystore.location={broker.tls.keystore}" in lines
+    assert f"ssl.keystore.password={broker.tls.password()}" in lines
+    assert broker.tls.password_file.stat().st_mode & 0o077 == 0
+    pem = broker.tls.certificate.read_text()
+    assert pem.startswith("-----BEGIN CERTIFICATE-----"), pem[:100]
+    broker.tls.ensure()  # made once: a restart keeps the certificate clients already trust
+    assert broker.tls.certificate.read_text() == pem
+
+
+def test_the_local_broker_refuses_what_it_cannot_serve(tmp_path) -> None:
+    settings = isolated_settings(
+        tmp_path,
+        security_protocol="SASL_SSL",
+        sasl_mechanism="PLAIN",
+        sasl_username="u",
+        sasl_password="p",
+    )
+    with pytest.raises(BoardstreamError, match="SCRAM only, not SASL_SSL with PLAIN"):
         KafkaBroker(settings).server_properties()
