@@ -12,6 +12,8 @@ from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.postgres import Postgres
 from tests.fixtures import isolated_settings, world_readable_dir
 
+pytest_plugins = ["tests.airflow_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def stack_settings() -> Iterator[Settings]:

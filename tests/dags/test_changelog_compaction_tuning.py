@@ -33,7 +33,7 @@ def tuned_env(kafka: Settings, airflow_home, tmp_path, monkeypatch) -> Settings:
 def run(conf: dict) -> dict[str, str]:
     from airflow.dag_processing.dagbag import DagBag
 
-    from tests.dags.conftest import DAGS
+    from tests.airflow_fixtures import DAGS
 
     dag = DagBag(dag_folder=DAGS / "changelog_compaction_tuning.py").get_dag(
         "changelog_compaction_tuning"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.dags.conftest import DAGS, PLUGINS
+from tests.airflow_fixtures import DAGS, PLUGINS
 
 DAG_FILES = sorted(path.name for path in DAGS.glob("*.py"))
 

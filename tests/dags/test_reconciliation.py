@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from boardstream.reconcile import ledger
-from tests.dags.conftest import run_dag
+from tests.airflow_fixtures import run_dag
 from tests.integration.pipeline import Pipeline
 
 

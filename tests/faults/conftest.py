@@ -47,7 +47,3 @@ def services() -> Iterator[Services]:
     running.broker.process.stop()
     running.postgres.process.stop()
     shutil.rmtree(var_dir, ignore_errors=True)
-
-
-# The throwaway Airflow home of the DAG tests, for the scenario that kills an Airflow task.
-from tests.dags.conftest import airflow_home  # noqa: E402, F401

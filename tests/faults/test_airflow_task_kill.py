@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.dags.conftest import export_settings
+from tests.airflow_fixtures import export_settings
 from tests.faults.harness import Scenario
 
 SEED = 20261126

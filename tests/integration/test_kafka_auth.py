@@ -4,6 +4,8 @@ authentication error; the password appears in no output or log."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import secrets
 import shutil
@@ -11,12 +13,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker
-from tests.dags.conftest import airflow_home, export_settings  # noqa: F401 (a fixture)
+from tests.airflow_fixtures import ARTIFACTS, DAGS, api_get, api_token, export_settings, login
 from tests.fixtures import cli, isolated_settings, world_readable_dir
 from tests.integration.pipeline import consume_all
 
@@ -97,25 +100,65 @@ def test_no_credentials_is_a_settings_error(scram: Settings) -> None:
     assert "needs BOARDSTREAM_SASL_USERNAME and BOARDSTREAM_SASL_PASSWORD" in done.stderr
 
 
-@pytest.mark.usefixtures("airflow_home")
-def test_airflow_task_log_holds_no_secret(scram: Settings, monkeypatch) -> None:
-    """The pipeline DAG's join task against the SCRAM broker: it succeeds with the credentials
-    from the ``kafka_default`` connection and the settings, and its log (everything
-    `airflow tasks test` prints, spark-submit's output included) never shows the password."""
+def test_no_secret_in_task_logs_or_the_airflow_ui(
+    scram: Settings, api_server: str, browser, monkeypatch
+) -> None:
+    """The pipeline DAG against the SCRAM broker, run by Airflow's LocalExecutor (task logs
+    written as in production), with ``kafka_default`` also stored in the metadata database as
+    a deployment would: the run succeeds, and neither the task logs, the task and connection
+    pages a logged-in user sees, nor the REST API behind them show the password."""
+    from airflow.dag_processing.dagbag import DagBag
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
     password = scram.sasl_password.get_secret_value()
     assert run(scram, "topics", "create").returncode == 0
     assert run(scram, "produce", "--members", "20", "--boards", "30", "--seed", "9").returncode == 0
     export_settings(monkeypatch, scram)
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTION_API_SERVER_URL", f"{api_server}/execution/")
     airflow = str(Path(sys.executable).parent / "airflow")
-    done = subprocess.run(
-        [airflow, "tasks", "test", "board_detail_pipeline", "join", "2026-11-22"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert re.search(r"board-detail-join batch \d+: 50 rows", done.stdout), done.stdout[-3000:]
-    assert password not in done.stdout + done.stderr
+    stored = subprocess.run(
+        [airflow, "connections", "add", "kafka_default", "--conn-json",
+         os.environ["AIRFLOW_CONN_KAFKA_DEFAULT"]],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    assert password not in stored.stdout + stored.stderr
+
+    dag = DagBag(dag_folder=DAGS / "board_detail_pipeline.py").get_dag("board_detail_pipeline")
+    dag_run = dag.test(use_executor=True)
+    assert dag_run.state == "success"
+
+    token = api_token(api_server)
+    runs = f"{api_server}/api/v2/dags/board_detail_pipeline/dagRuns/{quote(dag_run.run_id, '')}"
+    join_log = api_get(f"{runs}/taskInstances/join/logs/1?full_content=true", token)
+    assert re.search(r"board-detail-join batch \d+: 50 rows", join_log), join_log[-3000:]
+    api_pages = {
+        "join log": join_log,
+        "sink log": api_get(f"{runs}/taskInstances/sink/logs/1?full_content=true", token),
+        "task instances": api_get(f"{runs}/taskInstances", token),
+        "connection": api_get(f"{api_server}/api/v2/connections/kafka_default", token),
+    }
+    assert json.loads(api_pages["connection"])["extra"].count('"sasl.password": "***"') == 1
+    for name, body in api_pages.items():
+        assert password not in body, f"the password shows in the API's {name}"
+
+    login(browser, api_server, f"/dags/board_detail_pipeline/runs/{dag_run.run_id}/tasks/join")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda b: "board-detail-join batch" in b.page_source)
+    assert password not in browser.page_source
+    browser.find_element(By.XPATH, tab("Rendered Templates")).click()
+    wait.until(lambda b: "application_args" in b.page_source)
+    assert password not in browser.page_source
+    browser.get(f"{api_server}/connections")
+    wait.until(lambda b: "kafka_default" in b.page_source)
+    browser.find_element(By.CSS_SELECTOR, "[aria-label='Edit Connection']").click()
+    wait.until(lambda b: b.find_elements(By.XPATH, tab("Extra Fields JSON")))
+    browser.find_element(By.XPATH, tab("Extra Fields JSON")).click()
+    wait.until(lambda b: "sasl.username" in b.page_source and '"***"' in b.page_source)
+    assert password not in browser.page_source
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(ARTIFACTS / "kafka-connection-masked.png"))
 
 
 def test_an_untrusted_broker_certificate_fails_fast_naming_tls(
@@ -130,3 +173,8 @@ def test_an_untrusted_broker_certificate_fails_fast_naming_tls(
     assert "tls handshake" in done.stderr.lower(), done.stderr
     assert "BOARDSTREAM_SSL_CA_LOCATION" in done.stderr
     assert scram_tls.sasl_password.get_secret_value() not in done.stdout + done.stderr
+
+
+def tab(label: str) -> str:
+    """XPath of the Airflow UI element (tab, accordion) labelled ``label``."""
+    return f"//*[normalize-space(text())='{label}']"
