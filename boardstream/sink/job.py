@@ -22,6 +22,7 @@ from sqlalchemy import make_url
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
+from boardstream.failpoints import failpoint
 from boardstream.joins import schema
 from boardstream.kafka.clients import DeliveryErrors, reliable_producer
 from boardstream.settings import Settings
@@ -78,6 +79,7 @@ class BatchWriter:
         rows = collected.to_pylist()
         table.upsert(self.engine, [r for r in rows if r["valid"]])
         self._dead_letter([r for r in rows if not r["valid"]])
+        failpoint("sink.after_write")  # written, offsets not yet committed: a replay follows
 
     def _dead_letter(self, invalid: list[dict]) -> None:
         if not invalid:

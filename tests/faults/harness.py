@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from boardstream import failpoints
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.settings import PROJECT_ROOT, Settings
 from tests.integration.pipeline import Pipeline, consume_all, query
@@ -112,8 +113,12 @@ class Scenario:
             start_new_session=True,
         )
 
-    def continuous(self, job: str, args: list[str]) -> subprocess.Popen:
-        return self.start(job, "--trigger", "continuous", "--interval", "0 seconds", *args)
+    def continuous(
+        self, job: str, args: list[str], extra_env: dict[str, str] | None = None
+    ) -> subprocess.Popen:
+        return self.start(
+            job, "--trigger", "continuous", "--interval", "0 seconds", *args, extra_env=extra_env
+        )
 
     def batches(self, job: str) -> int:
         path = self.settings.progress / f"{job}.jsonl"
@@ -135,6 +140,16 @@ class Scenario:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         self.faults += 1
+
+    def kill_at(self, job: str, args: list[str], point: str) -> None:
+        """Run ``job`` continuous until the failpoint ``point`` (``name@n``) kills it, then
+        check that it died holding a batch it had not committed: its restart must replay it."""
+        process = self.continuous(job, args, extra_env={failpoints.ENV: point})
+        assert process.wait(timeout=300) == -signal.SIGKILL, self.tail(job)
+        self.faults += 1
+        checkpoint = self.settings.checkpoints / job
+        planned = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
+        assert not (checkpoint / "commits" / str(planned)).exists(), "no batch left to replay"
 
     def run_to_end(self, job: str, args: list[str]) -> None:
         process = self.start(job, "--trigger", "available-now", *args)

@@ -1,5 +1,6 @@
-"""kill -9 the join and the sink at seeded random points of a backlog, several times, then let
-them finish from their checkpoints: nothing lost, nothing duplicated, reconciliation passes."""
+"""kill -9 the join and the sink at seeded random points of a backlog, several times, and the
+sink once between its write and its offset commit (a failpoint), then let them finish from their
+checkpoints: nothing lost, nothing duplicated, reconciliation passes."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ def test_kill_9_join_and_sink_mid_backlog(services, tmp_path: Path) -> None:
         SEED,
     )
     s.produce()
-    for _ in range(KILLS):
+    for kill in range(KILLS):
         s.kill_mid_run("board-detail-join", JOIN_ARGS)
+        if kill == 0:  # once exactly where the upsert matters: rows written, offsets not
+            s.kill_at("board-detail-sink", SINK_ARGS, "sink.after_write@1")
         s.kill_mid_run("board-detail-sink", SINK_ARGS)
     s.restarts = s.faults  # each killed job started again from its checkpoint
     began = time.monotonic()

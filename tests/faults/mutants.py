@@ -1,0 +1,132 @@
+"""Does the fault suite catch what it guards against? Each mutant is a deliberately broken copy
+of the code (the kind of bug a loader really gets); the kill scenario must fail on it.
+
+    .venv/bin/python -m tests.faults.mutants            # every mutant, a few minutes each
+    .venv/bin/python -m tests.faults.mutants --only plain-insert
+
+A mutant is applied to a copy of the committed tree (``git archive HEAD``; the jar cache is
+linked, not copied), never to this checkout, and its scenario runs there with that copy first on
+``PYTHONPATH``. Exit 0 only when every mutant made the scenario fail on an assertion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+
+from boardstream.settings import PROJECT_ROOT
+
+SCENARIO = "tests/faults/test_process_kills.py"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    bug: str
+    edits: dict[str, list[tuple[str, str]]]  # file -> (original text, broken text)
+
+
+MUTANTS = (
+    Mutant(
+        "plain-insert",
+        "the sink appends rows (no primary key, plain INSERT) instead of upserting",
+        {
+            "boardstream/sink/table.py": [
+                (
+                    'sa.Column("board_id", sa.String(64), primary_key=True),',
+                    'sa.Column("board_id", sa.String(64)),',
+                ),
+                (
+                    "connection.execute(statement, rows[start : start + chunk])",
+                    "connection.execute(sa.insert(board_detail), rows[start : start + chunk])",
+                ),
+            ]
+        },
+    ),
+    Mutant(
+        "commit-before-write",
+        "a micro-batch returns (Spark commits its offsets) before its rows are written: they "
+        "are held and written with the next batch",
+        {
+            "boardstream/sink/job.py": [
+                (
+                    'table.upsert(self.engine, [r for r in rows if r["valid"]])',
+                    'held, self.held = getattr(self, "held", []), [r for r in rows if r["valid"]]'
+                    "\n        table.upsert(self.engine, held)",
+                ),
+            ]
+        },
+    ),
+)
+
+
+def broken_copy(mutant: Mutant, into: Path) -> None:
+    """The committed tree with ``mutant``'s edits; each original text must occur exactly once."""
+    archive = subprocess.run(
+        ["git", "archive", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    (into / "var").mkdir()
+    (into / "var" / "jars").symlink_to(PROJECT_ROOT / "var" / "jars")
+    for file, edits in mutant.edits.items():
+        path = into / file
+        text = path.read_text()
+        for original, broken in edits:
+            if text.count(original) != 1:
+                raise SystemExit(f"mutant {mutant.name}: {file} no longer has {original!r}")
+            text = text.replace(original, broken)
+        path.write_text(text)
+
+
+def run_scenario(mutant: Mutant) -> tuple[bool, str, float]:
+    """(caught, the failing assertion, seconds)."""
+    with tempfile.TemporaryDirectory(prefix=f"boardstream-mutant-{mutant.name}-") as tmp:
+        tree = Path(tmp)
+        broken_copy(mutant, tree)
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        began = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", SCENARIO],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed = time.monotonic() - began
+    assertion = next(
+        (line for line in done.stdout.splitlines() if line.startswith("E   ")), "(none)"
+    )
+    # Caught means the scenario failed on one of its checks, not that it could not run.
+    caught = done.returncode == 1 and "AssertionError" in done.stdout
+    return caught, assertion.strip(), elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=[m.name for m in MUTANTS], action="append")
+    args = parser.parse_args()
+    survivors = []
+    for mutant in MUTANTS:
+        if args.only and mutant.name not in args.only:
+            continue
+        print(f"mutant {mutant.name}: {mutant.bug}", flush=True)
+        caught, assertion, elapsed = run_scenario(mutant)
+        verdict = "caught" if caught else "SURVIVED"
+        print(f"  {verdict} in {elapsed:.0f} s: {assertion}", flush=True)
+        if not caught:
+            survivors.append(mutant.name)
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
