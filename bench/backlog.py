@@ -15,11 +15,7 @@ from boardstream.settings import Settings
 def produce_backlog(name: str, scale: float, **options: int) -> tuple[Settings, Manifest]:
     """442,128 members and 447,017 boards times ``scale`` (seed 1, further generator ``options``
     such as orphans) in topics ``<name>-<time>-*``, with their own var dir under var/bench."""
-    run = time.strftime("%Y%m%d%H%M%S")
-    base = Settings()
-    settings = base.with_topic_prefix(
-        f"{name}-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
-    )
+    settings = backlog_settings(name, time.strftime("%Y%m%d%H%M%S"))
     create_topics(admin_client(settings), settings, platform_topics(settings))
     options = GeneratorOptions(
         members=round(PRODUCTION_MEMBERS * scale),
@@ -28,3 +24,11 @@ def produce_backlog(name: str, scale: float, **options: int) -> tuple[Settings, 
         **options,
     )
     return settings, produce(settings, options, settings.var_dir / "manifest.json", 5.0)
+
+
+def backlog_settings(name: str, run: str) -> Settings:
+    """The settings of backlog ``run`` (its topics ``<name>-<run>-*`` and var dir)."""
+    base = Settings()
+    return base.with_topic_prefix(
+        f"{name}-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
+    )

@@ -3,11 +3,16 @@
     .venv/bin/boardstream stack up
     .venv/bin/python bench/reconcile_backlog.py            # 442,128 members + 447,017 boards
     .venv/bin/python bench/reconcile_backlog.py --scale 0.1
+    .venv/bin/python bench/reconcile_backlog.py --scale 0.3 --keep   # prints the backlog's RUN
+    .venv/bin/python bench/reconcile_backlog.py --reuse RUN          # reconcile it again
 
 Produces the seeded backlog, drains it through the join and the sink (available-now, one local
 Spark session), then times one reconciliation run (snapshot, every exact check, the table read,
 the Great Expectations suite and Data Docs) and one plain consume of the five topics it reads
-(a confluent-kafka consumer counting records), and prints both and their ratio.
+(a confluent-kafka consumer counting records), and prints both and their ratio. ``--keep``
+leaves the drained backlog (topics, var dir) in place and ``--reuse`` reconciles it again, for
+iterating on the reconciliation alone (in a cold Spark session, so slower); reported figures come
+from a normal run.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import argparse
 import shutil
 import time
 
-from backlog import produce_backlog
+from backlog import backlog_settings, produce_backlog
 
 from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.kafka.clients import admin_client
@@ -26,6 +31,8 @@ from boardstream.reconcile.run import reconcile_once
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
 from boardstream.spark.session import spark_session
+
+NAME = "bench-rec"
 
 
 def plain_consume(settings: Settings, topics: list[str]) -> int:
@@ -44,16 +51,22 @@ def plain_consume(settings: Settings, topics: list[str]) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of production scale")
+    parser.add_argument("--keep", action="store_true", help="leave the drained backlog in place")
+    parser.add_argument("--reuse", metavar="RUN", help="reconcile a kept backlog again")
     args = parser.parse_args()
-    settings, _ = produce_backlog("bench-rec", args.scale)
+    if args.reuse:
+        settings = backlog_settings(NAME, args.reuse)
+    else:
+        settings, _ = produce_backlog(NAME, args.scale)
     admin = admin_client(settings)
     spark = spark_session(settings, "bench-reconcile")
     spark.sparkContext.setLogLevel("ERROR")
-    for start in (start_join(spark, settings, JoinJobConfig()), None):
-        query = start or start_sink(spark, settings, SinkJobConfig())
-        query.awaitTermination()
-        assert query.exception() is None, query.exception()
-    print("pipeline drained; reconciling", flush=True)
+    if not args.reuse:
+        for start in (start_join(spark, settings, JoinJobConfig()), None):
+            query = start or start_sink(spark, settings, SinkJobConfig())
+            query.awaitTermination()
+            assert query.exception() is None, query.exception()
+        print("pipeline drained; reconciling", flush=True)
 
     began = time.perf_counter()
     result = reconcile_once(spark, settings, "bench")
@@ -70,6 +83,9 @@ def main() -> None:
     print(f"| reconciliation run (all checks, table, GX) | {reconcile_s:.1f} |")
     print(f"| plain consume of the same topics (floor) | {floor_s:.1f} |")
     print(f"\nratio: {reconcile_s / floor_s:.1f}x the floor")
+    if args.keep or args.reuse:
+        print(f"backlog kept: --reuse {settings.var_dir.name}")
+        return
     admin.delete_topics(topics)
     shutil.rmtree(settings.var_dir, ignore_errors=True)
 
