@@ -111,6 +111,10 @@ class Settings(BaseSettings):
         return self.security_protocol.startswith("SASL_")
 
     @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol.endswith("SSL")
+
+    @property
     def database(self) -> str:
         """The SQLAlchemy URL actually used (the SQLite default lives under ``var_dir``)."""
         return self.database_url or f"sqlite:///{self.var_dir / 'boardstream.db'}"

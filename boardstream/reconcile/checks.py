@@ -115,10 +115,6 @@ def read_topic(
     )
 
 
-def _between(snapshot: Snapshot, topic: str, upper: dict[int, int] | None = None) -> tuple:
-    return snapshot.earliest.get(topic, {}), upper if upper is not None else snapshot.latest[topic]
-
-
 def reconcile(
     spark: SparkSession,
     settings: Settings,
@@ -132,7 +128,9 @@ def reconcile(
     board, detail_topic = settings.board_topic, settings.board_detail_topic
 
     def topic(name: str) -> DataFrame:
-        return read_topic(spark, settings, name, *_between(snapshot, name))
+        return read_topic(
+            spark, settings, name, snapshot.earliest.get(name, {}), snapshot.latest[name]
+        )
 
     with phase("reconcile: read board_detail"):
         rows = _read_table(settings, snapshot.latest[detail_topic])

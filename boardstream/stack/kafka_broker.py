@@ -94,7 +94,7 @@ class KafkaBroker:
                 f"sasl.mechanism.inter.broker.protocol={mechanism}",
                 f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config={jaas}",
             ]
-        if listener.endswith("SSL"):
+        if self.settings.uses_tls:
             # The broker's own client (inter-broker) trusts the broker's certificate.
             lines += [
                 "ssl.keystore.type=PKCS12",
@@ -180,7 +180,7 @@ class KafkaBroker:
 
     def start(self, timeout_s: float = 90.0) -> int:
         self.home.mkdir(parents=True, exist_ok=True)
-        if self.settings.security_protocol.endswith("SSL"):
+        if self.settings.uses_tls:
             self.tls.ensure()
             if self.settings.ssl_ca_location is None:
                 raise BoardstreamError(
