@@ -17,7 +17,7 @@ from boardstream.settings import Settings
 from boardstream.stack.airflow import AirflowStandalone
 
 DAGS = ("demo_data", "board_detail_pipeline", "reconciliation")
-COUNTS = ("source", "joined", "unmatched", "dead_lettered", "pending", "in_flight")
+COUNTS = ("source", "joined", "unmatched", "dead_lettered", "pending", "not_yet_read")
 
 
 def run_demo(settings: Settings, generator: dict[str, Any]) -> int:

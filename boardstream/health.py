@@ -66,6 +66,10 @@ def _run(run: dict[str, Any]) -> dict[str, Any]:
     return _jsonable(
         {
             **{k: run[k] for k in ("run_id", "started_at", "finished_at", "passed", "run_by")},
+            # Runs recorded before the status column existed have only ``passed``.
+            "status": run.get("status")
+            or {True: "PASSED", False: "FAILED"}.get(run["passed"], "RUNNING"),
+            "error": run.get("error"),
             "counts": run["counts"] or {},
             "issues": {
                 kind: {"count": count, "examples": examples}

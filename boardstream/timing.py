@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+logger = logging.getLogger(__name__)
+
 
 @contextmanager
 def phase(label: str) -> Iterator[None]:
-    """Print ``label`` when it starts and how long it took when it ends (to stderr)."""
+    """Log ``label`` when it starts and how long it took when it ends (INFO: progress, not
+    trouble, so a task log never shows it as an error)."""
     began = time.perf_counter()
-    print(f"{label} ...", file=sys.stderr, flush=True)
+    logger.info("%s ...", label)
     yield
-    print(f"{label}: {time.perf_counter() - began:.1f}s", file=sys.stderr, flush=True)
+    logger.info("%s: %.1fs", label, time.perf_counter() - began)

@@ -1,6 +1,7 @@
 """The tables ``reconciliation_run`` (one row per run: the snapshot, the jobs' progress, the
-counts, the verdict) and ``reconciliation_issue`` (per finding, its count and example ids), so
-every number in a summary can be traced to ids later, by the UI page or by a repair."""
+counts, the balance, the verdict) and ``reconciliation_issue`` (per finding, its count and
+example ids), so every number in a summary can be traced to ids later, by the UI page or by a
+repair. A run ends PASSED, FAILED or ERRORED (with its error): never left half-written."""
 
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ reconciliation_run = sa.Table(
     sa.Column("counts", sa.JSON),
     sa.Column("run_by", sa.Text, nullable=False),
     sa.Column("data_docs", sa.Text),  # path of the Great Expectations Data Docs index
+    sa.Column("status", sa.String(16)),  # PASSED, FAILED, ERRORED; NULL while running
+    sa.Column("error", sa.Text),  # why an ERRORED run could not finish
+    sa.Column("balance", sa.JSON),  # per source partition, the balance's classes
 )
+PASSED, FAILED, ERRORED = "PASSED", "FAILED", "ERRORED"
 
 reconciliation_issue = sa.Table(
     "reconciliation_issue",
@@ -36,7 +41,18 @@ reconciliation_issue = sa.Table(
 
 
 def create(engine: Engine) -> None:
+    """Create the tables, and add columns a database made by an older version lacks."""
     metadata.create_all(engine)
+    present = {c["name"] for c in sa.inspect(engine).get_columns(reconciliation_run.name)}
+    with engine.begin() as connection:
+        for column in reconciliation_run.columns:
+            if column.name not in present:
+                kind = column.type.compile(engine.dialect)
+                connection.execute(
+                    sa.text(
+                        f"ALTER TABLE {reconciliation_run.name} ADD COLUMN {column.name} {kind}"
+                    )
+                )
 
 
 def start_run(engine: Engine, snapshot: dict[str, Any], run_by: str) -> int:
@@ -57,13 +73,19 @@ def finish_run(
     counts: dict[str, int],
     findings: dict[str, tuple[int, list[str]]],
     data_docs: str | None,
+    balance: dict[int, dict[str, int]] | None = None,
 ) -> None:
     with engine.begin() as connection:
         connection.execute(
             reconciliation_run.update()
             .where(reconciliation_run.c.run_id == run_id)
             .values(
-                finished_at=datetime.now(UTC), passed=passed, counts=counts, data_docs=data_docs
+                finished_at=datetime.now(UTC),
+                passed=passed,
+                status=PASSED if passed else FAILED,
+                counts=counts,
+                data_docs=data_docs,
+                balance={str(p): classes for p, classes in (balance or {}).items()},
             )
         )
         rows = [
@@ -72,6 +94,16 @@ def finish_run(
         ]
         if rows:
             connection.execute(reconciliation_issue.insert(), rows)
+
+
+def error_run(engine: Engine, run_id: int, error: str) -> None:
+    """Close a run that could not finish: ERRORED with its error, neither passed nor failed."""
+    with engine.begin() as connection:
+        connection.execute(
+            reconciliation_run.update()
+            .where(reconciliation_run.c.run_id == run_id)
+            .values(finished_at=datetime.now(UTC), passed=False, status=ERRORED, error=error)
+        )
 
 
 def run(engine: Engine, run_id: int) -> dict[str, Any] | None:

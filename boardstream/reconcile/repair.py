@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -30,8 +29,9 @@ from boardstream.joins.processor import INPUT_COLUMNS, OUTPUT_COLUMNS, OUTPUT_DD
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import describe_topics
 from boardstream.reconcile import ledger
-from boardstream.reconcile.checks import Reconciliation, read_topic, reconcile
-from boardstream.reconcile.snapshot import JobProgress, Snapshot
+from boardstream.reconcile.checks import ReconcileOptions, reconcile
+from boardstream.reconcile.readers import read_topic
+from boardstream.reconcile.snapshot import Snapshot
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.sink.job import BatchWriter, detail_rows
@@ -43,18 +43,7 @@ def stored_snapshot(engine: sa.Engine, run_id: int) -> Snapshot:
     run = ledger.run(engine, run_id)
     if run is None:
         raise BoardstreamError(f"no reconciliation run {run_id} in reconciliation_run")
-    raw = run["snapshot"]
-
-    def offsets(data: dict) -> dict[str, dict[int, int]]:
-        return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
-
-    return Snapshot(
-        datetime.fromisoformat(raw["taken_at"]),
-        offsets(raw["earliest"]),
-        offsets(raw["latest"]),
-        JobProgress(raw["join"]["batch_id"], offsets(raw["join"]["offsets"])),
-        JobProgress(raw["sink"]["batch_id"], offsets(raw["sink"]["offsets"])),
-    )
+    return Snapshot.from_json(run["snapshot"])
 
 
 def repair(
@@ -67,11 +56,17 @@ def repair(
     """Fix the findings of run ``run_id``; returns how many ids each step touched."""
     engine = database.engine(settings.database)
     snapshot = stored_snapshot(engine, run_id)
-    found = reconcile(spark, settings, snapshot, str(join_checkpoint), examples=None)
+    found = reconcile(
+        spark, settings, snapshot, str(join_checkpoint), ReconcileOptions(examples=None)
+    )
     ids = {kind: f.examples for kind, f in found.findings.items()}
     rejoined = _rejoin(spark, settings, snapshot, set(ids["missing"]), options or JoinOptions())
-    reload = set(ids["missing_in_table"]) | set(ids["mismatched"]) | set(ids["duplicates"])
-    _repair_table(spark, settings, found, reload | rejoined, set(ids["extra_in_table"]))
+    reload = {
+        board_id
+        for kind in ("missing_in_table", "mismatched", "stale_in_table", "duplicates")
+        for board_id in ids[kind]
+    }
+    _repair_table(spark, settings, reload | rejoined, set(ids["extra_in_table"]))
     return {
         "rejoined": len(rejoined),
         "reloaded": len(reload | rejoined),
@@ -122,16 +117,16 @@ def _rejoin(
 def _repair_table(
     spark: SparkSession,
     settings: Settings,
-    found: Reconciliation,
     reload: set[str],
     extra: set[str],
 ) -> None:
-    """Delete rows of duplicated and foreign ids, then upsert each reloaded board's newest
-    board-detail record with the sink's own writer."""
+    """Delete the rows of every board to repair and of foreign ids, then upsert each reloaded
+    board's newest board-detail record with the sink's own writer. Deleting first matters: the
+    upsert never replaces a row claiming a later position, and a forged row may claim one."""
     engine = database.engine(settings.database)
     table = sink_table.board_detail
     with engine.begin() as connection:
-        doomed = sorted(extra | set(found.findings["duplicates"].examples))
+        doomed = sorted(extra | reload)
         if doomed:
             connection.execute(table.delete().where(table.c.board_id.in_(doomed)))
     if not reload:

@@ -4,6 +4,7 @@ and a summary a person reads in a terminal or a task log."""
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,26 +13,39 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from boardstream import database
+from boardstream.argtypes import duration_ms
+from boardstream.errors import BoardstreamError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka.clients import admin_client
 from boardstream.reconcile import ledger
-from boardstream.reconcile.checks import FAILING, Reconciliation, reconcile
+from boardstream.reconcile.checks import (
+    BALANCE,
+    FAILING,
+    REPORTED,
+    ReconcileOptions,
+    Reconciliation,
+    reconcile,
+)
 from boardstream.reconcile.expectations import ValidationReport, validate_reconciliation
-from boardstream.reconcile.snapshot import take_snapshot
+from boardstream.reconcile.snapshot import Snapshot, take_snapshot
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.timing import phase
 
-SUMMARY_ORDER = (
-    "source",
-    "joined",
-    "unmatched",
-    "dead_lettered",
-    "pending",
-    "in_flight",
-    *FAILING,
-    "topic_replays",
-)
+logger = logging.getLogger(__name__)
+
+# The balance first, then each failing finding, then what is only reported.
+SUMMARY_ORDER = (*BALANCE, *FAILING, *REPORTED, "expected_table_rows", "not_yet_loaded")
+# Kinds whose ids are listed in the summary; the rest only counted there.
+LISTED = (*FAILING, *REPORTED, "pending", "sink_dead_lettered")
+
+
+class ReconciliationError(BoardstreamError):
+    """A run could not finish; it is recorded as ERRORED with this error."""
+
+    def __init__(self, run_id: int, error: str) -> None:
+        super().__init__(f"reconciliation run {run_id}: ERRORED: {error}")
+        self.run_id = run_id
 
 
 @dataclass(frozen=True)
@@ -48,9 +62,11 @@ class RunResult:
         counts = self.reconciliation.counts
         verdict = "PASSED" if self.passed else "FAILED"
         lines = [f"reconciliation run {self.run_id}: {verdict}"]
-        lines += [f"  {name:<16} {counts.get(name, 0):>10,}" for name in SUMMARY_ORDER]
-        for kind, finding in self.reconciliation.findings.items():
-            if finding.count and kind != "in_flight":
+        lines += [f"  {name:<22} {counts.get(name, 0):>10,}" for name in SUMMARY_ORDER]
+        lines += [f"  {equation}" for equation in self.reconciliation.equations()]
+        for kind in LISTED:
+            finding = self.reconciliation.findings[kind]
+            if finding.count:
                 lines.append(f"  {kind}: {', '.join(finding.examples)}")
         failed = [o for o in self.validation.outcomes if not o.success]
         lines += [
@@ -71,14 +87,44 @@ def reconcile_once(
     run_by: str,
     join_checkpoint: Path | None = None,
     sink_checkpoint: Path | None = None,
+    options: ReconcileOptions | None = None,
 ) -> RunResult:
+    """One run, recorded from start to verdict; a run that cannot finish is recorded as
+    ERRORED and raises :class:`ReconciliationError`."""
     default_join, default_sink = checkpoints(settings)
     join_checkpoint = join_checkpoint or default_join
     sink_checkpoint = sink_checkpoint or default_sink
     engine = database.engine(settings.database)
     snapshot = take_snapshot(admin_client(settings), settings, join_checkpoint, sink_checkpoint)
     run_id = ledger.start_run(engine, snapshot.to_json(), run_by)
-    result = reconcile(spark, settings, snapshot, str(join_checkpoint))
+    try:
+        outcome = _check(spark, settings, snapshot, run_id, str(join_checkpoint), options)
+    except Exception as error:
+        logger.exception("reconciliation run %s could not finish", run_id)
+        ledger.error_run(engine, run_id, f"{type(error).__name__}: {error}"[:4000])
+        raise ReconciliationError(run_id, f"{type(error).__name__}: {error}") from error
+    result = outcome.reconciliation
+    ledger.finish_run(
+        engine,
+        run_id,
+        outcome.passed,
+        result.counts,
+        {kind: (f.count, f.examples) for kind, f in result.findings.items()},
+        str(outcome.validation.data_docs_index) if outcome.validation.data_docs_index else None,
+        result.balance,
+    )
+    return outcome
+
+
+def _check(
+    spark: SparkSession,
+    settings: Settings,
+    snapshot: Snapshot,
+    run_id: int,
+    join_checkpoint: str,
+    options: ReconcileOptions | None,
+) -> RunResult:
+    result = reconcile(spark, settings, snapshot, join_checkpoint, options)
     with phase("reconcile: Great Expectations"):
         validation = validate_reconciliation(
             result.table_snapshot,
@@ -87,34 +133,44 @@ def reconcile_once(
             settings.data_docs,
             f"reconciliation-{run_id}",
         )
-    outcome = RunResult(run_id, result, validation)
-    ledger.finish_run(
-        engine,
-        run_id,
-        outcome.passed,
-        result.counts,
-        {kind: (f.count, f.examples) for kind, f in result.findings.items()},
-        str(validation.data_docs_index) if validation.data_docs_index else None,
-    )
-    return outcome
+    return RunResult(run_id, result, validation)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``jobs/reconcile.py``: exit 0 when the run passes, 1 when anything is missing, extra,
-    duplicated or mismatched (the summary says what)."""
+    """``jobs/reconcile.py``: exit 0 when the run passes, 1 when it finds anything it cannot
+    prove (the summary says what), 2 when it could not finish (recorded as ERRORED)."""
     from boardstream.spark.session import spark_session
 
     parser = argparse.ArgumentParser(prog="reconcile", description=__doc__.splitlines()[0])
     parser.add_argument("--join-checkpoint", type=Path)
     parser.add_argument("--sink-checkpoint", type=Path)
     parser.add_argument("--run-by", default="cli")
+    parser.add_argument(
+        "--stall-after",
+        type=duration_ms,
+        default="20m",
+        help="input waiting longer than this means a stalled job (default: twice the schedule)",
+    )
+    parser.add_argument(
+        "--unmatched-timeout",
+        type=duration_ms,
+        default="10m",
+        help="the join's unmatched timeout (boards waiting longer are overdue)",
+    )
     args = parser.parse_args(argv)
+    logging.basicConfig(format="%(message)s", stream=sys.stderr)
+    logging.getLogger("boardstream").setLevel(logging.INFO)  # phase timings, nothing else's
+    options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     settings = Settings()
     spark = spark_session(settings, "reconcile")
     spark.sparkContext.setLogLevel("WARN")
-    result = reconcile_once(
-        spark, settings, args.run_by, args.join_checkpoint, args.sink_checkpoint
-    )
+    try:
+        result = reconcile_once(
+            spark, settings, args.run_by, args.join_checkpoint, args.sink_checkpoint, options
+        )
+    except ReconciliationError as error:
+        print(str(error), file=sys.stderr, flush=True)
+        return 2
     print("\n".join(result.summary()), flush=True)
     return 0 if result.passed else 1
 

@@ -3,13 +3,15 @@ far the join and the sink had got, taken in an order that makes "in flight" exac
 
 The jobs' progress is read first, the topics' end offsets after: anything a job had committed
 was already written to its output topic (Spark's Kafka sink flushes before the batch commits), so
-every output of a processed record lies below the end offsets taken afterwards.
+every output of a processed record lies below the end offsets taken afterwards. Whether a later
+batch had begun by then (its offsets are logged before it writes) is noted too: only then may an
+output of a board the snapshot still sees waiting already exist.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +31,8 @@ class JobProgress:
 
     batch_id: int | None  # None: the query never committed a batch
     offsets: Offsets
+    committed_at_ms: int | None = None  # when that batch was committed
+    later_batch_started: bool = False  # a later batch was planned when the topics were listed
 
     def of(self, topic: str) -> dict[int, int]:
         return self.offsets.get(topic, {})
@@ -45,6 +49,29 @@ class Snapshot:
     def to_json(self) -> dict:
         return json.loads(json.dumps(asdict(self), default=str))
 
+    @classmethod
+    def from_json(cls, raw: dict) -> Snapshot:
+        """The snapshot a run stored (:meth:`to_json`), for re-checking it later."""
+
+        def offsets(data: dict) -> Offsets:
+            return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
+
+        def progress(data: dict) -> JobProgress:
+            return JobProgress(
+                data["batch_id"],
+                offsets(data["offsets"]),
+                data.get("committed_at_ms"),
+                data.get("later_batch_started", False),
+            )
+
+        return cls(
+            datetime.fromisoformat(raw["taken_at"]),
+            offsets(raw["earliest"]),
+            offsets(raw["latest"]),
+            progress(raw["join"]),
+            progress(raw["sink"]),
+        )
+
 
 def committed_progress(checkpoint: Path) -> JobProgress:
     """Read a Structured Streaming checkpoint: the highest batch in ``commits/`` and the source
@@ -59,7 +86,16 @@ def committed_progress(checkpoint: Path) -> JobProgress:
     for line in lines[2:]:  # "v1", the batch metadata, then one line per source
         for topic, partitions in json.loads(line).items():
             offsets[topic] = {int(p): int(o) for p, o in partitions.items()}
-    return JobProgress(batch, offsets)
+    committed_at_ms = int((commits / str(batch)).stat().st_mtime * 1000)
+    return JobProgress(batch, offsets, committed_at_ms)
+
+
+def later_batch_started(checkpoint: Path, progress: JobProgress) -> bool:
+    """Whether the query has logged the offsets of a batch after ``progress``'s (it may have
+    written outputs of it, committed or not)."""
+    after = -1 if progress.batch_id is None else progress.batch_id
+    offsets = checkpoint / "offsets"
+    return offsets.is_dir() and any(int(p.name) > after for p in offsets.glob("[0-9]*"))
 
 
 def take_snapshot(
@@ -78,12 +114,14 @@ def take_snapshot(
     partitions = [
         TopicPartition(topic, p) for topic in topics for p in metadata.topics[topic].partitions
     ]
+    earliest = _list(admin, settings, partitions, OffsetSpec.earliest())
+    latest = _list(admin, settings, partitions, OffsetSpec.latest())
     return Snapshot(
         datetime.now(UTC),
-        earliest=_list(admin, settings, partitions, OffsetSpec.earliest()),
-        latest=_list(admin, settings, partitions, OffsetSpec.latest()),
-        join=join,
-        sink=sink,
+        earliest=earliest,
+        latest=latest,
+        join=replace(join, later_batch_started=later_batch_started(join_checkpoint, join)),
+        sink=replace(sink, later_batch_started=later_batch_started(sink_checkpoint, sink)),
     )
 
 

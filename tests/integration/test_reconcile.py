@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.reconcile import ledger
+from boardstream.reconcile.checks import BALANCE, FAILING
 from boardstream.reconcile.repair import repair
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
@@ -71,7 +72,7 @@ def failures(result: RunResult) -> dict[str, list[str]]:
     return {
         kind: f.examples
         for kind, f in result.reconciliation.findings.items()
-        if f.count and kind not in ("in_flight", "topic_replays")
+        if f.count and kind in FAILING
     }
 
 
@@ -87,20 +88,26 @@ def test_clean_run_passes_with_exact_counts(pipeline: Pipeline) -> None:
     result = reconcile(pipeline)
     assert result.passed, "\n".join(result.summary())
     counts = result.reconciliation.counts
-    assert {
-        k: counts[k] for k in ("source", "joined", "unmatched", "dead_lettered", "pending")
-    } == {
+    assert {k: counts[k] for k in BALANCE} == {
         "source": 10,
+        "read": 10,
+        "not_yet_read": 0,
         "joined": 8,
         "unmatched": 0,
         "dead_lettered": 1,
         "pending": 1,
+        "missing": 0,
+        "conflicting": 0,
     }
+    assert sum(c["source"] for c in result.reconciliation.balance.values()) == 10
     assert failures(result) == {}
-    assert result.reconciliation.findings["in_flight"].examples == ["waits"]
+    assert result.reconciliation.findings["pending"].examples == ["waits"]
+    assert result.reconciliation.findings["not_yet_read"].count == 0
     assert result.validation.success
     stored = ledger.run(sa.create_engine(pipeline.settings.database), result.run_id)
     assert stored["passed"] is True
+    assert stored["status"] == "PASSED"
+    assert sum(c["joined"] for c in stored["balance"].values()) == 8
     assert stored["counts"]["joined"] == 8
     assert stored["snapshot"]["join"]["batch_id"] == 0
     assert result.reconciliation.expected_table_rows == 8  # the table was compared
@@ -153,7 +160,8 @@ def test_topic_faults_and_in_flight_records(pipeline: Pipeline) -> None:
     pipeline.board("late2", member_id=2, ts=NOW + 31)
     result = reconcile(pipeline)
     assert failures(result) == {"extra": ["ghost"]}
-    assert result.reconciliation.findings["in_flight"].examples == ["late1", "late2", "waits"]
+    assert result.reconciliation.findings["not_yet_read"].examples == ["late1", "late2"]
+    assert result.reconciliation.findings["pending"].examples == ["waits"]
 
 
 def test_a_board_detail_record_lost_from_the_topic_is_missing(pipeline: Pipeline, tmp_path) -> None:

@@ -1,0 +1,93 @@
+"""Is the pipeline moving? A job that stopped reading while input waits hides loss from every
+position check (its boards are simply "not yet read"), so a stall is a finding of its own.
+
+Input waits since its first unread record was written, or since the job last committed a
+batch, whichever is later; waiting longer than ``stall_after_ms`` is ``stalled``, with the job
+and the record it waits at (the one a failing batch most likely chokes on). A board waiting in
+the join's state past its unmatched timeout plus the same slack means timers that do not fire
+(``overdue_pending``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, TopicPartition
+
+from boardstream.kafka.clients import client_config
+from boardstream.reconcile.snapshot import JobProgress
+from boardstream.settings import Settings
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The first record of a partition that a job has not read."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    size: int
+    timestamp_ms: int
+
+
+def first_unread(
+    settings: Settings, topic: str, read_to: dict[int, int], latest: dict[int, int]
+) -> list[Waiting]:
+    """Per partition of ``topic`` with records in [``read_to``, ``latest``), the first."""
+    behind = {p: read_to.get(p, 0) for p, end in latest.items() if end > read_to.get(p, 0)}
+    if not behind:
+        return []
+    consumer = Consumer(
+        client_config(
+            settings,
+            **{
+                "group.id": f"boardstream-liveness-{topic}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            },
+        )
+    )
+    found: dict[int, Waiting] = {}
+    try:
+        consumer.assign([TopicPartition(topic, p, offset) for p, offset in behind.items()])
+        deadline = time.monotonic() + settings.connect_timeout_s * 3
+        while len(found) < len(behind) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None or message.error() is not None:
+                continue
+            if message.partition() in found or message.offset() >= latest[message.partition()]:
+                continue
+            key = message.key()
+            found[message.partition()] = Waiting(
+                topic,
+                message.partition(),
+                message.offset(),
+                None if key is None else key.decode("utf-8", "backslashreplace"),
+                len(message.value() or b""),
+                message.timestamp()[1],
+            )
+    finally:
+        consumer.close()
+    return [found[p] for p in sorted(found)]
+
+
+def stalled(
+    job: str, progress: JobProgress, waiting: list[Waiting], now_ms: int, stall_after_ms: int
+) -> list[str]:
+    """One line per partition where ``job`` has left input waiting too long."""
+    lines = []
+    for record in waiting:
+        since = max(progress.committed_at_ms or 0, record.timestamp_ms)
+        if now_ms - since > stall_after_ms:
+            lines.append(
+                f"{job} waits at {record.topic}[{record.partition}]@{record.offset} "
+                f"(key {record.key}, {record.size:,} bytes) for {(now_ms - since) / 1000:,.0f}s"
+            )
+    return lines
+
+
+def overdue_cutoff_ms(now_ms: int, unmatched_timeout_ms: int, stall_after_ms: int) -> int:
+    """A board that arrived before this should have left the join's state as unmatched."""
+    return now_ms - unmatched_timeout_ms - stall_after_ms

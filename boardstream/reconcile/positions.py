@@ -1,0 +1,117 @@
+"""The balance of the join: every source position it has read is in exactly one outcome.
+
+A board is identified by its position (partition, offset) in ``board``, which every output
+names as provenance: ``board-detail`` and ``board-unmatched`` records carry it, a dead letter
+its ``partition``/``offset``, and a board still waiting for its member is read from the join's
+own state store. One window over the positions of all five holders tells, for each source
+position, which outcomes hold it; each position read by the join is then classed once, so
+
+    read = joined + unmatched + dead_lettered + pending + missing + conflicting
+
+holds per partition by construction, and a position held by two outcomes (``conflicting``) or an
+output the join cannot have written (``extra``) is a finding rather than a double count.
+
+Outputs the join has not committed yet are expected while a later batch runs: a board pending
+in the snapshot's state may already be joined by it. ``later_batch`` says whether one had
+started; without one, that too is a conflict.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from boardstream.spark.columns import any_of, below
+
+OUTCOMES = ("joined", "unmatched", "dead_lettered", "pending")
+HOLDERS = ("source", *OUTCOMES)
+
+
+def ledger(holders: dict[str, DataFrame]) -> DataFrame:
+    """Every record of every holder (holder, board_id, source position, board_digest where the
+    holder has the board's fields), with how many records each holder has at its position
+    (``n_<holder>``), the source's board id and digest there, and whether the record is its
+    holder's first at that position."""
+    holder = F.col("holder")
+    position = Window.partitionBy("source_partition", "source_offset").orderBy("holder")
+    whole = position.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    none = F.lit(None).cast("bigint").alias("board_digest")
+    tagged = [
+        frame.select(
+            F.lit(name).alias("holder"),
+            "board_id",
+            "source_partition",
+            "source_offset",
+            "board_digest" if "board_digest" in frame.columns else none,
+        )
+        for name, frame in holders.items()
+    ]
+    # A dead letter names no board (its record could not be parsed): label it by position.
+    label = F.concat(
+        F.lit("board["), F.col("source_partition"), F.lit("]@"), F.col("source_offset")
+    )
+    return reduce(DataFrame.unionByName, tagged).select(
+        "holder",
+        F.coalesce("board_id", label).alias("board_id"),
+        "source_partition",
+        "source_offset",
+        "board_digest",
+        *[F.count_if(holder == name).over(whole).alias(f"n_{name}") for name in HOLDERS],
+        F.max(F.when(holder == "source", F.col("board_id"))).over(whole).alias("source_board"),
+        F.max(F.when(holder == "source", F.col("board_digest"))).over(whole).alias("source_digest"),
+        (~F.lag("holder").over(position).eqNullSafe(holder)).alias("first"),
+    )
+
+
+def checks(
+    join_end: dict[int, int], earliest: dict[int, int], later_batch: bool
+) -> dict[str, Column]:
+    """Conditions on the ledger's rows: the balance's classes (on source rows) and the
+    position findings."""
+    holder = F.col("holder")
+    partition, offset = F.col("source_partition"), F.col("source_offset")
+    read = below(partition, offset, join_end)
+    outputs = [F.col(f"n_{name}") > 0 for name in ("joined", "unmatched", "dead_lettered")]
+    held_by_outputs = reduce(lambda a, b: a + b, [o.cast("int") for o in outputs])
+    waiting = F.col("n_pending") > 0
+    held = held_by_outputs + waiting.cast("int")
+    if later_batch:  # a board pending in the snapshot's state may be resolved since
+        held = F.when(waiting & (held_by_outputs == 1), 1).otherwise(held)
+    source = holder == "source"
+    single = source & read & (held == 1)
+    is_output = holder.isin("joined", "unmatched", "dead_lettered")
+    # A source board below the topic's earliest offset was deleted by retention: its outputs
+    # can no longer be checked against it, which is reported, not called extra.
+    retained = any_of((partition == p) & (offset >= start) for p, start in earliest.items())
+    other_board = holder.isin("joined", "unmatched") & ~F.col("board_id").eqNullSafe(
+        F.col("source_board")
+    )
+    unread = ~read if not later_batch else F.lit(False)
+    # An output whose board fields are not its source board's: the join copies them verbatim.
+    altered = (
+        holder.isin("joined", "unmatched")
+        & (F.col("n_source") > 0)
+        & ~other_board
+        & ~F.col("board_digest").eqNullSafe(F.col("source_digest"))
+    )
+    return {
+        "source": source,
+        "read": source & read,
+        "not_yet_read": source & ~read,
+        "joined": single & (F.col("n_joined") > 0),
+        "unmatched": single & (F.col("n_unmatched") > 0),
+        "dead_lettered": single & (F.col("n_dead_lettered") > 0),
+        "pending": single & waiting & (held_by_outputs == 0),
+        "missing": source & read & (held == 0),
+        "conflicting": source & read & (held > 1),
+        "extra": (is_output | (holder == "pending"))
+        & retained
+        & F.col("first")
+        & ((F.col("n_source") == 0) | other_board | (is_output & unread)),
+        "altered_output": altered,
+        "source_expired": is_output & ~retained & F.col("first"),
+        "topic_replays": is_output & ~F.col("first"),
+    }

@@ -1,0 +1,278 @@
+"""What a reconciliation run reads: the topics as of a snapshot, the join's waiting boards, and
+the whole ``board_detail`` table, each as a Spark frame with readable column names.
+
+Every output and every table row is compared through :func:`content_digest`: SHA-256 of the
+record's typed columns as canonical JSON with explicit nulls, so moving text across a separator,
+a NULL against an equivalent character, or a number against a string can never digest alike.
+The table is read type-strictly: a value of another type than its column's is a
+``type_mismatch``, never coerced back (SQLite stores whatever it is given).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pyarrow as pa
+import sqlalchemy as sa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from boardstream import database
+from boardstream.joins import schema
+from boardstream.settings import Settings
+from boardstream.sink import table as sink_table
+
+TABLE_CHUNK = 50_000  # rows per fetch from board_detail
+# The typed columns a board-detail record and its table row must agree on (provenance included).
+CONTENT = [c for c in sink_table.COLUMNS if c not in ("detail_partition", "detail_offset")]
+_TYPES = {**dict(schema.OUTPUT), "detail_partition": "int", "detail_offset": "bigint"}
+_ARROW = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
+_PYTHON = {"string": str, "bigint": int, "int": int}
+_INT_RANGE = {"bigint": (-(2**63), 2**63 - 1), "int": (-(2**31), 2**31 - 1)}
+DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
+KAFKA_COLUMNS = (
+    "key binary, value binary, topic string, `partition` int, `offset` bigint, timestamp timestamp"
+)
+# A board's own fields, as the join copies them from the source into each output.
+BOARD_FIELDS = (
+    ("member_id", "bigint"),
+    ("title", "string"),
+    ("body", "string"),
+    ("created_ts", "bigint"),
+    ("created_at", "string"),
+    ("modified_at", "string"),
+)
+# A member's profile, as the join copies it into board-detail (its modified_at renamed).
+MEMBER_FIELDS = (("nickname", "string"), ("city", "string"), ("phone", "string"))
+DEAD_LETTER_SCHEMA = "source_topic string, `partition` int, `offset` bigint, error string"
+POSITIONS = "board_id string, source_partition int, source_offset bigint"
+
+
+def read_topic(
+    spark: SparkSession, settings: Settings, topic: str, start: dict[int, int], end: dict[int, int]
+) -> DataFrame:
+    """Committed records of ``topic`` in [start, end) per partition, as a batch."""
+    ranges = {p: (start.get(p, 0), end[p]) for p in end if end[p] > start.get(p, 0)}
+    if not ranges:
+        return spark.createDataFrame([], KAFKA_COLUMNS)
+    return (
+        spark.read.format("kafka")
+        .options(**settings.to_spark_kafka_options())
+        .option("assign", json.dumps({topic: sorted(ranges)}))
+        .option("startingOffsets", json.dumps({topic: {str(p): s for p, (s, _) in ranges.items()}}))
+        .option("endingOffsets", json.dumps({topic: {str(p): e for p, (_, e) in ranges.items()}}))
+        .option("kafka.isolation.level", "read_committed")
+        # Compaction (member) and transaction markers leave offset gaps that are not loss.
+        .option("failOnDataLoss", "false")
+        .load()
+        .select("key", "value", "topic", "partition", "offset", "timestamp")
+    )
+
+
+def digest(columns: list[Column]) -> Column:
+    """The first 60 bits of SHA-256 over the canonical JSON of ``columns`` (aliased), as a
+    bigint: unambiguous (typed, quoted, explicit nulls) and fixed-width, so per-board
+    aggregates stay in Spark's hash aggregation."""
+    canonical = F.to_json(F.struct(*columns), {"ignoreNullFields": "false"})
+    return F.conv(F.substring(F.sha2(canonical, 256), 1, 15), 16, 10).cast("bigint")
+
+
+def content_digest(*, prefix: str = "") -> Column:
+    """The digest of the CONTENT columns: what a board-detail record and its row must share."""
+    return digest([F.col(f"{prefix}{name}").alias(name) for name in CONTENT])
+
+
+def board_digest(board_id: Column, record: str) -> Column:
+    """The digest of a board's own fields (BOARD_FIELDS of struct column ``record``): the
+    same for a source board and every output the join made of it."""
+    return digest(
+        [board_id.alias("board_id"), *[F.col(f"{record}.{n}").alias(n) for n, _ in BOARD_FIELDS]]
+    )
+
+
+def member_digest(member_id: Column, record: str, modified_at: str) -> Column:
+    """The digest of a member version's profile: the same for the member record and every
+    board-detail record joined with it."""
+    return digest(
+        [
+            member_id.alias("member_id"),
+            *[F.col(f"{record}.{n}").alias(n) for n, _ in MEMBER_FIELDS],
+            F.col(f"{record}.{modified_at}").alias("modified_at"),
+        ]
+    )
+
+
+def members(raw: DataFrame) -> DataFrame:
+    """member records: each version's position and its profile's digest (a tombstone's too)."""
+    fields = schema.ddl((*MEMBER_FIELDS, ("modified_at", "string")))
+    record = F.from_json(F.col("value").cast("string"), fields)
+    member_id = F.col("key").cast("string").try_cast("bigint")
+    return raw.select(
+        member_id.alias("member_id"), record.alias("d"), "partition", "offset"
+    ).select(
+        "member_id",
+        F.col("partition").alias("member_partition"),
+        F.col("offset").alias("member_offset"),
+        member_digest(F.col("member_id"), "d", "modified_at").alias("member_digest"),
+    )
+
+
+def sources(raw: DataFrame) -> DataFrame:
+    """board records: the board id (the key) at each source position, and its fields' digest."""
+    record = F.from_json(F.col("value").cast("string"), schema.ddl(BOARD_FIELDS))
+    board_id = F.col("key").cast("string")
+    return raw.select(board_id.alias("board_id"), record.alias("d"), "partition", "offset").select(
+        "board_id",
+        F.col("partition").alias("source_partition"),
+        F.col("offset").alias("source_offset"),
+        board_digest(F.col("board_id"), "d").alias("board_digest"),
+    )
+
+
+def details(raw: DataFrame) -> DataFrame:
+    """board-detail records: the source position they name, their own position, the member
+    they used and their content digest."""
+    record = F.from_json(F.col("value").cast("string"), DETAIL_SCHEMA)
+    return raw.select(record.alias("d"), "partition", "offset").select(
+        F.col("d.board_id").alias("board_id"),
+        F.col("d.member_id").alias("member_id"),
+        F.col("d.board_partition").alias("source_partition"),
+        F.col("d.board_offset").alias("source_offset"),
+        F.col("partition").alias("detail_partition"),
+        F.col("offset").alias("detail_offset"),
+        content_digest(prefix="d.").alias("digest"),
+        board_digest(F.col("d.board_id"), "d").alias("board_digest"),
+        F.col("d.member_partition").alias("member_partition"),
+        F.col("d.member_offset").alias("member_offset"),
+        member_digest(F.col("d.member_id"), "d", "member_modified_at").alias("member_digest"),
+    )
+
+
+def unmatched(raw: DataFrame) -> DataFrame:
+    """board-unmatched records: the board, the source position they name, its fields' digest."""
+    record = F.from_json(F.col("value").cast("string"), DETAIL_SCHEMA)
+    return raw.select(record.alias("d")).select(
+        F.col("d.board_id").alias("board_id"),
+        F.col("d.board_partition").alias("source_partition"),
+        F.col("d.board_offset").alias("source_offset"),
+        board_digest(F.col("d.board_id"), "d").alias("board_digest"),
+    )
+
+
+def dead_letters(raw: DataFrame, source_topic: str) -> DataFrame:
+    """Dead letters of records of ``source_topic``: the position of the record each replaces
+    (a dead letter carries no trusted board id: its record could not be parsed)."""
+    record = F.from_json(F.col("value").cast("string"), DEAD_LETTER_SCHEMA)
+    return (
+        raw.select(record.alias("d"))
+        .where(F.col("d.source_topic") == source_topic)
+        .select(
+            F.lit(None).cast("string").alias("board_id"),
+            F.col("d.partition").alias("source_partition"),
+            F.col("d.offset").alias("source_offset"),
+        )
+    )
+
+
+def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataFrame:
+    """Boards the join has read and holds, waiting for their member (its RocksDB state, as of
+    ``batch_id``), with when each arrived."""
+    if batch_id is None:
+        return spark.createDataFrame([], f"{POSITIONS}, arrived_ms bigint")
+    state = (
+        spark.read.format("statestore")
+        .option("stateVarName", "members")
+        .option("batchId", str(batch_id))
+        .load(checkpoint)
+    )
+    waiting = F.explode(
+        F.arrays_zip(
+            "value.pending_board_id",
+            "value.pending_partition",
+            "value.pending_offset",
+            "value.pending_arrived_ms",
+        )
+    )
+    return state.select(waiting.alias("w")).select(
+        F.col("w.pending_board_id").alias("board_id"),
+        F.col("w.pending_partition").alias("source_partition"),
+        F.col("w.pending_offset").alias("source_offset"),
+        F.col("w.pending_arrived_ms").alias("arrived_ms"),
+    )
+
+
+@dataclass(frozen=True)
+class TypeMismatch:
+    board_id: str
+    column: str
+    value: str  # repr of what the table holds, cut to 60 characters
+
+    def example(self) -> str:
+        return f"{self.board_id} ({self.column}={self.value})"
+
+
+@dataclass(frozen=True)
+class TableRead:
+    """Every row of board_detail, typed like board-detail's records; values of another type
+    are nulled here, listed in ``mismatches`` and their rows marked ``typed`` false, so they
+    are reported as such rather than compared."""
+
+    rows: pa.Table
+    mismatches: list[TypeMismatch]
+
+
+def read_table(settings: Settings) -> TableRead:
+    """All of board_detail, whatever positions its rows claim. Read with the DB driver's own
+    cursor, in chunks straight into Arrow (SQLAlchemy's row objects added about a tenth)."""
+    names = [*CONTENT, "detail_partition", "detail_offset"]
+    arrow = pa.schema([(name, _ARROW[_TYPES[name]]) for name in names] + [("typed", pa.bool_())])
+    engine = database.engine(settings.database)
+    sink_table.create(engine)
+    c = sink_table.board_detail.c
+    sql = str(sa.select(*(c[name] for name in names)).compile(engine))
+    batches, mismatches = [], []
+    with engine.connect() as connection:
+        cursor = connection.connection.cursor()
+        cursor.execute(sql)
+        while rows := cursor.fetchmany(TABLE_CHUNK):
+            columns = [list(column) for column in zip(*rows, strict=True)]
+            typed = [True] * len(rows)
+            for index, name in enumerate(names):
+                for row, mismatch in _strict(columns[index], columns[0], name):
+                    typed[row] = False
+                    mismatches.append(mismatch)
+            columns.append(typed)
+            batches.append(pa.record_batch(list(map(pa.array, columns, arrow.types)), arrow))
+        cursor.close()
+    engine.dispose()
+    return TableRead(pa.Table.from_batches(batches, arrow), mismatches)
+
+
+def _strict(values: list, board_ids: list, name: str) -> list[tuple[int, TypeMismatch]]:
+    """Null every value of ``values`` (in place) that is not of column ``name``'s type, and
+    say which (by row). The common case, a column of the right type, costs one Arrow
+    inference."""
+    kind = _TYPES[name]
+    try:
+        inferred = pa.array(values).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        inferred = None
+    if inferred == pa.null() or (kind == "string" and inferred == pa.string()):
+        return []
+    low, high = _INT_RANGE.get(kind, (0, 0))
+    if inferred == pa.int64() and kind != "string":
+        present = [v for v in values if v is not None]
+        if low <= min(present) and max(present) <= high:
+            return []
+    found = []
+    expected = _PYTHON[kind]
+    for index, value in enumerate(values):
+        if value is None:
+            continue
+        wrong_type = type(value) is not expected
+        if wrong_type or (expected is int and not low <= value <= high):
+            board_id = board_ids[index] if name != "board_id" else value
+            found.append((index, TypeMismatch(str(board_id), name, repr(value)[:60])))
+            values[index] = None
+    return found

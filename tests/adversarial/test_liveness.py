@@ -1,0 +1,84 @@
+"""A pipeline that stops moving, timers that do not fire, a run that cannot finish: none of
+them may pass as "nothing lost"."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from boardstream.reconcile import ledger
+from boardstream.reconcile.run import ReconciliationError
+from tests.adversarial.world import NOW, board, failures, reconcile, source_position
+from tests.integration.pipeline import Pipeline
+
+
+def age_last_commit(checkpoint, seconds: float) -> None:
+    """As if the job had committed its last batch ``seconds`` ago (and nothing since)."""
+    last = max((checkpoint / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
+    then = time.time() - seconds
+    os.utime(last, (then, then))
+
+
+def test_a_join_that_stopped_reading_is_stalled(fresh: Pipeline) -> None:
+    """Before, a board the join never read was only "in flight", and the run passed."""
+    board(fresh, "stuck", 1, NOW - 3_600_000)
+    age_last_commit(fresh.workdir / f"{fresh.settings.board_topic}-join", 3_600)
+    partition, offset = source_position(fresh.settings, "stuck")
+    result = reconcile(fresh)
+    found = failures(result)
+    assert list(found) == ["stalled"]
+    (line,) = found["stalled"]
+    assert line.startswith(
+        f"board-detail-join waits at {fresh.settings.board_topic}[{partition}]@{offset} (key stuck,"
+    )
+    assert result.reconciliation.findings["not_yet_read"].examples == ["stuck"]
+    assert not result.passed
+
+
+def test_waiting_input_younger_than_the_stall_age_is_not_a_stall(fresh: Pipeline) -> None:
+    board(fresh, "new", 1, int(time.time() * 1000))
+    age_last_commit(fresh.workdir / f"{fresh.settings.board_topic}-join", 3_600)
+    result = reconcile(fresh)
+    assert failures(result) == {}
+    assert result.reconciliation.findings["not_yet_read"].examples == ["new"]
+
+
+def test_a_sink_that_stopped_loading_is_stalled(fresh: Pipeline) -> None:
+    """The table is checked only against what the sink committed, so a stuck sink looked
+    clean (on PostgreSQL a too-long id once failed its every batch)."""
+    board(fresh, "later", 1, int(time.time() * 1000))
+    fresh.join()
+    age_last_commit(fresh.workdir / f"{fresh.settings.board_topic}-sink", 3_600)
+    time.sleep(2.5)
+    result = reconcile(fresh, stall_after_ms=2_000)
+    found = failures(result)
+    assert list(found) == ["stalled"]
+    (line,) = found["stalled"]
+    assert line.startswith(f"board-detail-sink waits at {fresh.settings.board_detail_topic}[")
+    assert "(key later," in line
+    assert result.reconciliation.findings["not_yet_loaded"].examples == ["later"]
+
+
+def test_a_board_waiting_past_its_timeout_is_overdue(fresh: Pipeline) -> None:
+    """Timers that do not fire leave boards waiting for ever; the ledger would still balance."""
+    result = reconcile(fresh, unmatched_timeout_ms=0, stall_after_ms=0)
+    assert failures(result) == {"overdue_pending": ["waits"]}
+
+
+def test_a_run_that_cannot_finish_is_recorded_as_errored(fresh: Pipeline) -> None:
+    """Before, a crash left the run with finished_at and passed NULL."""
+    shutil.rmtree(fresh.workdir / f"{fresh.settings.board_topic}-join" / "state")
+    with pytest.raises(ReconciliationError) as raised:
+        reconcile(fresh)
+    engine = sa.create_engine(fresh.settings.database)
+    run = ledger.run(engine, raised.value.run_id)
+    engine.dispose()
+    assert run is not None
+    assert (run["status"], run["passed"]) == ("ERRORED", False)
+    assert run["finished_at"] is not None
+    assert run["error"]
+    assert "ERRORED" in str(raised.value)

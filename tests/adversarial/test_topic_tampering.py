@@ -1,0 +1,134 @@
+"""Tampering with the topics a reconciliation reads: outputs no join wrote, a position in two
+outcomes, outputs whose content is not their sources'. Each test has a pipeline of its own
+(a Kafka record cannot be taken back)."""
+
+from __future__ import annotations
+
+from tests.adversarial.world import (
+    NOW,
+    board,
+    detail_records,
+    failures,
+    forge,
+    reconcile,
+    source_position,
+)
+from tests.integration.pipeline import Pipeline
+
+
+def dead_letter(settings, partition: int, offset: int) -> dict:
+    return {
+        "error": "forged by another job",
+        "source_topic": settings.board_topic,
+        "partition": partition,
+        "offset": offset,
+    }
+
+
+def test_untouched_topics_give_no_finding(fresh: Pipeline) -> None:
+    result = reconcile(fresh)
+    assert failures(result) == {}, "\n".join(result.summary())
+    assert result.reconciliation.equations() == [
+        line for line in result.reconciliation.equations() if "missing 0 + conflicting 0" in line
+    ]
+
+
+def test_a_replayed_output_is_reported_not_failed(fresh: Pipeline) -> None:
+    """The Kafka sink is at-least-once: an exact copy of a record is a replay."""
+    (record,) = detail_records(fresh.settings, "b1")
+    clean = {k: v for k, v in record.items() if k not in ("detail_partition", "detail_offset")}
+    forge(fresh.settings, fresh.settings.board_detail_topic, b"b1", clean)
+    result = reconcile(fresh)
+    assert failures(result) == {}
+    assert result.reconciliation.findings["topic_replays"].examples == ["b1"]
+
+
+def test_detail_naming_no_source_board(fresh: Pipeline) -> None:
+    ghost = {"board_id": "ghost", "member_id": 1, "board_partition": 0, "board_offset": 10**9}
+    forge(fresh.settings, fresh.settings.board_detail_topic, b"ghost", ghost)
+    assert failures(reconcile(fresh)) == {"extra": ["ghost"]}
+
+
+def test_detail_naming_another_boards_position(fresh: Pipeline) -> None:
+    (b2,) = detail_records(fresh.settings, "b2")
+    imposter = {**b2, "board_id": "imposter"}
+    del imposter["detail_partition"], imposter["detail_offset"]
+    forge(fresh.settings, fresh.settings.board_detail_topic, b"imposter", imposter)
+    assert failures(reconcile(fresh)) == {"extra": ["imposter"]}
+
+
+def test_dead_letter_for_a_joined_board(fresh: Pipeline) -> None:
+    """Another job dead-letters a position the join joined: source 1 = joined 1 + dead 1 was
+    a pass before; now the position is in two outcomes."""
+    (b3,) = detail_records(fresh.settings, "b3")
+    forge(
+        fresh.settings,
+        fresh.settings.dlq_topic,
+        b"b3",
+        dead_letter(fresh.settings, b3["board_partition"], b3["board_offset"]),
+    )
+    result = reconcile(fresh)
+    assert failures(result) == {"conflicting": ["b3"]}
+    counts = result.reconciliation.counts
+    assert counts["read"] == sum(
+        counts[k]
+        for k in ("joined", "unmatched", "dead_lettered", "pending", "missing", "conflicting")
+    )
+
+
+def test_unmatched_record_for_a_joined_board(fresh: Pipeline) -> None:
+    (b4,) = detail_records(fresh.settings, "b4")
+    record = {k: v for k, v in b4.items() if k not in ("detail_partition", "detail_offset")}
+    forge(
+        fresh.settings,
+        fresh.settings.unmatched_topic,
+        b"b4",
+        {**record, "reason": "member_missing"},
+    )
+    assert failures(reconcile(fresh)) == {"conflicting": ["b4"]}
+
+
+def test_dead_letter_naming_no_source_board(fresh: Pipeline) -> None:
+    forge(fresh.settings, fresh.settings.dlq_topic, b"x", dead_letter(fresh.settings, 0, 10**9))
+    assert failures(reconcile(fresh)) == {"extra": ["board[0]@1000000000"]}
+
+
+def test_output_for_a_board_the_join_has_not_read(fresh: Pipeline) -> None:
+    """No later join batch has begun, so nothing the join wrote can name an unread board."""
+    board(fresh, "early", 1, NOW + 50)
+    partition, offset = source_position(fresh.settings, "early")
+    (b5,) = detail_records(fresh.settings, "b5")
+    forged = {k: v for k, v in b5.items() if k not in ("detail_partition", "detail_offset")}
+    forged.update(board_id="early", board_partition=partition, board_offset=offset)
+    forge(fresh.settings, fresh.settings.board_detail_topic, b"early", forged)
+    result = reconcile(fresh)
+    assert failures(result) == {"extra": ["early"]}
+    assert result.reconciliation.findings["not_yet_read"].examples == ["early"]
+
+
+def test_output_with_altered_board_fields(fresh: Pipeline) -> None:
+    """Same board, same provenance, another title: not what the join made of its source."""
+    (b6,) = detail_records(fresh.settings, "b6")
+    forged = {k: v for k, v in b6.items() if k not in ("detail_partition", "detail_offset")}
+    forge(fresh.settings, fresh.settings.board_detail_topic, b"b6", {**forged, "title": "x"})
+    assert failures(reconcile(fresh)) == {"altered_output": ["b6"]}
+
+
+def test_output_with_an_altered_member_profile(fresh: Pipeline) -> None:
+    """The member fields must be those of the member version the record names."""
+    (b7,) = detail_records(fresh.settings, "b7")
+    forged = {k: v for k, v in b7.items() if k not in ("detail_partition", "detail_offset")}
+    forge(fresh.settings, fresh.settings.board_detail_topic, b"b7", {**forged, "city": "Busan"})
+    result = reconcile(fresh)
+    assert failures(result) == {"altered_output": ["b7"]}
+    fresh.sink()  # the sink loads the forged record: the table now agrees with it, still caught
+    assert failures(reconcile(fresh)) == {"altered_output": ["b7"]}
+
+
+def test_output_naming_a_member_that_never_existed(fresh: Pipeline) -> None:
+    (b8,) = detail_records(fresh.settings, "b8")
+    forged = {k: v for k, v in b8.items() if k not in ("detail_partition", "detail_offset")}
+    forged.update(member_id=777, member_offset=10**9)
+    forge(fresh.settings, fresh.settings.board_detail_topic, b"b8", forged)
+    found = failures(reconcile(fresh))
+    assert found == {"referential": ["b8"], "altered_output": ["b8"]}

@@ -1,0 +1,132 @@
+"""Small real pipelines for the adversarial suite: known data, joined and loaded, with helpers to
+tamper with what a reconciliation reads and to reconcile exactly as production does."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import sqlalchemy as sa
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from boardstream.reconcile.checks import FAILING, ReconcileOptions
+from boardstream.reconcile.run import RunResult, reconcile_once
+from boardstream.settings import Settings
+from tests.integration.pipeline import Pipeline
+
+NOW = int(time.time() * 1000)
+
+
+def new_database(postgres: Settings) -> str:
+    """A PostgreSQL database of its own, so no other test's rows show up."""
+    server = postgres.database_url.rsplit("/", 1)[0]
+    name = f"adv_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    return f"{server}/{name}"
+
+
+def board(pipeline: Pipeline, board_id: str, member_id: int, ts: int, **fields: Any) -> None:
+    payload = {
+        "id": board_id,
+        "member_id": member_id,
+        "title": f"title {board_id}",
+        "body": "body",
+        "created_ts": ts,
+        "created_at": "2025-01-02T00:00:00",
+        "modified_at": "2025-01-02T00:00:00",
+        **fields,
+    }
+    topic = pipeline.settings.board_topic
+    pipeline.send(topic, board_id.encode(), json.dumps(payload).encode(), ts)
+
+
+def reconcile(pipeline: Pipeline, **options: Any) -> RunResult:
+    settings = pipeline.settings
+    return reconcile_once(
+        pipeline.spark,
+        settings,
+        "adversarial",
+        join_checkpoint=pipeline.workdir / f"{settings.board_topic}-join",
+        sink_checkpoint=pipeline.workdir / f"{settings.board_topic}-sink",
+        options=ReconcileOptions(**options),
+    )
+
+
+def failures(result: RunResult) -> dict[str, list[str]]:
+    """The failing findings of a run, with their ids."""
+    return {
+        kind: finding.examples
+        for kind, finding in result.reconciliation.findings.items()
+        if finding.count and kind in FAILING
+    }
+
+
+def execute(database_url: str, *statements: str, **params: Any) -> None:
+    engine = sa.create_engine(database_url)
+    with engine.begin() as connection:
+        for statement in statements:
+            connection.execute(sa.text(statement), params)
+    engine.dispose()
+
+
+def rows(database_url: str, sql: str, **params: Any) -> list[Any]:
+    engine = sa.create_engine(database_url)
+    with engine.connect() as connection:
+        found = connection.execute(sa.text(sql), params).all()
+    engine.dispose()
+    return found
+
+
+def forge(settings: Settings, topic: str, key: bytes | None, value: dict | bytes) -> None:
+    """Write a record into one of the pipeline's topics as another job (or a person) might."""
+    producer = Producer(settings.to_confluent())
+    payload = value if isinstance(value, bytes) else json.dumps(value).encode()
+    producer.produce(topic, key=key, value=payload)
+    assert producer.flush(10) == 0
+
+
+def records_of(settings: Settings, topic: str, key: str) -> list[tuple[int, int, bytes]]:
+    """(partition, offset, value) of every record of ``topic`` with ``key``, oldest first."""
+    consumer = Consumer(
+        {
+            **settings.to_confluent(),
+            "group.id": f"adv-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+        }
+    )
+    found = []
+    for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
+        end = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+        if not end:
+            continue
+        consumer.assign([TopicPartition(topic, p, 0)])
+        offset = -1
+        while offset < end - 1:
+            message = consumer.poll(5)
+            assert message is not None and message.error() is None
+            offset = message.offset()
+            if message.key() == key.encode():
+                found.append((p, offset, message.value()))
+    consumer.close()
+    assert found, f"no record of {key} in {topic}"
+    return found
+
+
+def detail_records(settings: Settings, board_id: str) -> list[dict[str, Any]]:
+    """Every board-detail record of ``board_id``, oldest first, each as the table row it
+    loads into (with its own partition and offset)."""
+    return [
+        {**json.loads(value), "detail_partition": p, "detail_offset": offset}
+        for p, offset, value in records_of(settings, settings.board_detail_topic, board_id)
+    ]
+
+
+def source_position(settings: Settings, board_id: str) -> tuple[int, int]:
+    """Where the newest board record of ``board_id`` is in the board topic."""
+    p, offset, _ = records_of(settings, settings.board_topic, board_id)[-1]
+    return p, offset
