@@ -177,7 +177,8 @@ def test_dockerfile_copies_only_what_exists_and_bakes_the_poms_jars() -> None:
     assert [str(pom), f"/{pom}"] in local, "the jar stage must resolve the pom bin/setup uses"
     runs = " ".join(a for i, a in dockerfile() if i == "RUN")
     assert f"-f /{pom} dependency:copy-dependencies" in runs
-    assert "--require-hashes -r requirements.lock" in runs
+    assert "pip install --no-cache-dir --no-deps --require-hashes -r requirements.lock" in runs
+    assert "python -m boardstream.spark.distribution" in runs, "one Spark version in the image"
     baked = [c for c in copies if "--from=jars" in c]
     assert [c[-2:] for c in baked] == [["/jars/spark-kafka", "/opt/boardstream/jars/spark-kafka"]]
     assert all((PROJECT_ROOT / "jobs" / job).exists() for job in JOBS.values())
