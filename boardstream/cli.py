@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -264,8 +265,16 @@ def _generator_arguments(
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad flags are user errors like any other: one line naming the problem, exit 2 (argparse
+    would print the whole usage first). Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="boardstream", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="boardstream", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
