@@ -23,6 +23,7 @@ from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.settings import Settings
+from boardstream.spark.submit import JOBS
 
 
 def _setup(args: argparse.Namespace, settings: Settings) -> int:
@@ -121,13 +122,11 @@ def _aggregate(args: argparse.Namespace, settings: Settings) -> int:
 def _job(args: argparse.Namespace, settings: Settings) -> int:
     import subprocess
 
-    from boardstream.spark.submit import JOBS, submit_command, submit_env
+    from boardstream.spark.submit import submit_command, submit_env
 
     if args.action == "list":
         print("\n".join(sorted(JOBS)))
         return 0
-    if not args.name:
-        raise BoardstreamError(f"job run needs a job name: {', '.join(sorted(JOBS))}")
     job_args = args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
     command = submit_command(settings, args.name, job_args)
     return subprocess.run(command, env={**os.environ, **submit_env()}, check=False).returncode
@@ -325,10 +324,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a Spark job with spark-submit (arguments after -- go to the job)",
         description="e.g. boardstream job run board-detail-join -- --trigger continuous",
     )
-    job.add_argument("action", choices=["run", "list"])
-    job.add_argument("name", nargs="?", help="the job (see `boardstream job list`)")
-    job.add_argument("job_args", nargs=argparse.REMAINDER, help="the job's own arguments")
     job.set_defaults(run=_job)
+    job_actions = job.add_subparsers(dest="action", required=True, metavar="ACTION")
+    job_actions.add_parser("list", help="print the jobs")
+    job_run = job_actions.add_parser(
+        "run",
+        help="run one job under spark-submit",
+        description="Runs JOB under spark-submit with the Kafka connector from the local jar\n"
+        "cache and the master from the settings; arguments after -- go to the job.",
+        epilog="jobs:\n"
+        + "".join(f"  {name}\n" for name in sorted(JOBS))
+        + "\ne.g. boardstream job run board-detail-join -- --trigger continuous",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    job_run.add_argument("name", metavar="JOB", choices=sorted(JOBS), help="the job to run")
+    job_run.add_argument("job_args", nargs=argparse.REMAINDER, help="the job's own arguments")
 
     compaction = commands.add_parser(
         "compaction",
