@@ -44,6 +44,14 @@ def positive(text: str) -> int:
     return value
 
 
+def config_entry(text: str) -> tuple[str, str]:
+    """argparse type: one ``KEY=VALUE`` topic config (the value may be empty, the key not)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
 def duration_ms(text: str) -> int:
     """argparse type: a positive duration, in milliseconds."""
     try:

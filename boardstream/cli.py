@@ -18,7 +18,15 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from boardstream.aggregations.presets import PRESETS
-from boardstream.argtypes import count, duration_ms, fraction, positive, positive_number, ratio
+from boardstream.argtypes import (
+    config_entry,
+    count,
+    duration_ms,
+    fraction,
+    positive,
+    positive_number,
+    ratio,
+)
 from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions
@@ -51,11 +59,33 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
 
 def _topics(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.kafka.clients import admin_client
-    from boardstream.kafka.topics import create_topics, describe_topics, platform_topics
+    from boardstream.kafka.topics import (
+        TopicSpec,
+        create_topics,
+        describe_topics,
+        platform_topics,
+    )
 
+    if (args.partitions or args.config) and not (args.action == "create" and args.topic):
+        raise BoardstreamError("--partitions and --config need `topics create --topic NAME`")
+    config: dict[str, str] = {}
+    for key, value in args.config or []:
+        if key in config:
+            raise BoardstreamError(f"--config {key} given twice")
+        config[key] = value
     admin = admin_client(settings)
     specs = platform_topics(settings)
     if args.action == "create":
+        if args.topic:
+            specs = [
+                TopicSpec(
+                    name,
+                    args.partitions or settings.topic_partitions(name),
+                    settings.replication_factor,
+                    config,
+                )
+                for name in args.topic
+            ]
         for result in create_topics(admin, settings, specs):
             print(result.line())
         return 0
@@ -288,9 +318,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stack.set_defaults(run=_stack)
 
-    topics = commands.add_parser("topics", help="create or describe the platform's topics")
+    topics = commands.add_parser(
+        "topics",
+        help="create or describe topics (by default the platform's)",
+        description="create without --topic creates the platform's topics; with --topic it "
+        "creates that topic (repeatable), e.g. topics create --topic orders --partitions 6 "
+        "--config cleanup.policy=compact --config retention.ms=86400000",
+    )
     topics.add_argument("action", choices=["create", "describe"])
-    topics.add_argument("--topic", action="append", help="describe only this topic (repeatable)")
+    topics.add_argument(
+        "--topic", action="append", help="create or describe only this topic (repeatable)"
+    )
+    topics.add_argument(
+        "--partitions",
+        type=positive,
+        help="partitions of the topics --topic creates (default: BOARDSTREAM_PARTITIONS)",
+    )
+    topics.add_argument(
+        "--config",
+        type=config_entry,
+        action="append",
+        metavar="KEY=VALUE",
+        help="a topic config of the topics --topic creates (repeatable)",
+    )
     topics.add_argument("--all-configs", action="store_true", help="also print default configs")
     topics.set_defaults(run=_topics)
 
