@@ -19,13 +19,16 @@ RUN mkdir -p /opt/boardstream/var && chown -R airflow: /opt/boardstream
 USER airflow
 WORKDIR /opt/boardstream
 COPY --chown=airflow: requirements.lock /opt/boardstream/requirements.lock
-RUN pip install --no-cache-dir --require-hashes -r requirements.lock
+# --no-deps: the lock is the whole tree; pip's resolver would otherwise go looking for the
+# pyspark-client the Spark provider declares, which the lock leaves out (requirements-overrides.txt).
+RUN pip install --no-cache-dir --no-deps --require-hashes -r requirements.lock
 COPY --chown=airflow: pyproject.toml /opt/boardstream/
 COPY --chown=airflow: boardstream /opt/boardstream/boardstream
 COPY --chown=airflow: jobs /opt/boardstream/jobs
 COPY --chown=airflow: dags /opt/boardstream/dags
 COPY --chown=airflow: plugins /opt/boardstream/plugins
 RUN pip install --no-cache-dir --no-deps -e /opt/boardstream
+RUN python -m boardstream.spark.distribution
 COPY --from=jars --chown=airflow: /jars/spark-kafka /opt/boardstream/jars/spark-kafka
 ENV BOARDSTREAM_VAR_DIR=/opt/boardstream/var \
     BOARDSTREAM_JAR_CACHE=/opt/boardstream/jars \

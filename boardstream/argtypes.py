@@ -7,12 +7,16 @@ import argparse
 from boardstream.durations import parse_ms
 
 
-def count(text: str) -> int:
-    """argparse type: a whole number >= 0, with an error that names the bad value."""
+def _whole(text: str) -> int:
     try:
-        value = int(text.replace("_", ""))
+        return int(text.replace("_", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def count(text: str) -> int:
+    """argparse type: a whole number >= 0, with an error that names the bad value."""
+    value = _whole(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
@@ -34,10 +38,18 @@ def ratio(text: str) -> float:
 
 def positive(text: str) -> int:
     """A whole number > 0."""
-    value = count(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be > 0, got 0")
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
     return value
+
+
+def config_entry(text: str) -> tuple[str, str]:
+    """argparse type: one ``KEY=VALUE`` topic config (the value may be empty, the key not)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
 
 
 def duration_ms(text: str) -> int:

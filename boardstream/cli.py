@@ -13,15 +13,25 @@ import sys
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
 from boardstream.aggregations.presets import PRESETS
-from boardstream.argtypes import count, duration_ms, fraction, positive, positive_number, ratio
+from boardstream.argtypes import (
+    config_entry,
+    count,
+    duration_ms,
+    fraction,
+    positive,
+    positive_number,
+    ratio,
+)
 from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.settings import Settings
+from boardstream.spark.submit import JOBS
 
 
 def _setup(args: argparse.Namespace, settings: Settings) -> int:
@@ -49,11 +59,33 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
 
 def _topics(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.kafka.clients import admin_client
-    from boardstream.kafka.topics import create_topics, describe_topics, platform_topics
+    from boardstream.kafka.topics import (
+        TopicSpec,
+        create_topics,
+        describe_topics,
+        platform_topics,
+    )
 
+    if (args.partitions or args.config) and not (args.action == "create" and args.topic):
+        raise BoardstreamError("--partitions and --config need `topics create --topic NAME`")
+    config: dict[str, str] = {}
+    for key, value in args.config or []:
+        if key in config:
+            raise BoardstreamError(f"--config {key} given twice")
+        config[key] = value
     admin = admin_client(settings)
     specs = platform_topics(settings)
     if args.action == "create":
+        if args.topic:
+            specs = [
+                TopicSpec(
+                    name,
+                    args.partitions or settings.topic_partitions(name),
+                    settings.replication_factor,
+                    config,
+                )
+                for name in args.topic
+            ]
         for result in create_topics(admin, settings, specs):
             print(result.line())
         return 0
@@ -120,13 +152,11 @@ def _aggregate(args: argparse.Namespace, settings: Settings) -> int:
 def _job(args: argparse.Namespace, settings: Settings) -> int:
     import subprocess
 
-    from boardstream.spark.submit import JOBS, submit_command, submit_env
+    from boardstream.spark.submit import submit_command, submit_env
 
     if args.action == "list":
         print("\n".join(sorted(JOBS)))
         return 0
-    if not args.name:
-        raise BoardstreamError(f"job run needs a job name: {', '.join(sorted(JOBS))}")
     job_args = args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
     command = submit_command(settings, args.name, job_args)
     return subprocess.run(command, env={**os.environ, **submit_env()}, check=False).returncode
@@ -264,8 +294,16 @@ def _generator_arguments(
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad flags are user errors like any other: one line naming the problem, exit 2 (argparse
+    would print the whole usage first). Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="boardstream", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="boardstream", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -280,9 +318,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stack.set_defaults(run=_stack)
 
-    topics = commands.add_parser("topics", help="create or describe the platform's topics")
+    topics = commands.add_parser(
+        "topics",
+        help="create or describe topics (by default the platform's)",
+        description="create without --topic creates the platform's topics; with --topic it "
+        "creates that topic (repeatable), e.g. topics create --topic orders --partitions 6 "
+        "--config cleanup.policy=compact --config retention.ms=86400000",
+    )
     topics.add_argument("action", choices=["create", "describe"])
-    topics.add_argument("--topic", action="append", help="describe only this topic (repeatable)")
+    topics.add_argument(
+        "--topic", action="append", help="create or describe only this topic (repeatable)"
+    )
+    topics.add_argument(
+        "--partitions",
+        type=positive,
+        help="partitions of the topics --topic creates (default: BOARDSTREAM_PARTITIONS)",
+    )
+    topics.add_argument(
+        "--config",
+        type=config_entry,
+        action="append",
+        metavar="KEY=VALUE",
+        help="a topic config of the topics --topic creates (repeatable)",
+    )
     topics.add_argument("--all-configs", action="store_true", help="also print default configs")
     topics.set_defaults(run=_topics)
 
@@ -316,10 +374,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a Spark job with spark-submit (arguments after -- go to the job)",
         description="e.g. boardstream job run board-detail-join -- --trigger continuous",
     )
-    job.add_argument("action", choices=["run", "list"])
-    job.add_argument("name", nargs="?", help="the job (see `boardstream job list`)")
-    job.add_argument("job_args", nargs=argparse.REMAINDER, help="the job's own arguments")
     job.set_defaults(run=_job)
+    job_actions = job.add_subparsers(dest="action", required=True, metavar="ACTION")
+    job_actions.add_parser("list", help="print the jobs")
+    job_run = job_actions.add_parser(
+        "run",
+        help="run one job under spark-submit",
+        description="Runs JOB under spark-submit with the Kafka connector from the local jar\n"
+        "cache and the master from the settings; arguments after -- go to the job.",
+        epilog="jobs:\n"
+        + "".join(f"  {name}\n" for name in sorted(JOBS))
+        + "\ne.g. boardstream job run board-detail-join -- --trigger continuous",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    job_run.add_argument("name", metavar="JOB", choices=sorted(JOBS), help="the job to run")
+    job_run.add_argument("job_args", nargs=argparse.REMAINDER, help="the job's own arguments")
 
     compaction = commands.add_parser(
         "compaction",

@@ -42,7 +42,8 @@ def isolated_settings(var_dir: Path, **overrides: object) -> Settings:
 def cli(
     settings, *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """Run the `boardstream` command as a user would, against the stack of ``settings``."""
+    """Run the `boardstream` command as a user would (the venv's console script), against the
+    stack of ``settings``."""
     env = {
         **os.environ,
         "BOARDSTREAM_VAR_DIR": str(settings.var_dir),
@@ -54,7 +55,7 @@ def cli(
         **(extra_env or {}),
     }
     return subprocess.run(
-        [sys.executable, "-m", "boardstream.cli", *args],
+        [str(Path(sys.executable).parent / "boardstream"), *args],
         capture_output=True,
         text=True,
         env=env,

@@ -81,7 +81,9 @@ def create_topics(
         else {}
     )
     for spec in specs:
+        others = sorted((k, v) for k, v in spec.config.items() if k != "cleanup.policy")
         detail = f"{spec.partitions} partitions, {spec.config.get('cleanup.policy', 'delete')}"
+        detail += "".join(f", {name}={value}" for name, value in others)
         if spec.name in futures:
             try:
                 futures[spec.name].result()

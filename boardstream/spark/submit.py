@@ -13,6 +13,7 @@ from pathlib import Path
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.spark import distribution
 from boardstream.stack import jars
 
 JOBS = {
@@ -33,10 +34,9 @@ def application(job: str) -> Path:
 
 
 def spark_home() -> Path:
-    """The pyspark package is a complete Spark distribution (bin/, jars/)."""
-    import pyspark
-
-    return Path(pyspark.__file__).parent
+    """The pyspark package is a complete Spark distribution (bin/, jars/); refused when its
+    Python files and its jars are different Spark versions, before spark-submit starts."""
+    return distribution.require()
 
 
 def submit_env(settings: Settings | None = None) -> dict[str, str]:

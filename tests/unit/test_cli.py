@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from boardstream.cli import main
+from boardstream.spark.submit import JOBS
 
 
 @pytest.mark.parametrize(
@@ -36,3 +41,31 @@ def test_bad_setting_names_the_env_var(monkeypatch, capsys) -> None:
     monkeypatch.setenv("BOARDSTREAM_PARTITIONS", "zero")
     assert main(["stack", "status"]) == 2
     assert "BOARDSTREAM_PARTITIONS" in capsys.readouterr().err
+
+
+def boardstream(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a user runs it."""
+    command = [str(Path(sys.executable).parent / "boardstream"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_job_run_help_lists_the_jobs_and_usage() -> None:
+    result = boardstream("job", "run", "--help")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("usage: boardstream job run [-h] JOB ...\n")
+    assert result.stdout.endswith(
+        "jobs:\n"
+        + "".join(f"  {name}\n" for name in sorted(JOBS))
+        + "\ne.g. boardstream job run board-detail-join -- --trigger continuous\n"
+    )
+    assert len(JOBS) == 7
+
+
+def test_an_unknown_job_is_one_line() -> None:
+    result = boardstream("job", "run", "board-detail-joint")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "boardstream job run: error: argument JOB: invalid choice: 'board-detail-joint' (choose "
+        "from 'board-detail-join', 'board-detail-repair', 'board-detail-sink', 'reconcile', "
+        "'session-count', 'table-count', 'window-count') (see boardstream job run --help)\n"
+    )

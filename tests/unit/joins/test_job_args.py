@@ -14,7 +14,10 @@ from boardstream.sink.job import main as sink_main
         (["--join-mode", "newest"], "invalid choice: 'newest'"),
         (["--unmatched-timeout", "soon"], "expected a duration like 500ms"),
         (["--state-buckets", "0"], "argument --state-buckets: must be > 0, got 0"),
-        (["--max-pending-per-member", "-1"], "argument --max-pending-per-member: must be >= 0"),
+        (
+            ["--max-pending-per-member", "-1"],
+            "argument --max-pending-per-member: must be > 0, got -1",
+        ),
         (["--trigger", "once"], "invalid choice: 'once'"),
     ],
 )
