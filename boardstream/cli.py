@@ -233,6 +233,12 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
         )
     else:
         job, job_args = "reconcile", []
+        job_args += [
+            "--stall-after",
+            args.stall_after,
+            "--unmatched-timeout",
+            args.unmatched_timeout,
+        ]
     for flag in ("join_checkpoint", "sink_checkpoint"):
         if getattr(args, flag):
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
@@ -435,6 +441,16 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile = commands.add_parser(
         "reconcile",
         help="prove board-detail and board_detail hold every source board (exit 1 if not)",
+    )
+    reconcile.add_argument(
+        "--stall-after",
+        default="20m",
+        help="input waiting longer than this is a stalled job (default: twice the schedule)",
+    )
+    reconcile.add_argument(
+        "--unmatched-timeout",
+        default="10m",
+        help="the join's unmatched timeout: boards waiting past it plus the stall age are overdue",
     )
     repair = commands.add_parser(
         "repair", help="re-join what a reconciliation run found missing, then reconcile again"
