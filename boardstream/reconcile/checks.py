@@ -149,7 +149,7 @@ def reconcile(
         {
             "source": readers.sources(topic(board)),
             "joined": details.select(
-                "board_id", "source_partition", "source_offset", "board_digest"
+                "board_id", "source_partition", "source_offset", "board_digest", "digest"
             ),
             "unmatched": readers.unmatched(topic(settings.unmatched_topic)),
             "dead_lettered": readers.dead_letters(dead_letters, board),

@@ -31,21 +31,26 @@ HOLDERS = ("source", *OUTCOMES)
 
 
 def ledger(holders: dict[str, DataFrame]) -> DataFrame:
-    """Every record of every holder (holder, board_id, source position, board_digest where the
-    holder has the board's fields), with how many records each holder has at its position
-    (``n_<holder>``), the source's board id and digest there, and whether the record is its
-    holder's first at that position."""
+    """Every record of every holder (holder, board_id, source position, and where the holder
+    has them the board fields' digest and the whole record's), with how many records each
+    holder has at its position (``n_<holder>``), the source's board id and digest there,
+    whether the record is its holder's first at that position, and how many different joined
+    records the position has."""
     holder = F.col("holder")
     position = Window.partitionBy("source_partition", "source_offset").orderBy("holder")
     whole = position.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    none = F.lit(None).cast("bigint").alias("board_digest")
+
+    def column(frame: DataFrame, name: str) -> Column | str:
+        return name if name in frame.columns else F.lit(None).cast("bigint").alias(name)
+
     tagged = [
         frame.select(
             F.lit(name).alias("holder"),
             "board_id",
             "source_partition",
             "source_offset",
-            "board_digest" if "board_digest" in frame.columns else none,
+            column(frame, "board_digest"),
+            column(frame, "digest"),
         )
         for name, frame in holders.items()
     ]
@@ -63,6 +68,10 @@ def ledger(holders: dict[str, DataFrame]) -> DataFrame:
         F.max(F.when(holder == "source", F.col("board_id"))).over(whole).alias("source_board"),
         F.max(F.when(holder == "source", F.col("board_digest"))).over(whole).alias("source_digest"),
         (~F.lag("holder").over(position).eqNullSafe(holder)).alias("first"),
+        # Replays of a join are exact copies: distinct joined contents at one position are not.
+        F.size(F.collect_set(F.when(holder == "joined", F.col("digest"))).over(whole)).alias(
+            "joined_versions"
+        ),
     )
 
 
@@ -81,7 +90,9 @@ def checks(
     if later_batch:  # a board pending in the snapshot's state may be resolved since
         held = F.when(waiting & (held_by_outputs == 1), 1).otherwise(held)
     source = holder == "source"
-    single = source & read & (held == 1)
+    # Replays of a join are exact copies: different joined records at one position conflict.
+    conflict = (held > 1) | (F.col("joined_versions") > 1)
+    single = source & read & (held == 1) & ~conflict
     is_output = holder.isin("joined", "unmatched", "dead_lettered")
     # A source board below the topic's earliest offset was deleted by retention: its outputs
     # can no longer be checked against it, which is reported, not called extra.
@@ -106,12 +117,11 @@ def checks(
         "dead_lettered": single & (F.col("n_dead_lettered") > 0),
         "pending": single & waiting & (held_by_outputs == 0),
         "missing": source & read & (held == 0),
-        "conflicting": source & read & (held > 1),
+        "conflicting": source & read & conflict,
         "extra": (is_output | (holder == "pending"))
         & retained
-        & F.col("first")
-        & ((F.col("n_source") == 0) | other_board | (is_output & unread)),
+        & ((F.col("first") & ((F.col("n_source") == 0) | (is_output & unread))) | other_board),
         "altered_output": altered,
         "source_expired": is_output & ~retained & F.col("first"),
-        "topic_replays": is_output & ~F.col("first"),
+        "topic_replays": is_output & ~F.col("first") & ~other_board,
     }

@@ -11,6 +11,7 @@ from tests.adversarial.world import (
     failures,
     forge,
     reconcile,
+    records_of,
     source_position,
 )
 from tests.integration.pipeline import Pipeline
@@ -50,11 +51,32 @@ def test_detail_naming_no_source_board(fresh: Pipeline) -> None:
 
 
 def test_detail_naming_another_boards_position(fresh: Pipeline) -> None:
+    """The imposter is extra, and b2's position now holds two different joined records."""
     (b2,) = detail_records(fresh.settings, "b2")
     imposter = {**b2, "board_id": "imposter"}
     del imposter["detail_partition"], imposter["detail_offset"]
     forge(fresh.settings, fresh.settings.board_detail_topic, b"imposter", imposter)
-    assert failures(reconcile(fresh)) == {"extra": ["imposter"]}
+    assert failures(reconcile(fresh)) == {"extra": ["imposter"], "conflicting": ["b2"]}
+
+
+def test_a_second_different_join_of_one_board(fresh: Pipeline) -> None:
+    """A replay is an exact copy; a second record of the same board at the same position with
+    another member version (its profile consistent with that version) is not the join's."""
+    fresh.member(1, "m1-renamed", ts=NOW + 60, modified_at="2025-06-01T00:00:00")
+    (b1,) = detail_records(fresh.settings, "b1")
+    member_partition, member_offset, _ = records_of(
+        fresh.settings, fresh.settings.member_topic, "1"
+    )[-1]
+    forged = {k: v for k, v in b1.items() if k not in ("detail_partition", "detail_offset")}
+    forged.update(
+        nickname="m1-renamed",
+        member_modified_at="2025-06-01T00:00:00",
+        member_partition=member_partition,
+        member_offset=member_offset,
+    )
+    forge(fresh.settings, fresh.settings.board_detail_topic, b"b1", forged)
+    fresh.join()  # the join reads the member update too: nothing of its own changes
+    assert failures(reconcile(fresh)) == {"conflicting": ["b1"]}
 
 
 def test_dead_letter_for_a_joined_board(fresh: Pipeline) -> None:
@@ -97,9 +119,15 @@ def test_output_for_a_board_the_join_has_not_read(fresh: Pipeline) -> None:
     """No later join batch has begun, so nothing the join wrote can name an unread board."""
     board(fresh, "early", 1, NOW + 50)
     partition, offset = source_position(fresh.settings, "early")
-    (b5,) = detail_records(fresh.settings, "b5")
-    forged = {k: v for k, v in b5.items() if k not in ("detail_partition", "detail_offset")}
-    forged.update(board_id="early", board_partition=partition, board_offset=offset)
+    (b1,) = detail_records(fresh.settings, "b1")  # member 1's profile, as early names it
+    forged = {k: v for k, v in b1.items() if k not in ("detail_partition", "detail_offset")}
+    forged.update(
+        board_id="early",
+        title="title early",
+        created_ts=NOW + 50,
+        board_partition=partition,
+        board_offset=offset,
+    )
     forge(fresh.settings, fresh.settings.board_detail_topic, b"early", forged)
     result = reconcile(fresh)
     assert failures(result) == {"extra": ["early"]}

@@ -1,5 +1,6 @@
-"""Does the fault suite catch what it guards against? Each mutant is a deliberately broken copy
-of the code (the kind of bug a loader really gets); the kill scenario must fail on it.
+"""Do the suites catch what they guard against? Each mutant is a deliberately broken copy of the
+code (the kind of bug a loader or a checker really gets); its scenario (the kill scenario for
+the loaders, an adversarial test for the verdict) must fail on it.
 
     .venv/bin/python -m tests.faults.mutants            # every mutant, a few minutes each
     .venv/bin/python -m tests.faults.mutants --only plain-insert
@@ -32,6 +33,7 @@ class Mutant:
     name: str
     bug: str
     edits: dict[str, list[tuple[str, str]]]  # file -> (original text, broken text)
+    scenario: str = SCENARIO
 
 
 MUTANTS = (
@@ -65,6 +67,46 @@ MUTANTS = (
             ]
         },
     ),
+    Mutant(
+        "balance-ignores-conflicts",
+        "a position held by two outcomes counts as accounted for (source = joined + dead, PASSED)",
+        {
+            "boardstream/reconcile/positions.py": [
+                (
+                    'conflict = (held > 1) | (F.col("joined_versions") > 1)',
+                    "conflict = F.lit(False)",
+                )
+            ]
+        },
+        "tests/adversarial/test_topic_tampering.py::test_dead_letter_for_a_joined_board",
+    ),
+    Mutant(
+        "rows-checked-by-board-only",
+        "a table row is compared with its board's newest record by content, not by the "
+        "position it claims",
+        {
+            "boardstream/reconcile/table_checks.py": [
+                (
+                    '[F.col(f"row_{c}") == F.col(f"newest_{c}") for c in (*_POSITION, "digest")],',
+                    '[F.col(f"row_{c}") == F.col(f"newest_{c}") for c in ("digest",)],',
+                ),
+            ]
+        },
+        "tests/adversarial/test_table_tampering.py::test_row_claiming_a_position_that_does_not_exist",
+    ),
+    Mutant(
+        "no-liveness",
+        "a stalled job is not a finding: its waiting boards are only not yet read",
+        {
+            "boardstream/reconcile/checks.py": [
+                (
+                    'found["stalled"] = Finding(len(stalls), stalls)',
+                    'found["stalled"] = Finding(0, [])',
+                )
+            ]
+        },
+        "tests/adversarial/test_liveness.py::test_a_join_that_stopped_reading_is_stalled",
+    ),
 )
 
 
@@ -95,7 +137,7 @@ def run_scenario(mutant: Mutant) -> tuple[bool, str, float]:
         env = {**os.environ, "PYTHONPATH": str(tree)}
         began = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", SCENARIO],
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", mutant.scenario],
             cwd=tree,
             env=env,
             capture_output=True,
