@@ -115,6 +115,12 @@ class Settings(BaseSettings):
         return self.security_protocol.endswith("SSL")
 
     @property
+    def join_tick_topic(self) -> str:
+        """The join's internal tick topic: one record before each available-now run gives the
+        run a data batch, in which expired unmatched timers fire (see joins/job.py)."""
+        return f"{self.board_topic}-join-tick"
+
+    @property
     def database(self) -> str:
         """The SQLAlchemy URL actually used (the SQLite default lives under ``var_dir``)."""
         return self.database_url or f"sqlite:///{self.var_dir / 'boardstream.db'}"

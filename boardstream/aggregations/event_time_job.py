@@ -42,6 +42,7 @@ from boardstream.aggregations.output import (
     DLQ,
     OUTPUT,
     OUTPUT_DDL,
+    dlq_topic,
     kafka_rows,
     split_batch,
     start_output,
@@ -158,7 +159,9 @@ def event_time_output(
             timeMode="None",
         )
     )
-    return kafka_rows(counted, config.output_topic, config.dlq_topic or settings.dlq_topic)
+    return kafka_rows(
+        counted, config.output_topic, dlq_topic(config.output_topic, config.dlq_topic)
+    )
 
 
 def start_event_time_count(

@@ -1,5 +1,10 @@
 """Where aggregation results go: a compacted topic keyed by group with JSON values, and dead
-letters to the DLQ topic, both from the processor's (route, key, value) rows."""
+letters to the job's DLQ topic, both from the processor's (route, key, value) rows.
+
+Each job's DLQ is by default its own, ``<output topic>-dlq`` (:func:`dlq_topic`), created with
+the output topic: the join's ``board-dlq`` is what reconciliation accounts boards against, and
+an aggregation's rejects (of ``board`` records, too) must not read as the join's.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from boardstream import dead_letters
 from boardstream.aggregations import source
 from boardstream.kafka.clients import admin_client
+from boardstream.kafka.limits import require_fit, spark_producer_limit
 from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.settings import Settings
 from boardstream.spark import streaming
@@ -44,12 +51,35 @@ def kafka_rows(results: DataFrame, output_topic: str, dlq_topic: str) -> DataFra
     )
 
 
-def create_output_topic(settings: Settings, topic: str) -> None:
-    """Compacted: a reader restoring the results replays about one record per group."""
-    spec = TopicSpec(
-        topic, settings.partitions, settings.replication_factor, {"cleanup.policy": "compact"}
+def dlq_topic(output_topic: str, chosen: str | None) -> str:
+    """The job's DLQ: ``--dlq-topic`` if given, else ``<output topic>-dlq``."""
+    return chosen or f"{output_topic}-dlq"
+
+
+def create_output_topics(settings: Settings, output_topic: str, dlq: str) -> None:
+    """The output compacted (a reader restoring the results replays about one record per
+    group), the DLQ a stream; then check a dead letter fits the DLQ and the producer."""
+    specs = [
+        TopicSpec(
+            output_topic,
+            settings.partitions,
+            settings.replication_factor,
+            {"cleanup.policy": "compact"},
+        ),
+        TopicSpec(
+            dlq, settings.partitions, settings.replication_factor, {"cleanup.policy": "delete"}
+        ),
+    ]
+    admin = admin_client(settings)
+    create_topics(admin, settings, specs)
+    largest = dead_letters.largest_dead_letter(dead_letters.DEFAULT_PREFIX_BYTES)
+    what = f"a dead letter (keeping up to {dead_letters.DEFAULT_PREFIX_BYTES:,} bytes of a record)"
+    require_fit(
+        admin,
+        settings,
+        spark_producer_limit(settings.to_spark_kafka_options()),
+        {dlq: (largest, what)},
     )
-    create_topics(admin_client(settings), settings, [spec])
 
 
 class OutputConfig(Protocol):
@@ -74,7 +104,9 @@ def start_output(
 ) -> StreamingQuery:
     """What every aggregation's start shares: its compacted output topic, timers fired in
     no-data batches, and a checkpoint tied to the source, output, DLQ and job ``identity``."""
-    create_output_topic(settings, config.output_topic)
+    create_output_topics(
+        settings, config.output_topic, dlq_topic(config.output_topic, config.dlq_topic)
+    )
     streaming.configure_no_data_batches(spark, config.trigger)
     return streaming.start_to_kafka(
         rows(),

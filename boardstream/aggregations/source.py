@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from boardstream.dead_letters import envelope
+from boardstream.dead_letters import DEFAULT_PREFIX_BYTES, envelope, key_prefix
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 
@@ -72,8 +72,8 @@ def parse(raw: DataFrame, options: SourceOptions) -> DataFrame:
         F.when(~invalid, event_ms).otherwise(F.lit(0)).alias("event_ms"),
         F.col("partition"),
         F.col("offset"),
-        F.when(invalid, F.base64("key")).alias("dead_key"),
-        F.when(invalid, envelope(F.col("error"))).alias("dead_letter"),
+        F.when(invalid, F.base64(key_prefix(DEFAULT_PREFIX_BYTES))).alias("dead_key"),
+        F.when(invalid, envelope(F.col("error"), DEFAULT_PREFIX_BYTES)).alias("dead_letter"),
     )
 
 
@@ -92,7 +92,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-topic", required=True, help="compacted, keyed by group")
     parser.add_argument("--value-field", type=field_name, help="JSON field instead of the value")
     parser.add_argument("--time-field", type=field_name, help="JSON field instead of record time")
-    parser.add_argument("--dlq-topic", help="default: BOARDSTREAM_DLQ_TOPIC")
+    parser.add_argument("--dlq-topic", help="default: <output topic>-dlq")
 
 
 def options_from_args(args: argparse.Namespace) -> SourceOptions:

@@ -31,6 +31,7 @@ from boardstream.aggregations import source
 from boardstream.aggregations.holdings import ARRIVAL, ORDERS, Holding, retarget
 from boardstream.aggregations.output import (
     OUTPUT_DDL,
+    dlq_topic,
     kafka_rows,
     split_batch,
     start_output,
@@ -129,7 +130,9 @@ def table_count_output(
             timeMode="ProcessingTime" if config.state_ttl_ms else "None",
         )
     )
-    return kafka_rows(counted, config.output_topic, config.dlq_topic or settings.dlq_topic)
+    return kafka_rows(
+        counted, config.output_topic, dlq_topic(config.output_topic, config.dlq_topic)
+    )
 
 
 def start_table_count(

@@ -3,11 +3,20 @@
 One Kafka source reads both topics, so one checkpoint tracks both. Records are parsed on the
 JVM; malformed ones go straight to the DLQ, the rest are grouped by member_id into
 :class:`~boardstream.joins.processor.BoardMemberJoin` on the RocksDB state store.
+
+The source also reads the tick topic (``<board topic>-join-tick``). Unmatched timeouts are
+processing-time timers, and an available-now run has no no-data batches (it could not finish
+otherwise), so timers fire only in a batch with data: a quiet input would keep a board of a
+deleted member pending through every run. Each available-now run therefore first writes one
+tick record (acks=all), which makes its first batch a data batch; Spark fires every key's
+expired timers in each batch, and the tick rows themselves emit nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,15 +25,28 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from boardstream import dead_letters
 from boardstream.argtypes import duration_ms, positive
+from boardstream.errors import BoardstreamError
 from boardstream.joins import schema
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
 from boardstream.joins.parse import parse, routed
-from boardstream.joins.processor import DEAD_LETTER_BUCKET, OUTPUT_DDL, BucketedMemberJoin
+from boardstream.joins.processor import (
+    DEAD_LETTER_BUCKET,
+    OUTPUT_DDL,
+    TICK_BUCKET,
+    BucketedMemberJoin,
+)
+from boardstream.kafka.clients import DeliveryErrors, admin_client, reliable_producer
+from boardstream.kafka.limits import require_fit, spark_producer_limit
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 
 QUERY_NAME = "board-detail-join"
+# A joined or unmatched record holds at most one board's and one member's text (parsing keeps
+# strings as they are and to_json escapes no more than valid input JSON must), plus field
+# names, provenance numbers, the key (an id of up to 64 characters) and Kafka's framing.
+OUTPUT_OVERHEAD_BYTES = 4_096
 
 
 @dataclass(frozen=True)
@@ -48,12 +70,19 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
     raw = streaming.kafka_stream(
         spark,
         settings,
-        [settings.member_topic, settings.board_topic],
+        [settings.member_topic, settings.board_topic, settings.join_tick_topic],
         config.max_offsets_per_trigger,
     )
-    parsed = parse(raw, settings.member_topic, settings.board_topic, config.max_record_bytes)
+    parsed = parse(
+        raw,
+        settings.member_topic,
+        settings.board_topic,
+        config.max_record_bytes,
+        tick_topic=settings.join_tick_topic,
+    )
     bucket = (
         F.when(F.col("dead_letter").isNotNull(), F.lit(DEAD_LETTER_BUCKET))
+        .when(F.col("kind") == "tick", F.lit(TICK_BUCKET))
         .otherwise(F.pmod(F.xxhash64("member_id"), F.lit(config.state_buckets)))
         .cast("int")
     )
@@ -86,8 +115,46 @@ def kafka_rows(joined: DataFrame, settings: Settings) -> DataFrame:
     )
 
 
+def require_output_fits(settings: Settings, config: JoinJobConfig) -> None:
+    """Refuse to start if a dead letter or a joined record could exceed the producer's or its
+    topic's size limit (it would fail its batch on every run)."""
+    bound = config.max_record_bytes
+    joined = 2 * bound + OUTPUT_OVERHEAD_BYTES
+    inputs = f"a board and a member of up to --max-record-bytes {bound:,} each"
+    require_fit(
+        admin_client(settings),
+        settings,
+        spark_producer_limit(settings.to_spark_kafka_options()),
+        {
+            settings.dlq_topic: (
+                dead_letters.largest_dead_letter(bound),
+                f"a dead letter (keeping up to --max-record-bytes {bound:,} of key and value)",
+            ),
+            settings.board_detail_topic: (joined, f"a joined record ({inputs})"),
+            settings.unmatched_topic: (joined, f"an unmatched record ({inputs})"),
+        },
+    )
+
+
+def send_tick(settings: Settings) -> None:
+    """One record on the tick topic, acknowledged by all replicas before the run starts, so the
+    run's first micro-batch has data and fires the timers that expired since the last run."""
+    errors = DeliveryErrors()
+    producer = reliable_producer(settings, on_delivery=errors)
+    tick = json.dumps({"query": QUERY_NAME, "at_ms": int(time.time() * 1000)})
+    producer.produce(settings.join_tick_topic, tick.encode())
+    if producer.flush(settings.connect_timeout_s * 3) or errors.count:
+        raise BoardstreamError(
+            f"could not write the tick to {settings.join_tick_topic}: "
+            f"{errors.first or 'timeout'} (`boardstream topics create` creates the topic)"
+        )
+
+
 def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:
+    require_output_fits(settings, config)
     streaming.configure_no_data_batches(spark, config.trigger)
+    if config.trigger == streaming.AVAILABLE_NOW:
+        send_tick(settings)
     return streaming.start_to_kafka(
         join_output(spark, settings, config),
         settings,
@@ -96,6 +163,9 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         config.trigger,
         config.interval,
         {
+            # The tick topic is not listed: it is named after the board topic and holds no
+            # data, so a checkpoint from before it existed resumes (its partition is new to
+            # the source and read from the start).
             "sources": [settings.member_topic, settings.board_topic],
             "outputs": [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
             "state_buckets": config.state_buckets,

@@ -43,6 +43,8 @@ BUCKET_STATE_DDL = ", ".join(
 _WIDTHS = [len(columns) for _, columns in _TABLES]
 # Invalid records arrive in a bucket of their own and leave unchanged, as dead letters.
 DEAD_LETTER_BUCKET = -1
+# Tick records (see joins/job.py) only make a micro-batch happen: their bucket emits nothing.
+TICK_BUCKET = -2
 _DEAD = (("dead_key", "string"), ("dead_letter", "string"))
 OUTPUT_DDL = schema.ddl(schema.OUTPUT + _DEAD)
 OUTPUT_COLUMNS = schema.names(schema.OUTPUT + _DEAD)
@@ -85,6 +87,8 @@ class BucketedMemberJoin(StatefulProcessor):
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frames = list(rows)
+        if key[0] == TICK_BUCKET:
+            return
         if key[0] == DEAD_LETTER_BUCKET:
             blank = (None,) * (len(schema.OUTPUT) - 1)
             for frame in frames:

@@ -1,10 +1,56 @@
-"""Column layouts shared by the parser, the stateful processor and the outputs.
+"""The input contract and the column layouts shared by the parser, the stateful processor, the
+outputs and the ``board_detail`` table.
 
-The processor's state and output are tuples/rows in exactly these orders, so they are written
-once here and turned into Spark DDL by :func:`ddl`.
+:data:`BOARD_FIELDS` and :data:`MEMBER_FIELDS` are the contract of a record's JSON value: what
+:mod:`boardstream.joins.parse` accepts (anything else is a dead letter naming the field and the
+problem), and what the table's columns are sized from (:data:`BOARD_ID_MAX_CHARS`), so a record
+the join accepts is one the table can hold. The processor's state and output are tuples/rows in
+exactly the orders below, written once here and turned into Spark DDL by :func:`ddl`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+TEXT, INT64, TIMESTAMP = "text", "int64", "timestamp"
+# Text the table stores as VARCHAR(n) (PostgreSQL counts characters, i.e. code points): a longer
+# id must be stopped at the join, or the sink fails on it.
+BOARD_ID_MAX_CHARS = 64
+# PostgreSQL's text types cannot hold U+0000, so no text field may contain it.
+FORBIDDEN_CHAR = "\u0000"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a JSON value. ``text``: a JSON string (no U+0000), ``min_chars`` to
+    ``max_chars`` code points; ``int64``: a JSON integer literal (no quotes, fraction or
+    exponent) from -2**63 to 2**63 - 1; ``timestamp``: a JSON string Spark reads as a timestamp
+    (ISO 8601). An optional field may be absent or null; unknown fields are ignored."""
+
+    name: str
+    kind: str
+    required: bool
+    min_chars: int = 0
+    max_chars: int | None = None
+
+
+BOARD_FIELDS = (
+    Field("id", TEXT, required=True, min_chars=1, max_chars=BOARD_ID_MAX_CHARS),
+    Field("member_id", INT64, required=True),
+    Field("title", TEXT, required=False),
+    Field("body", TEXT, required=False),
+    Field("created_ts", INT64, required=True),  # epoch milliseconds: the board's event time
+    Field("created_at", TEXT, required=False),
+    Field("modified_at", TEXT, required=False),
+)
+MEMBER_FIELDS = (
+    Field("member_id", INT64, required=True),  # must equal the record key
+    Field("nickname", TEXT, required=False),
+    Field("city", TEXT, required=False),
+    Field("phone", TEXT, required=False),
+    Field("created_at", TEXT, required=False),
+    Field("modified_at", TIMESTAMP, required=True),  # the member version's event time
+)
 
 # One parsed, valid input record of either topic, as the processor receives it.
 INPUT = (

@@ -37,7 +37,8 @@ class TopicSpec:
 
 def platform_topics(settings: Settings) -> list[TopicSpec]:
     """``member`` is a table (compacted: latest profile per key, null deletes); the rest are
-    streams."""
+    streams. The join's tick topic carries no data, only a record per available-now run: one
+    partition, kept a day."""
     stream = {"cleanup.policy": "delete"}
     kinds = [
         (settings.member_topic, {"cleanup.policy": "compact"}),
@@ -46,10 +47,12 @@ def platform_topics(settings: Settings) -> list[TopicSpec]:
         (settings.unmatched_topic, stream),
         (settings.dlq_topic, stream),
     ]
-    return [
+    specs = [
         TopicSpec(name, settings.topic_partitions(name), settings.replication_factor, dict(config))
         for name, config in kinds
     ]
+    tick = {"cleanup.policy": "delete", "retention.ms": str(24 * 3600 * 1000)}
+    return [*specs, TopicSpec(settings.join_tick_topic, 1, settings.replication_factor, tick)]
 
 
 @dataclass(frozen=True)

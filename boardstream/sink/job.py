@@ -3,28 +3,31 @@
 A streaming query over ``board-detail`` whose ``foreachBatch`` upserts each micro-batch in one
 transaction. Offsets are committed to the checkpoint only after the transaction, so a crash
 replays the batch, and the upsert makes the replay harmless. A record that is not a valid detail
-goes to the DLQ, never silently away.
+goes to the DLQ, never silently away; so does one the database rejects (see
+:meth:`BatchWriter.upsert_isolating`), or the batch would fail on it forever.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+import sqlalchemy as sa
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from sqlalchemy import make_url
+from sqlalchemy.exc import DataError, IntegrityError
 
-from boardstream import database
+from boardstream import database, dead_letters
 from boardstream.errors import BoardstreamError
 from boardstream.failpoints import failpoint
 from boardstream.joins import schema
-from boardstream.kafka.clients import DeliveryErrors, reliable_producer
+from boardstream.kafka.clients import DeliveryErrors, admin_client, client_config, reliable_producer
+from boardstream.kafka.limits import librdkafka_producer_limit, require_fit
 from boardstream.settings import Settings
 from boardstream.sink import table
 from boardstream.spark import streaming
@@ -32,6 +35,7 @@ from boardstream.spark.checkpoint_guard import guard_checkpoint
 
 QUERY_NAME = "board-detail-sink"
 DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
+_CORRUPT = "_boardstream_corrupt_record"  # from_json's column for text that is not JSON
 
 
 @dataclass(frozen=True)
@@ -46,12 +50,65 @@ class SinkJobConfig:
         return self.checkpoint or settings.checkpoints / QUERY_NAME
 
 
+def _table_error(detail: Column) -> Column:
+    """Why a parsed record cannot be a ``board_detail`` row, from the table's own columns
+    (NOT NULL, VARCHAR lengths, no U+0000 in text), or null. SQLite enforces none of the
+    lengths, PostgreSQL fails the whole statement on one: checking first keeps the two alike
+    and costs no database round trip."""
+    not_json = detail.isNull() | detail[_CORRUPT].isNotNull()
+    checks = [(not_json, F.lit("not a board-detail record (not a JSON object)"))]
+    for column in table.board_detail.columns:
+        if column.name not in schema.names(schema.OUTPUT):
+            continue  # provenance of the load, not of the record
+        field = detail[column.name]
+        where = f"board_detail.{column.name}"
+        if not column.nullable:
+            checks.append((field.isNull(), F.lit(f"{where} is missing or null (NOT NULL)")))
+        if isinstance(column.type, sa.String):
+            checks.append(
+                (
+                    F.contains(field, F.lit(schema.FORBIDDEN_CHAR)),
+                    F.lit(f"{where} contains U+0000, which text columns cannot hold"),
+                )
+            )
+            if column.type.length is not None:
+                checks.append(
+                    (
+                        F.char_length(field) > column.type.length,
+                        F.concat(
+                            F.lit(f"{where} is "),
+                            F.char_length(field).cast("string"),
+                            F.lit(f" characters, the column holds {column.type.length}"),
+                        ),
+                    )
+                )
+    error = F.lit(None).cast("string")
+    for condition, message in reversed(checks):
+        error = F.when(condition, message).otherwise(error)
+    return error
+
+
 def detail_rows(raw: DataFrame) -> DataFrame:
-    parsed = F.from_json(F.col("value").cast("string"), DETAIL_SCHEMA)
-    return raw.select(
+    """``board-detail`` Kafka rows → the table's columns, plus ``error`` and, for a record the
+    table cannot take, its dead letter (``dead_letter``)."""
+    parsed = F.from_json(
+        F.col("value").cast("string"),
+        f"{DETAIL_SCHEMA}, `{_CORRUPT}` string",
+        {"columnNameOfCorruptRecord": _CORRUPT},
+    )
+    with_error = raw.withColumn("timestamp_ms", F.unix_millis(F.col("timestamp"))).withColumn(
+        "error", _table_error(parsed)
+    )
+    prefix = dead_letters.DEFAULT_PREFIX_BYTES
+    invalid = F.col("error").isNotNull()
+    return with_error.select(
         parsed.alias("d"),
         F.col("partition").alias("detail_partition"),
         F.col("offset").alias("detail_offset"),
+        "timestamp_ms",
+        "error",
+        F.when(invalid, dead_letters.key_prefix(prefix)).alias("dead_key"),
+        F.when(invalid, dead_letters.envelope(F.col("error"), prefix)).alias("dead_letter"),
         "key",
         "value",
     )
@@ -66,45 +123,114 @@ class BatchWriter:
         table.create(self.engine)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        valid = F.col("d.board_id").isNotNull() & F.col("d.member_id").isNotNull()
         columns = [c for c in table.COLUMNS if c not in ("detail_partition", "detail_offset")]
-        collected = batch.select(
-            valid.alias("valid"),
-            *[F.col(f"d.{c}").alias(c) for c in columns],
-            "detail_partition",
-            "detail_offset",
-            F.when(~valid, F.col("key")).alias("bad_key"),  # original bytes only when needed
-            F.when(~valid, F.col("value")).alias("bad_value"),
-        ).toArrow()
-        rows = collected.to_pylist()
-        table.upsert(self.engine, [r for r in rows if r["valid"]])
-        self._dead_letter([r for r in rows if not r["valid"]])
+        rows = (
+            batch.select(
+                *[F.col(f"d.{c}").alias(c) for c in columns],
+                "detail_partition",
+                "detail_offset",
+                "dead_key",
+                "dead_letter",
+            )
+            .toArrow()
+            .to_pylist()
+        )
+        letters = [(r["dead_key"], r["dead_letter"]) for r in rows if r["dead_letter"]]
+        valid = [{c: r[c] for c in table.COLUMNS} for r in rows if r["dead_letter"] is None]
+        rejected = self.upsert_isolating(valid)
+        letters += self._database_letters(batch, rejected)
+        self._dead_letter(letters)
         failpoint("sink.after_write")  # written, offsets not yet committed: a replay follows
 
-    def _dead_letter(self, invalid: list[dict]) -> None:
-        if not invalid:
+    def upsert_isolating(self, rows: list[dict]) -> dict[tuple[int, int], str]:
+        """Upsert ``rows``; return those the database refused (by position), with its error.
+
+        The batch is tried in one transaction. If the database rejects data (DataError,
+        IntegrityError: a value or constraint the checks above do not know), the rows are
+        split in halves, each retried in its own transaction, down to the single rows that
+        fail: k bad rows cost O(k log n) statements and every good row is written. Rows of
+        halves that succeed are committed before the batch ends; the upsert is idempotent, so
+        a replay after a crash rewrites them harmlessly. Any other error (the connection, the
+        server) fails the batch, so Spark retries it."""
+        rows = table.latest_per_board(rows)
+        try:
+            table.upsert(self.engine, rows)
+        except (DataError, IntegrityError) as error:
+            if len(rows) == 1:
+                position = (rows[0]["detail_partition"], rows[0]["detail_offset"])
+                return {position: f"database rejected the row: {error.orig}"}
+            half = len(rows) // 2
+            return self.upsert_isolating(rows[:half]) | self.upsert_isolating(rows[half:])
+        return {}
+
+    def _database_letters(
+        self, batch: DataFrame, rejected: dict[tuple[int, int], str]
+    ) -> list[tuple[bytes | None, str]]:
+        """Dead letters of the rows the database refused, built from their original bytes
+        (read again from the batch: only these few rows need them)."""
+        if not rejected:
+            return []
+        position = F.concat_ws(":", "detail_partition", "detail_offset")
+        wanted = [f"{p}:{o}" for p, o in rejected]
+        originals = batch.where(position.isin(wanted)).select(
+            "detail_partition", "detail_offset", "timestamp_ms", "key", "value"
+        )
+        prefix = dead_letters.DEFAULT_PREFIX_BYTES
+        return [
+            (
+                None if row.key is None else bytes(row.key)[:prefix],
+                dead_letters.envelope_json(
+                    rejected[(row.detail_partition, row.detail_offset)],
+                    self.settings.board_detail_topic,
+                    row.detail_partition,
+                    row.detail_offset,
+                    row.timestamp_ms,
+                    None if row.key is None else bytes(row.key),
+                    None if row.value is None else bytes(row.value),
+                    prefix,
+                ),
+            )
+            for row in originals.collect()
+        ]
+
+    def _dead_letter(self, letters: list[tuple[bytes | None, str]]) -> None:
+        if not letters:
             return
         errors = DeliveryErrors()
         producer = reliable_producer(self.settings, on_delivery=errors)
-        for row in invalid:
-            envelope = {
-                "error": "not a board-detail record (board_id or member_id missing)",
-                "source_topic": self.settings.board_detail_topic,
-                "partition": row["detail_partition"],
-                "offset": row["detail_offset"],
-                "key_base64": _b64(row["bad_key"]),
-                "value_base64": _b64(row["bad_value"]),
-            }
-            producer.produce(self.settings.dlq_topic, json.dumps(envelope), row["bad_key"])
+        for key, letter in letters:
+            producer.produce(self.settings.dlq_topic, letter.encode(), key)
         if producer.flush(self.settings.connect_timeout_s * 3) or errors.count:
-            raise BoardstreamError(f"dead-lettering board-detail records failed: {errors.first}")
+            raise BoardstreamError(
+                f"dead-lettering board-detail records failed: {errors.first or 'timeout'} "
+                f"(records: {', '.join(_named(letter) for _, letter in letters)[:2_000]})"
+            )
 
 
-def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode()
+def _named(letter: str) -> str:
+    """Where a dead letter's record came from, for an error message."""
+    fields = json.loads(letter)
+    return f"{fields['source_topic']}[{fields['partition']}]@{fields['offset']}"
+
+
+def require_dead_letters_fit(settings: Settings) -> None:
+    """Refuse to start if a dead letter could exceed the producer's or the DLQ's limit."""
+    prefix = dead_letters.DEFAULT_PREFIX_BYTES
+    require_fit(
+        admin_client(settings),
+        settings,
+        librdkafka_producer_limit(client_config(settings)),
+        {
+            settings.dlq_topic: (
+                dead_letters.largest_dead_letter(prefix),
+                f"a dead letter (keeping up to {prefix:,} bytes of a record)",
+            )
+        },
+    )
 
 
 def start_sink(spark: SparkSession, settings: Settings, config: SinkJobConfig) -> StreamingQuery:
+    require_dead_letters_fit(settings)
     checkpoint = config.checkpoint_dir(settings)
     # Another database on the same checkpoint would never receive the rows loaded before.
     database = make_url(settings.database).render_as_string(hide_password=True)

@@ -14,13 +14,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream.errors import BoardstreamError
+from boardstream.joins.schema import BOARD_ID_MAX_CHARS
 
 metadata = sa.MetaData()
 
 board_detail = sa.Table(
     "board_detail",
     metadata,
-    sa.Column("board_id", sa.String(64), primary_key=True),
+    # Sized by the join's contract: an id the join accepts is one this column holds.
+    sa.Column("board_id", sa.String(BOARD_ID_MAX_CHARS), primary_key=True),
     sa.Column("member_id", sa.BigInteger, nullable=False, index=True),
     sa.Column("nickname", sa.Text),
     sa.Column("city", sa.Text),

@@ -35,6 +35,6 @@ def test_pipeline_run_joins_loads_and_reconciles(pipeline: Pipeline) -> None:
     assert sorted(pipeline.detail()) == [f"p{i}" for i in range(8)]
     letters = pipeline.dead_letters()
     assert [(base64.b64decode(d["key_base64"]), d["error"]) for d in letters] == [
-        (b"broken", "not a JSON object")
+        (b"broken", "value is not valid JSON")
     ]
     assert run_dag("reconciliation.py", "reconciliation") == "success"

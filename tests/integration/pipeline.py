@@ -97,9 +97,10 @@ class Pipeline:
 
     # -- jobs -----------------------------------------------------------------------------
 
-    def join(self, **options: Any) -> None:
+    def join(self, max_record_bytes: int = JoinJobConfig.max_record_bytes, **options: Any) -> None:
         config = JoinJobConfig(
             options=JoinOptions(**options),
+            max_record_bytes=max_record_bytes,
             checkpoint=self.workdir / f"{self.settings.board_topic}-join",
             state_buckets=8,
         )

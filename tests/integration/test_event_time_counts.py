@@ -56,10 +56,9 @@ def results(pipeline: Pipeline, output: str) -> list[dict]:
     return sorted(found, key=lambda r: (r["group"], r.get("window_start", r.get("session_start"))))
 
 
-def late(pipeline: Pipeline) -> list[tuple[str, int]]:
-    letters = [
-        json.loads(v) for _, v in consume_all(pipeline.settings, pipeline.settings.dlq_topic)
-    ]
+def late(pipeline: Pipeline, output: str) -> list[tuple[str, int]]:
+    dlq = f"{pipeline.events}-{output}-dlq"  # the job's own DLQ by default
+    letters = [json.loads(v) for _, v in consume_all(pipeline.settings, dlq)]
     assert all(letter["error"].startswith("too late: ") for letter in letters)
     return [(letter["group"], (letter["event_ms"] - T0) // S) for letter in letters]
 
@@ -98,7 +97,8 @@ def test_windows_grace_lateness_retention_and_restart(pipeline) -> None:
     ]
     assert results(pipeline, "windows-stepped") == expected
     assert results(pipeline, "windows-once") == expected
-    assert late(pipeline) == [("a", 9), ("a", 9)]  # the stepped run's, then the single run's
+    # Each job dead-letters into its own <output>-dlq.
+    assert late(pipeline, "windows-stepped") == late(pipeline, "windows-once") == [("a", 9)]
 
     # a's windows are past their 30 s retention at stream time 41 s: gone from the state store.
     lines = list(state_report(pipeline.spark, pipeline.workdir / "windows-stepped"))
@@ -121,8 +121,9 @@ def test_sessions_merge_close_and_refuse_a_late_event(pipeline) -> None:
     assert results(pipeline, "sessions") == [
         {"group": "m", "session_start": T0, "session_end": T0 + 25 * S, "count": 4, "final": True}
     ]
-    assert late(pipeline) == [("m", 30)]
+    assert late(pipeline, "sessions") == [("m", 30)]
     keys = [key for key, _ in consume_all(pipeline.settings, f"{pipeline.events}-sessions")]
     assert keys == [f"m@{T0}".encode()]
-    [(key, value)] = consume_all(pipeline.settings, pipeline.settings.dlq_topic)
+    [(key, value)] = consume_all(pipeline.settings, f"{pipeline.events}-sessions-dlq")
+    assert consume_all(pipeline.settings, pipeline.settings.dlq_topic) == []  # not the join's
     assert key == b"m" and (json.loads(value)["partition"], json.loads(value)["offset"]) == (0, 6)

@@ -6,6 +6,7 @@ reason and its original bytes; parsing never raises, so the job never stops on a
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from datetime import UTC, datetime
 
@@ -15,6 +16,7 @@ from pyspark.sql import DataFrame
 
 from boardstream.aggregations.source import SourceOptions
 from boardstream.aggregations.source import parse as parse_source
+from boardstream.dead_letters import DEFAULT_PREFIX_BYTES
 from boardstream.joins.parse import parse, routed
 
 MEMBER, BOARD = "member", "board"
@@ -83,8 +85,10 @@ def raw_frame(spark, rows: list[tuple[bytes | None, bytes | None, str]]) -> Data
 
 
 def assert_dead_letter(
-    letter: str, key: bytes | None, value: bytes | None, topic: str, offset: int
+    letter: str, key: bytes | None, value: bytes | None, topic: str, offset: int, prefix: int
 ) -> None:
+    """The envelope names the record and keeps its bytes: whole within ``prefix``, else a
+    prefix with the full size and digest."""
     envelope = json.loads(letter)
     assert envelope["error"], envelope
     assert (envelope["source_topic"], envelope["partition"], envelope["offset"]) == (
@@ -92,12 +96,13 @@ def assert_dead_letter(
         0,
         offset,
     )
-    assert envelope.get("value_base64") == (
-        base64.b64encode(value).decode() if value is not None else None
-    )
-    assert envelope.get("key_base64") == (
-        base64.b64encode(key).decode() if key is not None else None
-    )
+    for name, data in (("key", key), ("value", value)):
+        kept = None if data is None else base64.b64encode(data[:prefix]).decode()
+        assert envelope[f"{name}_base64"] == kept
+        assert envelope[f"{name}_bytes"] == (None if data is None else len(data))
+        digest = None if data is None else hashlib.sha256(data).hexdigest()
+        assert envelope[f"{name}_sha256"] == digest
+    assert envelope["truncated"] is (max(len(key or b""), len(value or b"")) > prefix)
 
 
 @EXAMPLES
@@ -110,7 +115,7 @@ def test_join_parsing_accounts_for_every_record(spark, rows) -> None:
     assert [r.offset for r in out] == list(range(len(rows))), "each record exactly once"
     for row, (key, value, topic) in zip(out, rows, strict=True):
         if row.dead_letter is not None:
-            assert_dead_letter(row.dead_letter, key, value, topic, row.offset)
+            assert_dead_letter(row.dead_letter, key, value, topic, row.offset, MAX_BYTES)
             continue
         # Valid: everything the processor relies on is there and typed.
         assert row.member_id is not None
@@ -138,7 +143,8 @@ def test_aggregation_parsing_accounts_for_every_record(
     assert [r.offset for r in out] == list(range(len(rows))), "each record exactly once"
     for row, (key, value, topic) in zip(out, rows, strict=True):
         if row.dead_letter is not None:
-            assert_dead_letter(row.dead_letter, key, value, topic, row.offset)
+            prefix = DEFAULT_PREFIX_BYTES
+            assert_dead_letter(row.dead_letter, key, value, topic, row.offset, prefix)
         else:
             assert key is not None and row.entity == key.decode("utf-8", "replace")
             assert value is None or value_field is None or row.attribute is not None

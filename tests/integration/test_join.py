@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import time
 
 import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
+from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
-from tests.integration.pipeline import Pipeline, query
+from boardstream.kafka.clients import DeliveryErrors, admin_client
+from boardstream.kafka.limits import topic_message_limits
+from tests.integration.pipeline import Pipeline, consume_all, query
 
 T0 = int(time.time() * 1000)
 
@@ -103,18 +110,18 @@ def test_malformed_records_go_to_the_dlq_and_the_job_keeps_going(pipeline) -> No
     by_key = {base64.b64decode(d["key_base64"]).decode(): d for d in letters}
     assert len(letters) == 12
     expected_error = {
-        "not_json": "not a JSON object",
-        "wrong_type": "member_id is not an integer: [1,2]",
-        "missing_key_field": "missing field member_id",
-        "member_id_text": "member_id is not an integer: abc",
+        "not_json": "value is not valid UTF-8",
+        "wrong_type": "member_id must be a JSON integer in the int64 range, got ARRAY",
+        "missing_key_field": "missing field member_id (absent or null)",
+        "member_id_text": "member_id must be a JSON integer in the int64 range, got STRING",
         "oversized": "oversized: ",
     }
     for key, flaw in sent.items():
         assert by_key[key]["error"].startswith(expected_error[flaw]), (flaw, by_key[key]["error"])
         assert by_key[key]["source_topic"] == pipeline.settings.board_topic
     assert by_key["not-a-number"]["error"] == "member key is not an integer: not-a-number"
-    assert by_key["x" * 24]["error"] == "key does not match id"
-    original = next(d for d in letters if d["error"] == "not a JSON object")
+    assert by_key["x" * 24]["error"] == "missing field member_id (absent or null)"
+    original = next(d for d in letters if d["error"] == "value is not valid UTF-8")
     assert base64.b64decode(original["value_base64"]).startswith(b"\xff{not json")
     assert {"partition", "offset", "timestamp_ms"} <= set(original)
 
@@ -181,3 +188,78 @@ def test_every_source_board_is_joined_unmatched_or_dead_lettered(
     }
     assert again == first
     assert {k: row[1] for k, row in first.items()} == {k: v["nickname"] for k, v in detail.items()}
+
+
+def pending_boards(pipeline) -> list[str]:
+    """Board ids waiting in the join's state store, as of its last committed batch."""
+    state = (
+        pipeline.spark.read.format("statestore")
+        .option("stateVarName", "members")
+        .load(str(pipeline.workdir / f"{pipeline.settings.board_topic}-join"))
+    )
+    return sorted(b for row in state.select("value.pending_board_id").collect() for b in row[0])
+
+
+def test_an_available_now_run_without_input_still_times_out_waiting_boards(pipeline) -> None:
+    pipeline.board("quiet000000000000000000", 77, T0)
+    pipeline.join(unmatched_timeout_ms=2_000)
+    assert pipeline.unmatched() == {} and pending_boards(pipeline) == ["quiet000000000000000000"]
+
+    time.sleep(2.5)
+    pipeline.join(unmatched_timeout_ms=2_000)  # no new input: only the run's own tick
+    assert pipeline.unmatched() == {"quiet000000000000000000": "member_missing"}
+    assert pending_boards(pipeline) == []
+    pipeline.join(unmatched_timeout_ms=2_000)  # and it is emitted once
+    assert len(pipeline.records(pipeline.settings.unmatched_topic)) == 1
+    assert pipeline.detail() == {} and pipeline.dead_letters() == []
+    ticks = consume_all(pipeline.settings, pipeline.settings.join_tick_topic)
+    assert len(ticks) == 3  # one per available-now run
+
+
+def test_a_record_too_large_for_an_envelope_is_dead_lettered_truncated(pipeline) -> None:
+    """1.5 MB (past the 1 MiB producer limit a whole-record dead letter would break): the
+    batch completes, the dead letter keeps a prefix, the exact size and digest."""
+    admin = admin_client(pipeline.settings)
+    resource = ConfigResource(
+        ResourceType.TOPIC,
+        pipeline.settings.board_topic,
+        incremental_configs=[
+            ConfigEntry("max.message.bytes", "2000000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result()
+    deadline = time.monotonic() + 10  # the broker applies the change shortly after
+    topic = pipeline.settings.board_topic
+    while topic_message_limits(admin, pipeline.settings, [topic])[topic] != 2_000_000:
+        assert time.monotonic() < deadline, "the board topic kept its message size limit"
+        time.sleep(0.2)
+    big = json.dumps({"id": "big", "member_id": 1, "created_ts": 1, "body": "x" * 1_500_000})
+    errors = DeliveryErrors()
+    producer = Producer({**pipeline.settings.to_confluent(), "message.max.bytes": 2_000_000})
+    producer.produce(
+        pipeline.settings.board_topic, big.encode(), b"big", timestamp=T0, on_delivery=errors
+    )
+    assert producer.flush(10) == 0 and errors.count == 0, errors.first
+    pipeline.member(1, "one", T0 + 1)
+    pipeline.board("after00000000000000000000", 1, T0 + 2)
+
+    pipeline.join()
+    [letter] = pipeline.dead_letters()
+    assert letter["error"] == f"oversized: {len(big)} bytes > {256 * 1024}"
+    assert letter["truncated"] is True
+    assert letter["value_bytes"] == len(big)
+    assert letter["value_sha256"] == hashlib.sha256(big.encode()).hexdigest()
+    assert base64.b64decode(letter["value_base64"]) == big.encode()[: 256 * 1024]
+    assert (letter["key_base64"], letter["key_bytes"]) == (base64.b64encode(b"big").decode(), 3)
+    assert list(pipeline.detail()) == ["after00000000000000000000"]
+
+
+def test_the_join_refuses_to_start_when_a_dead_letter_could_not_fit(pipeline) -> None:
+    with pytest.raises(BoardstreamError) as refused:
+        pipeline.join(max_record_bytes=600 * 1024)
+    message = str(refused.value)
+    assert message.startswith("refusing to start: a record could be too large to write")
+    assert f"max.message.bytes of topic {pipeline.settings.dlq_topic} (1,048,588)" in message
+    assert "max.request.size (kafka.max.request.size) (1,048,576)" in message
+    assert pipeline.dead_letters() == []

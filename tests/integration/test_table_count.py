@@ -93,7 +93,7 @@ def test_boards_per_member_from_json_fields_with_dead_letters(pipeline) -> None:
     assert counts(pipeline, "boards-per-member") == {"1": 1, "2": 1}
     letters = [
         json.loads(value)
-        for _, value in consume_all(pipeline.settings, pipeline.settings.dlq_topic)
+        for _, value in consume_all(pipeline.settings, f"{topic}-boards-per-member-dlq")
     ]
     by_key = {base64.b64decode(letter["key_base64"]).decode(): letter for letter in letters}
     assert {key: letter["error"] for key, letter in by_key.items()} == {
@@ -102,3 +102,4 @@ def test_boards_per_member_from_json_fields_with_dead_letters(pipeline) -> None:
         "badtime": "field 'at' is not a time",
     }
     assert base64.b64decode(by_key["bad"]["value_base64"]) == b"{not json"
+    assert consume_all(pipeline.settings, pipeline.settings.dlq_topic) == []  # not the join's

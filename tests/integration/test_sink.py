@@ -1,0 +1,153 @@
+"""The sink against a real broker, Spark and database: a record the table cannot take, or the
+database refuses, becomes a dead letter naming the column and problem; the rest of its batch
+is loaded; connection trouble still fails the batch so Spark retries it."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.exc import OperationalError
+
+from boardstream.dead_letters import envelope, envelope_json
+from boardstream.sink import table
+from boardstream.sink.job import BatchWriter
+from tests.integration.pipeline import Pipeline, query
+
+REJECTED_TITLE = "refused by the database"
+
+
+def detail(board_id: str, **fields: object) -> bytes:
+    record = {
+        "board_id": board_id,
+        "member_id": 1,
+        "nickname": "n",
+        "title": "t",
+        "body": "b",
+        "created_ts": 1,
+        "board_partition": 0,
+        "board_offset": 0,
+    }
+    return json.dumps(record | fields).encode()
+
+
+def with_check_constraint(url: str) -> None:
+    """The table plus a constraint the sink knows nothing of: the database's own refusal."""
+    engine = sa.create_engine(url)
+    check = f"title IS NULL OR title <> '{REJECTED_TITLE}'"
+    if engine.dialect.name == "sqlite":
+        metadata = sa.MetaData()
+        copy = table.board_detail.to_metadata(metadata)
+        copy.append_constraint(sa.CheckConstraint(check, name="refuse_some"))
+        metadata.create_all(engine)
+    else:
+        table.create(engine)
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text("ALTER TABLE board_detail DROP CONSTRAINT IF EXISTS refuse_some")
+            )
+            connection.execute(
+                sa.text(f"ALTER TABLE board_detail ADD CONSTRAINT refuse_some CHECK ({check})")
+            )
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def pipeline(request, kafka, spark, tmp_path) -> Pipeline:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'sink.db'}"
+    else:
+        url = request.getfixturevalue("postgres").database_url
+    with_check_constraint(url)
+    return Pipeline(kafka, spark, tmp_path, database_url=url)
+
+
+def test_rows_the_table_or_database_refuse_are_dead_lettered_and_the_rest_loaded(
+    pipeline,
+) -> None:
+    prefix = pipeline.settings.board_topic
+    good, refused, too_long, nul = f"{prefix}-good", f"{prefix}-db", "x" * 65, f"{prefix}-nul"
+    records = [
+        (good.encode(), detail(good)),
+        (refused.encode(), detail(refused, title=REJECTED_TITLE)),
+        (too_long.encode(), detail(too_long)),
+        (b"no-member", detail("no-member", member_id=None)),
+        (nul.encode(), detail(nul, body="a\u0000b")),
+        (b"not-json", b"{oops"),
+        (f"{prefix}-good2".encode(), detail(f"{prefix}-good2")),
+    ]
+    for at, (key, value) in enumerate(records):
+        pipeline.send(pipeline.settings.board_detail_topic, key, value, 1_000 + at)
+    pipeline.sink()
+
+    sql = f"select board_id from board_detail where board_id like '{prefix}-%' order by 1"
+    assert [row.board_id for row in query(pipeline.settings.database, sql)] == [
+        good,
+        f"{prefix}-good2",
+    ]
+    letters = {base64.b64decode(d["key_base64"]).decode(): d for d in pipeline.dead_letters()}
+    errors = {key: letter["error"] for key, letter in letters.items()}
+    database_error = errors.pop(refused)
+    assert errors == {
+        too_long: "board_detail.board_id is 65 characters, the column holds 64",
+        "no-member": "board_detail.member_id is missing or null (NOT NULL)",
+        nul: "board_detail.body contains U+0000, which text columns cannot hold",
+        "not-json": "not a board-detail record (not a JSON object)",
+    }
+    assert database_error.startswith("database rejected the row: ")
+    assert "refuse_some" in database_error or "CHECK constraint failed" in database_error
+    value = detail(refused, title=REJECTED_TITLE)
+    assert letters[refused]["value_sha256"] == hashlib.sha256(value).hexdigest()
+    assert base64.b64decode(letters[refused]["value_base64"]) == value
+    assert letters[refused]["source_topic"] == pipeline.settings.board_detail_topic
+    assert (letters[refused]["value_bytes"], letters[refused]["truncated"]) == (len(value), False)
+
+    pipeline.sink()  # nothing new: nothing loaded or dead-lettered twice
+    assert len(pipeline.dead_letters()) == 5
+
+
+def test_a_connection_error_fails_the_batch_instead_of_dead_lettering(tmp_path, kafka) -> None:
+    path = tmp_path / "locked.db"
+    settings = kafka.model_copy(update={"database_url": f"sqlite:///{path}?timeout=0.2"})
+    writer = BatchWriter(settings)
+    row = {c: None for c in table.COLUMNS} | {
+        "board_id": "b",
+        "member_id": 1,
+        "detail_partition": 0,
+        "detail_offset": 0,
+    }
+    locker = sqlite3.connect(path)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(OperationalError, match="database is locked"):
+            writer.upsert_isolating([row])
+    finally:
+        locker.rollback()
+        locker.close()
+    assert writer.upsert_isolating([row]) == {}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "error"),
+    [
+        (b"k", b'{"a": "\xc3\xa9"}', 'quote " backslash \\ newline \n tab \t bell \x07 é 😀'),
+        (None, b"v" * 40, "truncated value"),
+        (b"k" * 40, None, "truncated key, no value"),
+        (None, None, "x" * 2_500),
+    ],
+)
+def test_the_python_envelope_is_byte_identical_to_the_spark_one(spark, key, value, error) -> None:
+    prefix = 16
+    now = datetime.now(UTC)
+    frame = spark.createDataFrame(
+        [(error, "board-detail", 2, 7, 1234, key, value, now)],
+        "e string, topic string, partition int, offset bigint, timestamp_ms bigint, "
+        "key binary, value binary, timestamp timestamp",
+    )
+    [(from_spark,)] = frame.select(envelope(frame["e"], prefix)).collect()
+    assert from_spark == envelope_json(error, "board-detail", 2, 7, 1234, key, value, prefix)
