@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.joins.member_table import JoinOptions
-from boardstream.kafka.clients import admin_client
+from boardstream.kafka.clients import DeliveryErrors, admin_client
+from boardstream.kafka.limits import topic_message_limits
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
@@ -94,6 +97,27 @@ class Pipeline:
             "modified_at": "2025-01-02T00:00:00",
         }
         self.send(self.settings.board_topic, board_id.encode(), json.dumps(payload).encode(), ts)
+
+    def allow_records_up_to(self, topic: str, size: int) -> None:
+        """Raise ``topic``'s max.message.bytes to ``size`` and wait until the broker applies it."""
+        admin = admin_client(self.settings)
+        entry = ConfigEntry(
+            "max.message.bytes", str(size), incremental_operation=AlterConfigOpType.SET
+        )
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result()
+        deadline = time.monotonic() + 10
+        while topic_message_limits(admin, self.settings, [topic])[topic] != size:
+            assert time.monotonic() < deadline, f"{topic} kept its message size limit"
+            time.sleep(0.2)
+
+    def send_large(self, topic: str, key: bytes, value: bytes, ts: int) -> None:
+        """A record past the producer's default 1 MiB request size."""
+        errors = DeliveryErrors()
+        producer = Producer({**self.settings.to_confluent(), "message.max.bytes": len(value) * 2})
+        producer.produce(topic, value, key, timestamp=ts, on_delivery=errors)
+        assert producer.flush(10) == 0 and errors.count == 0, errors.first
 
     # -- jobs -----------------------------------------------------------------------------
 

@@ -8,13 +8,9 @@ import json
 import time
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
-from boardstream.kafka.clients import DeliveryErrors, admin_client
-from boardstream.kafka.limits import topic_message_limits
 from tests.integration.pipeline import Pipeline, consume_all, query
 
 T0 = int(time.time() * 1000)
@@ -219,28 +215,9 @@ def test_an_available_now_run_without_input_still_times_out_waiting_boards(pipel
 def test_a_record_too_large_for_an_envelope_is_dead_lettered_truncated(pipeline) -> None:
     """1.5 MB (past the 1 MiB producer limit a whole-record dead letter would break): the
     batch completes, the dead letter keeps a prefix, the exact size and digest."""
-    admin = admin_client(pipeline.settings)
-    resource = ConfigResource(
-        ResourceType.TOPIC,
-        pipeline.settings.board_topic,
-        incremental_configs=[
-            ConfigEntry("max.message.bytes", "2000000", incremental_operation=AlterConfigOpType.SET)
-        ],
-    )
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result()
-    deadline = time.monotonic() + 10  # the broker applies the change shortly after
-    topic = pipeline.settings.board_topic
-    while topic_message_limits(admin, pipeline.settings, [topic])[topic] != 2_000_000:
-        assert time.monotonic() < deadline, "the board topic kept its message size limit"
-        time.sleep(0.2)
+    pipeline.allow_records_up_to(pipeline.settings.board_topic, 2_000_000)
     big = json.dumps({"id": "big", "member_id": 1, "created_ts": 1, "body": "x" * 1_500_000})
-    errors = DeliveryErrors()
-    producer = Producer({**pipeline.settings.to_confluent(), "message.max.bytes": 2_000_000})
-    producer.produce(
-        pipeline.settings.board_topic, big.encode(), b"big", timestamp=T0, on_delivery=errors
-    )
-    assert producer.flush(10) == 0 and errors.count == 0, errors.first
+    pipeline.send_large(pipeline.settings.board_topic, b"big", big.encode(), T0)
     pipeline.member(1, "one", T0 + 1)
     pipeline.board("after00000000000000000000", 1, T0 + 2)
 
