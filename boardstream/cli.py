@@ -308,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     setup = commands.add_parser("setup", help="fetch the Kafka broker and Spark connector jars")
-    setup.set_defaults(run=_setup)
+    setup.set_defaults(handler=_setup)
 
     stack = commands.add_parser("stack", help="start, stop or show the local services")
     stack.add_argument("action", choices=["up", "down", "status"])
@@ -316,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument(
         "--airflow", action="store_true", help="also start Airflow standalone with its UI (up)"
     )
-    stack.set_defaults(run=_stack)
+    stack.set_defaults(handler=_stack)
 
     topics = commands.add_parser(
         "topics",
@@ -342,12 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a topic config of the topics --topic creates (repeatable)",
     )
     topics.add_argument("--all-configs", action="store_true", help="also print default configs")
-    topics.set_defaults(run=_topics)
+    topics.set_defaults(handler=_topics)
 
     produce = commands.add_parser("produce", help="produce seeded member and board records")
     _generator_arguments(produce, GeneratorOptions())
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
-    produce.set_defaults(run=_produce)
+    produce.set_defaults(handler=_produce)
 
     demo = commands.add_parser(
         "demo",
@@ -356,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
         "DAG's defaults (5,000 members, 8,000 boards, every join case).",
     )
     _generator_arguments(demo, None)
-    demo.set_defaults(run=_demo)
+    demo.set_defaults(handler=_demo)
 
     aggregate = commands.add_parser(
         "aggregate",
@@ -367,14 +367,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     aggregate.add_argument("name", choices=list(PRESETS))
     aggregate.add_argument("job_args", nargs=argparse.REMAINDER)
-    aggregate.set_defaults(run=_aggregate)
+    aggregate.set_defaults(handler=_aggregate)
 
     job = commands.add_parser(
         "job",
         help="run a Spark job with spark-submit (arguments after -- go to the job)",
         description="e.g. boardstream job run board-detail-join -- --trigger continuous",
     )
-    job.set_defaults(run=_job)
+    job.set_defaults(handler=_job)
     job_actions = job.add_subparsers(dest="action", required=True, metavar="ACTION")
     job_actions.add_parser("list", help="print the jobs")
     job_run = job_actions.add_parser(
@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     compaction.add_argument("--reconciliation-interval", type=duration_ms, default="15m")
     compaction.add_argument("--execute", action="store_true", help="apply: really alter configs")
     compaction.add_argument("--change", type=positive, help="rollback/verify: the change id")
-    compaction.set_defaults(run=_compaction)
+    compaction.set_defaults(handler=_compaction)
 
     state = commands.add_parser(
         "state",
@@ -430,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--key", help="only the rows with this key")
     state.add_argument("--var", help="only this state variable (timers included)")
     state.add_argument("--limit", type=positive, default=20, help="rows shown per variable")
-    state.set_defaults(run=_state)
+    state.set_defaults(handler=_state)
 
     reconcile = commands.add_parser(
         "reconcile",
@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (reconcile, repair):
         command.add_argument("--join-checkpoint", type=Path, help="default: the join job's")
         command.add_argument("--sink-checkpoint", type=Path, help="default: the sink job's")
-        command.set_defaults(run=_reconcile)
+        command.set_defaults(handler=_reconcile)
     return parser
 
 
@@ -464,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"boardstream: error: bad setting: {problems}", file=sys.stderr)
         return 2
     try:
-        return args.run(args, settings)
+        return args.handler(args, settings)
     except BoardstreamError as error:
         print(f"boardstream: error: {error}", file=sys.stderr)
         return 1
