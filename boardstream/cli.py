@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
@@ -294,12 +295,21 @@ def _generator_arguments(
     )
 
 
+# A reStructuredText literal (``x``) or a Markdown one (`x`), as docstrings and help texts write it.
+_LITERAL = re.compile(r"``?([^`]+?)``?")
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad flags are user errors like any other: one line naming the problem, exit 2 (argparse
     would print the whole usage first). Subcommands' parsers are of this class too."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def format_help(self) -> str:
+        """Descriptions are docstrings, marked up for Sphinx: a terminal shows their literals
+        plainly, not between backticks."""
+        return _LITERAL.sub(r"\1", super().format_help())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -352,8 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="through the local Airflow: load demo data, run the pipeline, reconcile",
-        description="Needs `stack up --airflow`. Generator flags left out take the demo_data "
-        "DAG's defaults (5,000 members, 8,000 boards, every join case).",
+        description="Needs the local Airflow (boardstream stack up --airflow). Generator flags "
+        "left out take the demo_data DAG's defaults (5,000 members, 8,000 boards, every join "
+        "case).",
     )
     _generator_arguments(demo, None)
     demo.set_defaults(handler=_demo)

@@ -95,3 +95,11 @@ def test_no_option_can_overwrite_the_subcommand_handler() -> None:
 def test_repair_run_keeps_both_the_handler_and_the_run_id() -> None:
     args = build_parser().parse_args(["repair", "--run", "7"])
     assert (args.handler, args.run) == (_reconcile, 7)
+
+
+@pytest.mark.parametrize("prog", [sub.prog for sub in _parsers(build_parser())])
+def test_help_shows_no_markup_backticks(prog: str) -> None:
+    result = boardstream(*prog.split()[1:], "--help")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith(f"usage: {prog} ")
+    assert "`" not in result.stdout
