@@ -1,7 +1,8 @@
 """The ``boardstream`` command: setup, the local stack, topics and the data generator.
 
 User errors (bad flags, bad settings, no broker) print one line naming the problem and exit
-non-zero, without a traceback; ``--verbose`` adds the Kafka client's own log lines.
+non-zero, without a traceback; ``--verbose`` adds the Kafka client's, Spark's and Great
+Expectations' own log lines.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from boardstream.argtypes import (
 from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions
+from boardstream.logs import VERBOSE_ENV, quiet_libraries
 from boardstream.settings import Settings
 from boardstream.spark.submit import JOBS
 
@@ -214,7 +216,7 @@ def _state(args: argparse.Namespace, settings: Settings) -> int:
 
     if not args.checkpoint.is_dir():
         raise BoardstreamError(f"no checkpoint at {args.checkpoint}")
-    spark = spark_session(settings, "state-show", master="local[1]")
+    spark = spark_session(settings, "state-show", master="local[1]", progress=False)
     spark.sparkContext.setLogLevel("ERROR")
     for line in state_report(spark, args.checkpoint, args.key, args.var, args.limit):
         print(line, flush=True)
@@ -314,7 +316,12 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="boardstream", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also show the Kafka client's, Spark's and Great Expectations' own logs",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     setup = commands.add_parser("setup", help="fetch the Kafka broker and Spark connector jars")
@@ -465,6 +472,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("boardstream.librdkafka").setLevel(
         logging.DEBUG if args.verbose else logging.CRITICAL
     )
+    if args.verbose:
+        os.environ[VERBOSE_ENV] = "1"  # for the jobs it starts too
+        quiet_libraries(verbose=True)
     try:
         settings = Settings()
     except ValidationError as error:
