@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from boardstream.logs import VERBOSE_ENV
+from boardstream.logs import LOG4J2, VERBOSE_ENV, spark_conf
 from boardstream.reconcile.expectations import validate_reconciliation
 from boardstream.settings import PROJECT_ROOT
 
@@ -80,3 +80,17 @@ def test_a_session_built_for_a_log_draws_no_progress_bars(tmp_path: Path) -> Non
     # boardstream's log4j configuration, not Spark's default one (INFO, and its banner).
     assert "Using Spark's default log4j profile" not in built.stderr
     assert " INFO " not in built.stderr and "[Stage" not in built.stderr
+
+
+@pytest.mark.parametrize(("verbose", "level"), [("", "warn"), ("1", "info")])
+def test_spark_logs_at_warn_unless_verbose(
+    monkeypatch: pytest.MonkeyPatch, verbose: str, level: str
+) -> None:
+    monkeypatch.setenv(VERBOSE_ENV, verbose)
+    options = f"-Dlog4j2.configurationFile={LOG4J2} -Dboardstream.spark.log.level={level}"
+    assert spark_conf(console=True) == {
+        "spark.driver.defaultJavaOptions": options,
+        "spark.executor.defaultJavaOptions": options,
+        "spark.ui.showConsoleProgress": "true",
+    }
+    assert LOG4J2.is_file()
