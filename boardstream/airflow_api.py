@@ -4,13 +4,16 @@ line without importing Airflow: log in, unpause, trigger, wait with progress."""
 from __future__ import annotations
 
 import json
-import sys
+import logging
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
 from boardstream.errors import BoardstreamError
+
+logger = logging.getLogger(__name__)
 
 FINISHED = {"success", "failed"}
 
@@ -60,21 +63,22 @@ class AirflowApi:
         )
         return run["dag_run_id"]
 
-    def asset_triggered_run(self, dag_id: str, after: str, timeout_s: float = 120.0) -> str | None:
-        """The id of the first run of ``dag_id`` an Asset event queued after ``after`` (an ISO
-        time from this API), waiting up to ``timeout_s`` for it to appear; None if none did."""
+    def asset_triggered_run(
+        self, dag_id: str, source_dag_id: str, source_run_id: str, timeout_s: float = 120.0
+    ) -> str | None:
+        """The id of the run of ``dag_id`` that the Asset events of run ``source_run_id`` of
+        ``source_dag_id`` queued, waiting up to ``timeout_s`` for the scheduler to create it;
+        None if it did not. Matched by the event, not by time: the event, and so the run it
+        queues, can be stamped before the source run's own end_date."""
+        query = urllib.parse.urlencode(
+            {"source_dag_id": source_dag_id, "source_run_id": source_run_id}
+        )
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            runs = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=-run_after&limit=20")
-            found = [
-                run["dag_run_id"]
-                for run in runs["dag_runs"]
-                if run["run_type"] == "asset_triggered" and run["run_after"] >= after
-            ]
-            if found:
-                return found[-1]
+        while True:
+            found = triggered_run(self._call("GET", f"/api/v2/assets/events?{query}"), dag_id)
+            if found is not None or time.monotonic() > deadline:
+                return found
             time.sleep(3)
-        return None
 
     def run(self, dag_id: str, run_id: str) -> dict[str, Any]:
         return self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
@@ -87,14 +91,14 @@ class AirflowApi:
             run = self.run(dag_id, run_id)
             if run["state"] in FINISHED:
                 took = time.monotonic() - started
-                print(f"{dag_id}: {run['state']} after {took:.0f} s", file=sys.stderr, flush=True)
+                logger.info("%s: %s after %.0f s", dag_id, run["state"], took)
                 return run["state"]
             elapsed = time.monotonic() - started
             if elapsed > timeout_s:
                 raise BoardstreamError(f"{dag_id} run {run_id} not finished after {elapsed:.0f} s")
             if elapsed - last_line >= 15:
                 last_line = elapsed
-                print(f"{dag_id}: {self._tasks(dag_id, run_id)} ({elapsed:.0f} s)", file=sys.stderr)
+                logger.info("%s: %s (%.0f s)", dag_id, self._tasks(dag_id, run_id), elapsed)
             time.sleep(2)
 
     def _tasks(self, dag_id: str, run_id: str) -> str:
@@ -102,3 +106,16 @@ class AirflowApi:
         return ", ".join(
             f"{t['task_id']} {t['state'] or 'scheduled'}" for t in tasks["task_instances"]
         )
+
+
+def triggered_run(events: dict[str, Any], dag_id: str) -> str | None:
+    """From a ``GET /api/v2/assets/events`` payload, the run of ``dag_id`` its events created:
+    the one an event triggered if any (a run can also consume older events), else the first."""
+    runs = [
+        run
+        for event in events["asset_events"]
+        for run in event["created_dagruns"]
+        if run["dag_id"] == dag_id
+    ]
+    runs.sort(key=lambda run: not run.get("triggering", False))
+    return runs[0]["run_id"] if runs else None

@@ -1,7 +1,8 @@
 """The ``boardstream`` command: setup, the local stack, topics and the data generator.
 
 User errors (bad flags, bad settings, no broker) print one line naming the problem and exit
-non-zero, without a traceback; ``--verbose`` adds the Kafka client's own log lines.
+non-zero, without a traceback; ``--verbose`` adds the Kafka client's, Spark's and Great
+Expectations' own log lines.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
@@ -30,6 +32,7 @@ from boardstream.argtypes import (
 from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions
+from boardstream.logs import VERBOSE_ENV, quiet_libraries
 from boardstream.settings import Settings
 from boardstream.spark.submit import JOBS
 
@@ -213,7 +216,7 @@ def _state(args: argparse.Namespace, settings: Settings) -> int:
 
     if not args.checkpoint.is_dir():
         raise BoardstreamError(f"no checkpoint at {args.checkpoint}")
-    spark = spark_session(settings, "state-show", master="local[1]")
+    spark = spark_session(settings, "state-show", master="local[1]", progress=False)
     spark.sparkContext.setLogLevel("ERROR")
     for line in state_report(spark, args.checkpoint, args.key, args.var, args.limit):
         print(line, flush=True)
@@ -300,6 +303,10 @@ def _generator_arguments(
     )
 
 
+# A reStructuredText literal (``x``) or a Markdown one (`x`), as docstrings and help texts write it.
+_LITERAL = re.compile(r"``?([^`]+?)``?")
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad flags are user errors like any other: one line naming the problem, exit 2 (argparse
     would print the whole usage first). Subcommands' parsers are of this class too."""
@@ -307,14 +314,24 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def format_help(self) -> str:
+        """Descriptions are docstrings, marked up for Sphinx: a terminal shows their literals
+        plainly, not between backticks."""
+        return _LITERAL.sub(r"\1", super().format_help())
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="boardstream", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="show Kafka client logs")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also show the Kafka client's, Spark's and Great Expectations' own logs",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     setup = commands.add_parser("setup", help="fetch the Kafka broker and Spark connector jars")
-    setup.set_defaults(run=_setup)
+    setup.set_defaults(handler=_setup)
 
     stack = commands.add_parser("stack", help="start, stop or show the local services")
     stack.add_argument("action", choices=["up", "down", "status"])
@@ -322,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument(
         "--airflow", action="store_true", help="also start Airflow standalone with its UI (up)"
     )
-    stack.set_defaults(run=_stack)
+    stack.set_defaults(handler=_stack)
 
     topics = commands.add_parser(
         "topics",
@@ -348,21 +365,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="a topic config of the topics --topic creates (repeatable)",
     )
     topics.add_argument("--all-configs", action="store_true", help="also print default configs")
-    topics.set_defaults(run=_topics)
+    topics.set_defaults(handler=_topics)
 
     produce = commands.add_parser("produce", help="produce seeded member and board records")
     _generator_arguments(produce, GeneratorOptions())
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
-    produce.set_defaults(run=_produce)
+    produce.set_defaults(handler=_produce)
 
     demo = commands.add_parser(
         "demo",
         help="through the local Airflow: load demo data, run the pipeline, reconcile",
-        description="Needs `stack up --airflow`. Generator flags left out take the demo_data "
-        "DAG's defaults (5,000 members, 8,000 boards, every join case).",
+        description="Needs the local Airflow (boardstream stack up --airflow). Generator flags "
+        "left out take the demo_data DAG's defaults (5,000 members, 8,000 boards, every join "
+        "case).",
     )
     _generator_arguments(demo, None)
-    demo.set_defaults(run=_demo)
+    demo.set_defaults(handler=_demo)
 
     aggregate = commands.add_parser(
         "aggregate",
@@ -373,14 +391,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     aggregate.add_argument("name", choices=list(PRESETS))
     aggregate.add_argument("job_args", nargs=argparse.REMAINDER)
-    aggregate.set_defaults(run=_aggregate)
+    aggregate.set_defaults(handler=_aggregate)
 
     job = commands.add_parser(
         "job",
         help="run a Spark job with spark-submit (arguments after -- go to the job)",
         description="e.g. boardstream job run board-detail-join -- --trigger continuous",
     )
-    job.set_defaults(run=_job)
+    job.set_defaults(handler=_job)
     job_actions = job.add_subparsers(dest="action", required=True, metavar="ACTION")
     job_actions.add_parser("list", help="print the jobs")
     job_run = job_actions.add_parser(
@@ -424,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     compaction.add_argument("--reconciliation-interval", type=duration_ms, default="15m")
     compaction.add_argument("--execute", action="store_true", help="apply: really alter configs")
     compaction.add_argument("--change", type=positive, help="rollback/verify: the change id")
-    compaction.set_defaults(run=_compaction)
+    compaction.set_defaults(handler=_compaction)
 
     state = commands.add_parser(
         "state",
@@ -436,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--key", help="only the rows with this key")
     state.add_argument("--var", help="only this state variable (timers included)")
     state.add_argument("--limit", type=positive, default=20, help="rows shown per variable")
-    state.set_defaults(run=_state)
+    state.set_defaults(handler=_state)
 
     reconcile = commands.add_parser(
         "reconcile",
@@ -460,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (reconcile, repair):
         command.add_argument("--join-checkpoint", type=Path, help="default: the join job's")
         command.add_argument("--sink-checkpoint", type=Path, help="default: the sink job's")
-        command.set_defaults(run=_reconcile)
+        command.set_defaults(handler=_reconcile)
     return parser
 
 
@@ -470,6 +488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("boardstream.librdkafka").setLevel(
         logging.DEBUG if args.verbose else logging.CRITICAL
     )
+    if args.verbose:
+        os.environ[VERBOSE_ENV] = "1"  # for the jobs it starts too
+        quiet_libraries(verbose=True)
     try:
         settings = Settings()
     except ValidationError as error:
@@ -480,7 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"boardstream: error: bad setting: {problems}", file=sys.stderr)
         return 2
     try:
-        return args.run(args, settings)
+        return args.handler(args, settings)
     except BoardstreamError as error:
         print(f"boardstream: error: {error}", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ their checkpoints, the sink upserts, and the generator's same seed yields the sa
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from boardstream import database
@@ -16,7 +17,16 @@ from boardstream.reconcile import ledger
 from boardstream.settings import Settings
 from boardstream.stack.airflow import AirflowStandalone
 
-DAGS = ("demo_data", "board_detail_pipeline", "reconciliation")
+PIPELINE, RECONCILIATION = "board_detail_pipeline", "reconciliation"
+DAGS = ("demo_data", PIPELINE, RECONCILIATION)
+# What each waited-on DAG run is doing meanwhile, for the demo's log.
+PHASES = {
+    "demo_data": "the generator produces the members and boards into Kafka",
+    PIPELINE: "spark-submit runs the join, then the sink loads board_detail",
+    RECONCILIATION: "the snapshot, the exact checks, then Great Expectations and its Data Docs",
+}
+logger = logging.getLogger(__name__)
+
 COUNTS = ("source", "joined", "unmatched", "dead_lettered", "pending", "not_yet_read")
 
 
@@ -27,24 +37,31 @@ def run_demo(settings: Settings, generator: dict[str, Any]) -> int:
         return 1
     api = AirflowApi(airflow.address, settings.airflow_user, airflow.password())
     for dag_id in DAGS:  # unpaused first: their catch-up runs overlap the data load
+        logger.info("waiting for Airflow's DAG processor to parse %s", dag_id)
         api.wait_for_dag(dag_id)
         api.unpause(dag_id)
-    for dag_id, conf in (("demo_data", generator), ("board_detail_pipeline", {})):
+    for dag_id, conf in (("demo_data", generator), (PIPELINE, {})):
         run_id = api.trigger(dag_id, conf)
-        print(f"demo: triggered {dag_id} ({run_id})", flush=True)
+        logger.info(
+            "triggered %s (%s); waiting for it to finish: %s", dag_id, run_id, PHASES[dag_id]
+        )
         if api.wait(dag_id, run_id) != "success":
             print(f"demo: {dag_id} failed; its task logs are in the UI at {airflow.address}")
             return 1
-    # The sink updated the Asset boardstream://board_detail, which schedules reconciliation.
-    pipeline_end = api.run("board_detail_pipeline", run_id)["end_date"]
-    run_id = api.asset_triggered_run("reconciliation", after=pipeline_end)
-    if run_id is None:
-        run_id = api.trigger("reconciliation")
-        print(f"demo: no Asset-triggered reconciliation yet; triggered {run_id}", flush=True)
+    logger.info(
+        "waiting for the scheduler to queue the reconciliation run the sink's Asset event "
+        "(boardstream://board_detail, from %s) triggers",
+        run_id,
+    )
+    reconciliation = api.asset_triggered_run(RECONCILIATION, PIPELINE, run_id)
+    if reconciliation is None:
+        reconciliation = api.trigger(RECONCILIATION)
+        logger.warning("no Asset-triggered reconciliation yet; triggered %s", reconciliation)
     else:
-        print(f"demo: reconciliation triggered by the pipeline's Asset ({run_id})", flush=True)
-    api.wait("reconciliation", run_id)
-    passed = _print_reconciliation(settings, f"airflow:reconciliation/{run_id}/reconcile")
+        logger.info("reconciliation %s was triggered by %s's Asset event", reconciliation, run_id)
+    logger.info("waiting for %s to finish: %s", reconciliation, PHASES[RECONCILIATION])
+    api.wait(RECONCILIATION, reconciliation)
+    passed = _print_reconciliation(settings, f"airflow:{RECONCILIATION}/{reconciliation}/reconcile")
     print(
         f"\nUI: {airflow.address}/plugin/pipeline-health (Pipeline health), DAGs at "
         f"{airflow.address}/dags\nlog in as {settings.airflow_user!r} with the password in "

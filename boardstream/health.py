@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from boardstream import database
@@ -24,7 +25,7 @@ _AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[
 
 def pipeline_health(settings: Settings, runs: int = 20, batches: int = 60) -> dict[str, Any]:
     engine = database.engine(settings.database)
-    recent = [_run(run) for run in ledger.recent_runs(engine, runs)]
+    recent = [_run(run, settings.data_docs) for run in ledger.recent_runs(engine, runs)]
     return {
         "reconciliation_runs": recent,
         "chart": [
@@ -62,7 +63,18 @@ def airflow_run(run_by: str) -> tuple[str, str, str] | None:
     return (match["dag"], match["run"], match["task"]) if match else None
 
 
-def _run(run: dict[str, Any]) -> dict[str, Any]:
+def data_docs_page(recorded: str | None, docs_root: Path) -> str | None:
+    """The run's Data Docs index relative to the site root the UI serves, if it is still there
+    (the oldest runs' are deleted past the retention)."""
+    if not recorded:
+        return None
+    page = Path(recorded)
+    if not page.is_relative_to(docs_root) or not page.is_file():
+        return None
+    return page.relative_to(docs_root).as_posix()
+
+
+def _run(run: dict[str, Any], docs_root: Path) -> dict[str, Any]:
     return _jsonable(
         {
             **{k: run[k] for k in ("run_id", "started_at", "finished_at", "passed", "run_by")},
@@ -75,7 +87,7 @@ def _run(run: dict[str, Any]) -> dict[str, Any]:
                 kind: {"count": count, "examples": examples}
                 for kind, (count, examples) in sorted(run["issues"].items())
             },
-            "data_docs": run["data_docs"],
+            "data_docs": data_docs_page(run["data_docs"], docs_root),
             "airflow": airflow_run(run["run_by"]),
         }
     )

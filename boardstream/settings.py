@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     airflow_user: str = Field(
         default="admin", description="The local Airflow's user; its password is generated."
     )
+    data_docs_retention: int = Field(
+        default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."
+    )
     connect_timeout_s: float = Field(
         default=10.0, gt=0, description="How long to wait for the broker before giving up."
     )
@@ -131,7 +134,7 @@ class Settings(BaseSettings):
 
     @property
     def data_docs(self) -> Path:
-        """The Great Expectations Data Docs site every reconciliation run updates."""
+        """The Great Expectations Data Docs site: a page per reconciliation run, offline."""
         return self.var_dir / "reconciliation" / "data_docs"
 
     @property

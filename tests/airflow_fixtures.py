@@ -139,10 +139,22 @@ def browser() -> Iterator:
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
         options.add_argument(argument)
     options.add_argument("--window-size=1500,1000")
+    # Every request the page makes (DevTools' Network events) and its console, for assertions.
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     service = webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
     driver = webdriver.Chrome(options=options, service=service)
     yield driver
     driver.quit()
+
+
+def requested_urls(browser) -> list[str]:
+    """The URLs the browser requested since the last call (the log is drained as it is read)."""
+    events = (json.loads(entry["message"])["message"] for entry in browser.get_log("performance"))
+    return [
+        event["params"]["request"]["url"]
+        for event in events
+        if event["method"] == "Network.requestWillBeSent"
+    ]
 
 
 def login(browser, base: str, next_path: str) -> None:

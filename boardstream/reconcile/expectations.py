@@ -13,7 +13,8 @@ run: updating it per Checkpoint rebuilt the index and recompiled every template 
 of the suite's time.
 
 The context is ephemeral with in-memory stores: nothing is written except the Data Docs site
-under ``docs_dir`` (no ``gx/`` project folder in the working directory).
+of the run under ``docs_dir`` (no ``gx/`` project folder in the working directory), which
+:mod:`boardstream.reconcile.data_docs` then makes work offline.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from great_expectations.data_context.types.resource_identifiers import (
 )
 from great_expectations.expectations.expectation import Expectation
 
+from boardstream.reconcile import data_docs
+from boardstream.settings import Settings
+
 TABLE = "board_detail"
 """Target name of the snapshot table in outcomes and Data Docs."""
 
@@ -64,7 +68,7 @@ class ExpectationOutcome:
 
 @dataclass(frozen=True)
 class ValidationReport:
-    """The overall verdict, every outcome, and where the rendered Data Docs landed."""
+    """The overall verdict, every outcome, and the index of the run's Data Docs site."""
 
     success: bool
     outcomes: list[ExpectationOutcome]
@@ -80,8 +84,8 @@ def _table_expectations() -> list[Expectation]:
     ]
 
 
-def _context(docs_dir: Path) -> EphemeralDataContext:
-    """An in-memory context whose only filesystem output is the Data Docs site in docs_dir."""
+def _context(site: Path) -> EphemeralDataContext:
+    """An in-memory context whose only filesystem output is the Data Docs site in ``site``."""
     config = DataContextConfig(
         store_backend_defaults=InMemoryStoreBackendDefaults(),
         data_docs_sites={
@@ -90,7 +94,7 @@ def _context(docs_dir: Path) -> EphemeralDataContext:
                 "show_how_to_buttons": False,
                 "store_backend": {
                     "class_name": "TupleFilesystemStoreBackend",
-                    "base_directory": str(docs_dir),
+                    "base_directory": str(site),
                 },
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             }
@@ -129,15 +133,19 @@ def validate_reconciliation(
     differences: dict[str, pd.DataFrame],
     docs_dir: Path,
     run_name: str,
+    keep_runs: int | None = None,
 ) -> ValidationReport:
     """Validate the snapshot and every difference set, render Data Docs, and summarise.
 
     The snapshot must hold exactly ``expected_rows`` rows with unique, non-null ``board_id`` and
-    non-null ``member_id``; every difference set must be empty.
+    non-null ``member_id``; every difference set must be empty. Data Docs go to
+    ``docs_dir/run_name/``; the sites of all but the newest ``keep_runs`` runs there are deleted
+    (default: ``BOARDSTREAM_DATA_DOCS_RETENTION``).
     """
     if TABLE in differences:
         raise ValueError(f"difference set may not be named {TABLE!r}: that is the table")
-    context = _context(docs_dir)
+    site = docs_dir / run_name
+    context = _context(site)
     datasource = context.data_sources.add_pandas("reconciliation")
     run_id = RunIdentifier(run_name=run_name, run_time=dt.datetime.now(dt.UTC))
 
@@ -167,10 +175,10 @@ def validate_reconciliation(
             outcomes.extend(_outcome(target, r) for r in suite_result.results)
             rendered += [identifier, ExpectationSuiteIdentifier(name=suite.name)]
     context.build_data_docs(site_names=[_SITE], resource_identifiers=rendered)
-
-    index = docs_dir / "index.html"
+    if keep_runs is None:
+        keep_runs = Settings().data_docs_retention
     return ValidationReport(
         success=all(o.success for o in outcomes),
         outcomes=outcomes,
-        data_docs_index=index if index.is_file() else None,
+        data_docs_index=data_docs.publish(site, keep_runs),
     )

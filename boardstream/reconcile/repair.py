@@ -158,9 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings()
     join_checkpoint = args.join_checkpoint or checkpoints(settings)[0]
-    spark = spark_session(settings, "repair")
-    spark.sparkContext.setLogLevel("WARN")
     try:
+        # An unknown run is a user's typo: say so before Spark takes its seconds to start.
+        stored_snapshot(database.engine(settings.database), args.run)
+        spark = spark_session(settings, "repair")
+        spark.sparkContext.setLogLevel("WARN")
         done = repair(spark, settings, args.run, join_checkpoint, JoinOptions(mode=args.join_mode))
     except BoardstreamError as error:
         print(f"repair: error: {error}", file=sys.stderr)

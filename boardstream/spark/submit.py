@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from boardstream import logs
 from boardstream.errors import BoardstreamError
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.spark import distribution
@@ -58,13 +59,23 @@ def connector_jars(settings: Settings) -> str:
     return ",".join(str(jar) for jar in jars.require(jars.SPARK_KAFKA, settings.jars_dir))
 
 
-def python_conf() -> dict[str, str]:
-    """Driver and workers run this interpreter, which has the core package installed."""
-    return {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
+def submit_conf(console: bool) -> dict[str, str]:
+    """Driver and workers run this interpreter, which has the core package installed; Spark logs
+    as boardstream configures it, with progress bars only when ``console`` (a terminal)."""
+    return {
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        **logs.spark_conf(console),
+    }
 
 
 def submit_command(settings: Settings, job: str, job_args: list[str]) -> list[str]:
-    conf = [arg for name, value in python_conf().items() for arg in ("--conf", f"{name}={value}")]
+    """spark-submit of ``job``, run from this process: its console is this process's stderr."""
+    conf = [
+        arg
+        for name, value in submit_conf(sys.stderr.isatty()).items()
+        for arg in ("--conf", f"{name}={value}")
+    ]
     return [
         str(spark_home() / "bin" / "spark-submit"),
         "--master",

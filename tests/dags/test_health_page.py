@@ -8,8 +8,9 @@ import sqlalchemy as sa
 
 from boardstream import database
 from boardstream.reconcile import ledger
-from boardstream.reconcile.run import reconcile_once
-from tests.airflow_fixtures import ARTIFACTS, http_status, login
+from boardstream.reconcile.expectations import TABLE
+from boardstream.reconcile.run import RunResult, reconcile_once
+from tests.airflow_fixtures import ARTIFACTS, http_status, login, requested_urls
 from tests.integration.pipeline import Pipeline
 
 RUN_BY = "airflow:reconciliation/manual__test/reconcile"
@@ -54,6 +55,10 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         assert verdict == ("PASSED" if stored["passed"] else "FAILED")
         log_link = row.find_element(By.LINK_TEXT, "task log").get_attribute("href")
         assert log_link == f"{api_server}/dags/reconciliation/runs/manual__test/tasks/reconcile"
+        docs_link = row.find_element(By.LINK_TEXT, "Data Docs").get_attribute("href")
+        assert docs_link == (
+            f"{api_server}/boardstream/data-docs/reconciliation-{result.run_id}/index.html"
+        )
     assert shown["source"] == 6 and shown["joined"] == 6
     lost = browser.find_element(
         By.CSS_SELECTOR, f"tr[data-run='{failed.run_id}'] [data-ids=missing_in_table]"
@@ -76,5 +81,40 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
     ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "pipeline-health.png"))
 
-    browser.get(f"{api_server}/boardstream/data-docs/index.html")
-    assert "Data Docs" in browser.title or "Great Expectations" in browser.page_source
+    _assert_data_docs_offline(browser, api_server, failed)
+
+
+def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
+    """The run's own Data Docs through the plugin: its index lists exactly its validations
+    (bootstrap-table, run locally, fills the list in), a validation page is styled by the
+    vendored Bootstrap and Font Awesome, and no request leaves this machine."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    site = run.validation.data_docs_index.parent
+    base = f"{api_server}/boardstream/data-docs/{site.name}"
+    requested_urls(browser)  # drop what the login and the health page requested
+    browser.get(f"{base}/index.html")
+    results = "#section-1-content-block-2-1-body-table tbody tr"
+    rows = WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, results))
+    targets = {outcome.target for outcome in run.validation.outcomes}  # one validation each
+    shown = browser.find_element(By.CSS_SELECTOR, ".pagination-info").text
+    assert shown == f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
+    cells = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    assert {cell[2] for cell in cells} == {site.name}  # run name
+    assert {cell[3] for cell in cells} <= targets and len(cells) == min(10, len(targets))
+    assert browser.save_screenshot(str(ARTIFACTS / "data-docs-index.png"))
+
+    (page,) = (site / "validations").rglob(f"*-{TABLE}.html")
+    browser.get(f"{base}/{page.relative_to(site).as_posix()}")
+    style = browser.execute_script(
+        "return [getComputedStyle(document.querySelector('nav.navbar')).display,"
+        " getComputedStyle(document.querySelector('.fas'), '::before').fontFamily]"
+    )
+    assert style == ["flex", '"Font Awesome 6 Free"']
+    assert browser.save_screenshot(str(ARTIFACTS / "data-docs-validation.png"))
+
+    urls = requested_urls(browser)
+    assert any(url.endswith("/static/vendor/bootstrap/bootstrap.min.css") for url in urls)
+    assert [url for url in urls if not url.startswith((f"{api_server}/", "data:"))] == []
+    assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []

@@ -23,6 +23,7 @@ def test_shows_the_joins_state_and_finds_a_waiting_board(kafka, spark, tmp_path)
 
     shown = cli(pipeline.settings, "state", "show", "--checkpoint", str(checkpoint))
     assert shown.returncode == 0, shown.stderr
+    assert "[Stage" not in shown.stdout + shown.stderr  # no progress bars in or around the table
     lines = shown.stdout.splitlines()
     assert lines[0].startswith("operator 0 transformWithStateInPandasExec (3 partitions")
     assert lines[1].startswith("  state members: 2 rows (per partition ")  # two buckets in use

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from boardstream.cli import main
+from boardstream.cli import _reconcile, build_parser, main
 from boardstream.spark.submit import JOBS
 
 
@@ -69,3 +71,35 @@ def test_an_unknown_job_is_one_line() -> None:
         "from 'board-detail-join', 'board-detail-repair', 'board-detail-sink', 'reconcile', "
         "'session-count', 'table-count', 'window-count') (see boardstream job run --help)\n"
     )
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """The parser and every subcommand's, however deep."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_no_option_can_overwrite_the_subcommand_handler() -> None:
+    clashing = [
+        (sub.prog, action.option_strings)
+        for sub in _parsers(build_parser())
+        for action in sub._actions
+        if action.dest == "handler"
+    ]
+    assert clashing == []
+
+
+def test_repair_run_keeps_both_the_handler_and_the_run_id() -> None:
+    args = build_parser().parse_args(["repair", "--run", "7"])
+    assert (args.handler, args.run) == (_reconcile, 7)
+
+
+@pytest.mark.parametrize("prog", [sub.prog for sub in _parsers(build_parser())])
+def test_help_shows_no_markup_backticks(prog: str) -> None:
+    result = boardstream(*prog.split()[1:], "--help")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith(f"usage: {prog} ")
+    assert "`" not in result.stdout

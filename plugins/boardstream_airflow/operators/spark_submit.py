@@ -52,13 +52,13 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
         self.kafka_config_id = kafka_config_id
 
     def execute(self, context: Any) -> None:
-        from boardstream.spark.submit import connector_jars, python_conf, submit_env
+        from boardstream.spark.submit import connector_jars, submit_conf, submit_env
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
 
         settings = BoardstreamKafkaHook(kafka_config_id=self.kafka_config_id).settings()
         self.jars = ",".join(filter(None, [connector_jars(settings), self.jars]))
         self.conf = {
-            **python_conf(),
+            **submit_conf(console=False),  # its output is the task log
             "spark.driver.memory": settings.spark_driver_memory,
             **(self.conf or {}),
         }

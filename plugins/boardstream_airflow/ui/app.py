@@ -6,6 +6,7 @@ Airflow user (the UI's session cookie or a bearer token): an anonymous request g
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,15 @@ from boardstream_airflow.ui.chart import line_chart, sparkline
 app = FastAPI(title="boardstream pipeline health", dependencies=[Depends(requires_authenticated())])
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.globals.update(line_chart=line_chart, sparkline=sparkline, chart_counts=CHART_COUNTS)
+
+
+def when(iso: str | None) -> str:
+    """An ISO timestamp from the ledger as ``2026-11-23 08:35:53``: to the second, with a space
+    (not ``T``) between date and time, so it reads as one and the page never breaks it."""
+    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S") if iso else ""
+
+
+templates.env.filters["when"] = when
 
 
 @app.get("/api/health")

@@ -41,14 +41,19 @@ def line_chart(
 
 
 def sparkline(values: Sequence[float], width: int = 160, height: int = 28) -> str:
-    if len(values) < 2:
+    """One bar per batch, oldest first, each titled with its rate. Bars, not a line: a job run
+    available-now often writes a single batch, and a line needs two points."""
+    if not values:
         return ""
     top = max(values) or 1
-    step = width / (len(values) - 1)
-    points = " ".join(
-        f"{i * step:.1f},{height - v / top * height:.1f}" for i, v in enumerate(values)
+    step = width / len(values)
+    bars = "".join(
+        f'<rect x="{i * step:.1f}" y="{height - max(v / top * height, 1):.1f}" '
+        f'width="{max(step - 1, 1):.1f}" height="{max(v / top * height, 1):.1f}">'
+        f"<title>{v:,.1f} rows/s</title></rect>"
+        for i, v in enumerate(values)
     )
     return (
-        f'<svg width="{width}" height="{height}"><polyline fill="none" stroke="#1f6feb" '
-        f'points="{points}"/></svg>'
+        f'<svg class="sparkline" width="{width}" height="{height}" fill="#1f6feb" role="img" '
+        f'aria-label="rows/s of the last {len(values)} batches">{bars}</svg>'
     )

@@ -6,6 +6,7 @@ and writes a Data Docs site under tmp_path.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -74,12 +75,52 @@ def test_clean_data_passes_and_renders_docs(tmp_path: Path) -> None:
     assert _outcome(report, ROW_COUNT, TABLE).observed == "5"
     assert _outcome(report, ROW_COUNT, "mismatched").observed == "0"
 
-    assert report.data_docs_index == tmp_path / "docs" / "index.html"
+    site = tmp_path / "docs" / "run-under-test"
+    assert report.data_docs_index == site / "index.html"
     assert report.data_docs_index.is_file()
     assert "run-under-test" in report.data_docs_index.read_text()
-    pages = list((tmp_path / "docs" / "validations").rglob("*.html"))
+    pages = list((site / "validations").rglob("*.html"))
     assert len(pages) == 1 + len(DIFFERENCES)
     assert all("run-under-test" in page.parts for page in pages)
+
+
+# What a page loads: scripts, stylesheets, images (links to click are not loaded).
+LOADED = re.compile(r'<(?:script|link|img)\b[^>]*\b(?:src|href)="([^"#]+)"')
+
+
+def test_data_docs_load_nothing_from_the_internet(tmp_path: Path) -> None:
+    """Every script, stylesheet and image a page loads is a file of the run's own site."""
+    site = _run(tmp_path, _table(), 5).data_docs_index.parent
+    pages = [page for page in site.rglob("*.html") if "static" not in page.parts]
+    assert len(pages) == 1 + 2 * (1 + len(DIFFERENCES))  # index, suites, validations
+    loaded = {
+        (page.parent / url).resolve() for page in pages for url in LOADED.findall(page.read_text())
+    }
+    assert {path for path in loaded if not path.is_file()} == set()
+    assert all(path.is_relative_to(site) for path in loaded)
+    vendor = site / "static" / "vendor"
+    vendored = {p.relative_to(vendor).as_posix() for p in loaded if p.is_relative_to(vendor)}
+    assert vendored >= {
+        "bootstrap/bootstrap.min.css",
+        "jquery/jquery.min.js",
+        "bootstrap-table/bootstrap-table.min.js",
+        "fontawesome/css/all.min.css",
+    }
+    css = (site / "static/vendor/fontawesome/css/all.min.css").read_text()
+    fonts = {
+        site / "static/vendor/fontawesome/css" / url
+        for url in re.findall(r"url\((../webfonts/[^)]+\.woff2)\)", css)
+    }
+    assert fonts and all(font.is_file() for font in fonts)
+
+
+def test_each_run_keeps_its_own_site_up_to_the_retention(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    for run in ("reconciliation-1", "reconciliation-2", "reconciliation-3"):
+        validate_reconciliation(_table(), 5, _differences(), docs, run, keep_runs=2)
+    assert sorted(path.name for path in docs.iterdir()) == ["reconciliation-2", "reconciliation-3"]
+    validations = docs / "reconciliation-2" / "validations" / "reconcile" / "board_detail"
+    assert [path.name for path in validations.iterdir()] == ["reconciliation-2"]
 
 
 def test_wrong_expected_row_count_fails_only_the_row_count(tmp_path: Path) -> None:

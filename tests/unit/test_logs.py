@@ -1,0 +1,96 @@
+"""Logs that tell the truth: Great Expectations says nothing of a passing validation and
+nothing when imported; a Spark session built for a log (not a terminal) draws no progress bars
+and logs through boardstream's log4j configuration."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from boardstream.logs import LOG4J2, VERBOSE_ENV, spark_conf
+from boardstream.reconcile.expectations import validate_reconciliation
+from boardstream.settings import PROJECT_ROOT
+
+
+def test_a_passing_validation_logs_nothing_from_great_expectations(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    table = pd.DataFrame({"board_id": ["b1", "b2"], "member_id": [1, 2]})
+    empty = pd.DataFrame({"board_id": pd.Series(dtype=object)})
+    report = validate_reconciliation(
+        table, 2, {"missing": empty, "mismatched": pd.DataFrame()}, tmp_path, "reconciliation-1"
+    )
+    assert report.success
+    gx = [r for r in caplog.records if r.name.split(".")[0] == "great_expectations"]
+    assert [(r.levelname, r.getMessage()) for r in gx] == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def _python(tmp_path: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` as a script in a fresh interpreter (imports and JVM as a job starts them), its
+    stderr a pipe. A script, not ``-c``: pyspark takes a main module without a file for a
+    doctest run and exits."""
+    script = tmp_path / "script.py"
+    script.write_text(code)
+    return subprocess.run(
+        [sys.executable, "-W", "default", str(script)],  # warnings shown, as Airflow shows them
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=PROJECT_ROOT,
+        env={**{k: v for k, v in os.environ.items() if k != VERBOSE_ENV}, **env},
+    )
+
+
+IMPORT_GX = (
+    "import logging\nlogging.basicConfig(level=logging.INFO)\n"
+    "import boardstream.reconcile.expectations\nprint('imported')\n"
+)
+
+
+def test_importing_great_expectations_is_silent_unless_verbose(tmp_path: Path) -> None:
+    quiet = _python(tmp_path, IMPORT_GX)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "imported\n", "")
+    verbose = _python(tmp_path, IMPORT_GX, **{VERBOSE_ENV: "1"})
+    assert (verbose.returncode, verbose.stdout) == (0, "imported\n")
+    assert "INFO:great_expectations._docs_decorators:Skipping registering" in verbose.stderr
+
+
+def test_a_session_built_for_a_log_draws_no_progress_bars(tmp_path: Path) -> None:
+    built = _python(
+        tmp_path,
+        "from boardstream.settings import Settings\n"
+        "from boardstream.spark.session import spark_session\n"
+        "spark = spark_session(Settings(), 'no-tty', master='local[1]')\n"
+        "sc = spark.sparkContext\n"
+        "spark.range(1000).selectExpr('sum(id)').collect()\n"
+        "print(sc.getConf().get('spark.ui.showConsoleProgress'),"
+        " sc._jsc.sc().progressBar().isDefined())\n"
+        "spark.stop()\n",
+    )
+    assert (built.returncode, built.stdout) == (0, "false False\n"), built.stderr[-3000:]
+    # boardstream's log4j configuration, not Spark's default one (INFO, and its banner).
+    assert "Using Spark's default log4j profile" not in built.stderr
+    assert " INFO " not in built.stderr and "[Stage" not in built.stderr
+
+
+@pytest.mark.parametrize(("verbose", "level"), [("", "warn"), ("1", "info")])
+def test_spark_logs_at_warn_unless_verbose(
+    monkeypatch: pytest.MonkeyPatch, verbose: str, level: str
+) -> None:
+    monkeypatch.setenv(VERBOSE_ENV, verbose)
+    options = f"-Dlog4j2.configurationFile={LOG4J2} -Dboardstream.spark.log.level={level}"
+    assert spark_conf(console=True) == {
+        "spark.driver.defaultJavaOptions": options,
+        "spark.executor.defaultJavaOptions": options,
+        "spark.ui.showConsoleProgress": "true",
+    }
+    assert LOG4J2.is_file()
