@@ -42,7 +42,6 @@ from great_expectations.data_context.types.resource_identifiers import (
 from great_expectations.expectations.expectation import Expectation
 
 from boardstream.reconcile import data_docs
-from boardstream.settings import Settings
 
 TABLE = "board_detail"
 """Target name of the snapshot table in outcomes and Data Docs."""
@@ -133,14 +132,13 @@ def validate_reconciliation(
     differences: dict[str, pd.DataFrame],
     docs_dir: Path,
     run_name: str,
-    keep_runs: int | None = None,
+    keep_runs: int,
 ) -> ValidationReport:
     """Validate the snapshot and every difference set, render Data Docs, and summarise.
 
     The snapshot must hold exactly ``expected_rows`` rows with unique, non-null ``board_id`` and
     non-null ``member_id``; every difference set must be empty. Data Docs go to
-    ``docs_dir/run_name/``; the sites of all but the newest ``keep_runs`` runs there are deleted
-    (default: ``BOARDSTREAM_DATA_DOCS_RETENTION``).
+    ``docs_dir/run_name/``; the sites of all but the newest ``keep_runs`` runs there are deleted.
     """
     if TABLE in differences:
         raise ValueError(f"difference set may not be named {TABLE!r}: that is the table")
@@ -175,8 +173,6 @@ def validate_reconciliation(
             outcomes.extend(_outcome(target, r) for r in suite_result.results)
             rendered += [identifier, ExpectationSuiteIdentifier(name=suite.name)]
     context.build_data_docs(site_names=[_SITE], resource_identifiers=rendered)
-    if keep_runs is None:
-        keep_runs = Settings().data_docs_retention
     return ValidationReport(
         success=all(o.success for o in outcomes),
         outcomes=outcomes,

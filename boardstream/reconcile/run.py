@@ -35,7 +35,14 @@ from boardstream.timing import phase
 logger = logging.getLogger(__name__)
 
 # The balance first, then each failing finding, then what is only reported.
-SUMMARY_ORDER = (*BALANCE, *FAILING, *REPORTED, "expected_table_rows", "not_yet_loaded")
+SUMMARY_ORDER = (
+    *BALANCE,
+    *(kind for kind in FAILING if kind not in BALANCE),
+    *REPORTED,
+    "expected_table_rows",
+    "not_yet_loaded",
+    "sink_dead_lettered",
+)
 # Kinds whose ids are listed in the summary; the rest only counted there.
 LISTED = (*FAILING, *REPORTED, "pending", "sink_dead_lettered")
 
@@ -132,6 +139,7 @@ def _check(
             result.difference_sets(),
             settings.data_docs,
             f"reconciliation-{run_id}",
+            settings.data_docs_retention,
         )
     return RunResult(run_id, result, validation)
 

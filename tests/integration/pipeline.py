@@ -115,7 +115,8 @@ class Pipeline:
     def send_large(self, topic: str, key: bytes, value: bytes, ts: int) -> None:
         """A record past the producer's default 1 MiB request size."""
         errors = DeliveryErrors()
-        producer = Producer({**self.settings.to_confluent(), "message.max.bytes": len(value) * 2})
+        limit = max(2 * len(value), 1_000_000)
+        producer = Producer({**self.settings.to_confluent(), "message.max.bytes": limit})
         producer.produce(topic, value, key, timestamp=ts, on_delivery=errors)
         assert producer.flush(10) == 0 and errors.count == 0, errors.first
 

@@ -25,7 +25,12 @@ def test_a_passing_validation_logs_nothing_from_great_expectations(
     table = pd.DataFrame({"board_id": ["b1", "b2"], "member_id": [1, 2]})
     empty = pd.DataFrame({"board_id": pd.Series(dtype=object)})
     report = validate_reconciliation(
-        table, 2, {"missing": empty, "mismatched": pd.DataFrame()}, tmp_path, "reconciliation-1"
+        table,
+        2,
+        {"missing": empty, "mismatched": pd.DataFrame()},
+        tmp_path,
+        "reconciliation-1",
+        keep_runs=1,
     )
     assert report.success
     gx = [r for r in caplog.records if r.name.split(".")[0] == "great_expectations"]

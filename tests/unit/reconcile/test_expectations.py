@@ -47,7 +47,12 @@ def _run(
     tmp_path: Path, table: pd.DataFrame, expected_rows: int, **non_empty: pd.DataFrame
 ) -> ValidationReport:
     return validate_reconciliation(
-        table, expected_rows, _differences(**non_empty), tmp_path / "docs", "run-under-test"
+        table,
+        expected_rows,
+        _differences(**non_empty),
+        tmp_path / "docs",
+        "run-under-test",
+        keep_runs=1,
     )
 
 
@@ -156,4 +161,6 @@ def test_non_empty_difference_set_fails_only_itself(tmp_path: Path) -> None:
 
 def test_difference_set_may_not_shadow_the_table(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="board_detail"):
-        validate_reconciliation(_table(), 5, {TABLE: pd.DataFrame()}, tmp_path, "clash")
+        validate_reconciliation(
+            _table(), 5, {TABLE: pd.DataFrame()}, tmp_path, "clash", keep_runs=1
+        )
