@@ -39,6 +39,21 @@ def isolated_settings(var_dir: Path, **overrides: object) -> Settings:
     return Settings(**values)
 
 
+def new_database(postgres: Settings) -> str:
+    """A PostgreSQL database of its own on the test server, so no other test's rows show up."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    server = postgres.database_url.rsplit("/", 1)[0]
+    name = f"db_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    return f"{server}/{name}"
+
+
 def cli(
     settings, *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:

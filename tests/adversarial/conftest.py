@@ -8,7 +8,8 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream.sink import table as sink_table
-from tests.adversarial.world import NOW, board, execute, new_database
+from tests.adversarial.world import NOW, board, execute
+from tests.fixtures import new_database
 from tests.integration.pipeline import Pipeline
 
 BOARDS = [f"b{i}" for i in range(1, 9)]

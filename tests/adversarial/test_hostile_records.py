@@ -8,7 +8,8 @@ from __future__ import annotations
 import base64
 import json
 
-from tests.adversarial.world import NOW, board, failures, new_database, reconcile
+from tests.adversarial.world import NOW, board, failures, reconcile
+from tests.fixtures import new_database
 from tests.integration.pipeline import Pipeline
 
 INT64_MAX = 2**63 - 1

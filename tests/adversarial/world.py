@@ -19,17 +19,6 @@ from tests.integration.pipeline import Pipeline
 NOW = int(time.time() * 1000)
 
 
-def new_database(postgres: Settings) -> str:
-    """A PostgreSQL database of its own, so no other test's rows show up."""
-    server = postgres.database_url.rsplit("/", 1)[0]
-    name = f"adv_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f"CREATE DATABASE {name}"))
-    admin.dispose()
-    return f"{server}/{name}"
-
-
 def board(pipeline: Pipeline, board_id: str, member_id: int, ts: int, **fields: Any) -> None:
     payload = {
         "id": board_id,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -19,7 +18,7 @@ from boardstream.reconcile.repair import repair
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
-from tests.fixtures import cli
+from tests.fixtures import cli, new_database
 from tests.integration.pipeline import Pipeline, consume_all
 
 BOARDS = [f"b{i}" for i in range(1, 9)]
@@ -29,13 +28,7 @@ NOW = int(time.time() * 1000)
 @pytest.fixture
 def database_url(postgres) -> str:
     """A database of its own, so no other test's board_detail rows show up as extra."""
-    server = postgres.database_url.rsplit("/", 1)[0]
-    name = f"rc_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f"CREATE DATABASE {name}"))
-    admin.dispose()
-    return f"{server}/{name}"
+    return new_database(postgres)
 
 
 @pytest.fixture
