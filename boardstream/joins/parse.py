@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from boardstream.dead_letters import envelope, key_prefix
 from boardstream.joins import schema
 
-_JSON_WS_END = r"[ \t\n\r]+$"
+_JSON_WS = " \t\n\r"  # JSON's whitespace, nothing more
 _HIGH = r"\\u[dD][89abAB][0-9a-fA-F]{2}"
 _LOW = r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 _MEMBER_KEY = r"^-?[0-9]+$"
@@ -57,12 +57,19 @@ def _trailing_text(text: Column) -> Column:
     quote does not end one), then the object ends where its brackets first balance: that must
     be the last bracket, and the last non-blank character. Only single-character regexes and
     one pass over the brackets: nothing recurses per character, whatever the input."""
-    skeleton = F.regexp_replace(F.regexp_replace(text, r"(?s)\\.", ""), r'"[^"]*"', "s")
-    brackets = F.split(F.regexp_replace(skeleton, r"[^\[\]{}]", ""), "")
+    unescaped = F.when(  # most values have no escape: skip the pass
+        F.contains(text, F.lit("\\")), F.regexp_replace(text, r"(?s)\\.", "")
+    ).otherwise(text)
+    skeleton = F.regexp_replace(unescaped, r'"[^"]*"', "s")
+    brackets = F.regexp_replace(skeleton, r"[^\[\]{}]", "")
     start = F.struct(F.lit(0).alias("depth"), F.lit(0).alias("closed"))
-    balanced = F.aggregate(brackets, start, _bracket_step)
-    ends_with_object = F.regexp_replace(skeleton, _JSON_WS_END, "").endswith("}")
-    return ~ends_with_object | (balanced["closed"] != 1)
+    # A flat object (the usual record) needs no scan; the scan (an interpreted lambda per
+    # bracket) is for nested values.
+    closed = F.when(brackets == "{}", 1).otherwise(
+        F.aggregate(F.split(brackets, ""), start, _bracket_step)["closed"]
+    )
+    ends_with_object = F.rtrim(skeleton, F.lit(_JSON_WS)).endswith("}")
+    return ~ends_with_object | (closed != 1)
 
 
 def _unpaired_surrogate(text: Column) -> Column:
@@ -74,7 +81,10 @@ def _unpaired_surrogate(text: Column) -> Column:
 
 def _json_checks(text: Column) -> list[tuple[Column, Column]]:
     """The value must be one strict JSON object, alone."""
-    variant, kind = F.col("_variant"), F.col("_kind")
+    variant = F.col("_variant")
+    # The strict parse succeeded, so the value is an object iff it starts with "{"; the type
+    # is spelled out (schema_of_variant, costly on big objects) only for the message.
+    is_object = F.ltrim(text, F.lit(_JSON_WS)).startswith("{")
     return [
         (~F.is_valid_utf8(text), F.lit("value is not valid UTF-8")),
         (
@@ -87,8 +97,11 @@ def _json_checks(text: Column) -> list[tuple[Column, Column]]:
         ),
         (variant.isNull(), F.lit("value is not valid JSON")),
         (
-            ~kind.startswith("OBJECT<"),
-            F.concat(F.lit("value is not a JSON object, got "), _type_name(kind)),
+            ~is_object,
+            F.concat(
+                F.lit("value is not a JSON object, got "),
+                _type_name(F.schema_of_variant(variant)),
+            ),
         ),
         (_trailing_text(text), F.lit("value has trailing text after the JSON object")),
     ]
@@ -132,16 +145,14 @@ def _fields() -> dict[str, schema.Field]:
 
 
 def _read_fields(df: DataFrame, max_record_bytes: int) -> DataFrame:
-    """Parse each value once (``_variant``, its ``_kind``) and read every field once: the
+    """Parse each value once (``_variant``) and read every field once: the
     checks and the typed columns refer to these columns, so Spark keeps them computed once
     instead of re-parsing for every reference. Oversized values are not parsed at all."""
     value = F.col("value")
     variant = F.when(
         F.octet_length(value) <= max_record_bytes, F.try_parse_json(value.cast("string"))
     )
-    df = df.withColumn("_variant", variant).withColumn(
-        "_kind", F.schema_of_variant(F.col("_variant"))
-    )
+    df = df.withColumn("_variant", variant)
     columns = {}
     for name, field in _fields().items():
         as_type = "bigint" if field.kind == schema.INT64 else "string"

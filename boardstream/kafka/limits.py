@@ -61,13 +61,11 @@ def require_fit(
     topic_limits = topic_message_limits(admin, settings, sorted(largest))
     problems = []
     for topic, (size, what) in sorted(largest.items()):
-        for name, limit in (
+        limits = [
             (producer_name, producer_limit),
-            (
-                f"max.message.bytes of topic {topic}",
-                topic_limits[topic],
-            ),
-        ):
+            (f"max.message.bytes of topic {topic}", topic_limits[topic]),
+        ]
+        for name, limit in limits:
             if size > limit:
                 problems.append(f"{what} can be {size:,} bytes, more than {name} ({limit:,})")
     if problems:
@@ -75,5 +73,5 @@ def require_fit(
             "refusing to start: a record could be too large to write, which would fail its "
             "batch on every run: "
             + "; ".join(problems)
-            + ". Raise the limit or lower the record bound (--max-record-bytes)."
+            + ". Raise the limit (or, for the join, lower --max-record-bytes)."
         )

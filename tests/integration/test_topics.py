@@ -19,9 +19,10 @@ def test_create_is_idempotent_and_configs_read_back(kafka) -> None:
         ("t-board-detail", True),
         ("t-board-unmatched", True),
         ("t-board-dlq", True),
+        ("t-board-join-tick", True),
     ]
     again = create_topics(admin, settings, specs)
-    assert [r.created for r in again] == [False] * 5
+    assert [r.created for r in again] == [False] * 6
 
     resources = [ConfigResource(ResourceType.TOPIC, s.name) for s in specs]
     policies = {
@@ -34,10 +35,13 @@ def test_create_is_idempotent_and_configs_read_back(kafka) -> None:
         "t-board-detail": "delete",
         "t-board-unmatched": "delete",
         "t-board-dlq": "delete",
+        "t-board-join-tick": "delete",
     }
     described = {d.name: d for d in describe_topics(admin, settings, [s.name for s in specs])}
     assert described["t-member"].partitions == 2
     assert described["t-board"].partitions == 4
     assert described["t-board-detail"].partitions == 3
+    assert described["t-board-join-tick"].partitions == 1  # one tick per run, in order
+    assert described["t-board-join-tick"].configs["retention.ms"] == (str(24 * 3600 * 1000), False)
     assert described["t-member"].configs["cleanup.policy"] == ("compact", False)
     assert all(offset == 0 for offset in described["t-board"].end_offsets.values())
