@@ -7,8 +7,9 @@ newest record the sink has committed must have exactly one row, unless the sink 
 that record.
 
 One shuffle by board id carries the common case: a board's single row is its newest record.
-Only the rest (a duplicate, a row of another record, a row the sink loaded from a batch it has
-not committed yet) is drilled into, row by row, against the record at the position it claims.
+Only the rest (a duplicate, a row of another record or of a board board-detail does not hold, a
+row the sink loaded from a batch it has not committed yet) is drilled into, row by row, against
+the record at the position it claims.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def per_board(
     )
     rows = table.select(
         F.lit("table").alias("holder"),
-        F.coalesce("board_id", F.lit(NULL_BOARD_ID)).alias("board_id"),
+        "board_id",
         *_POSITION,
         "digest",
         F.lit(False).alias("sink_dead_lettered"),
@@ -77,7 +78,7 @@ def per_board(
     return boards.select(
         "*",
         settled.alias("settled"),
-        ((F.col("n_detail") > 0) & (F.col("n_table") > 0) & ~row_is_newest).alias("drill"),
+        ((F.col("n_table") > 0) & ~F.coalesce(row_is_newest, F.lit(False))).alias("drill"),
     )
 
 
@@ -94,12 +95,6 @@ def board_checks() -> dict[str, Column]:
     }
 
 
-def extra_rows(boards: DataFrame) -> DataFrame:
-    """Rows of boards board-detail does not hold: one per row, a duplicate twice."""
-    rows = F.array_repeat("board_id", F.col("n_table").cast("int"))
-    return boards.where("n_detail = 0").select(F.explode(rows).alias("board_id"))
-
-
 def drilled_rows(
     boards: DataFrame,
     table: DataFrame,
@@ -107,13 +102,15 @@ def drilled_rows(
     earliest: dict[int, int],
     latest: dict[int, int],
 ) -> DataFrame:
-    """(kind, board_id) for each row of a drilled board that is wrong: it claims a position
-    that does not exist (``extra_in_table``), one retention has deleted
-    (``unverifiable_in_table``), a record that is not this row (``mismatched``: other board or
+    """(kind, board_id) for each row of a drilled board that is wrong: it claims a record
+    retention has deleted (``unverifiable_in_table``: reported, as a board whose records all
+    expired is not foreign), a position that does not exist or a board board-detail does not
+    hold (``extra_in_table``), a record that is not this row (``mismatched``: other board or
     content), or an older record of its board than the newest one the sink committed
     (``stale_in_table``)."""
     drilled = boards.where("drill").select(
         "board_id",
+        "n_detail",
         "settled",
         "newest_detail_partition",
         "newest_detail_offset",
@@ -138,8 +135,8 @@ def drilled_rows(
     kind = (
         # A type_mismatch already: its nulled values would differ from anything.
         F.when(~F.col("typed"), F.lit(None).cast("string"))
-        .when(~exists, "extra_in_table")
-        .when(expired, "unverifiable_in_table")
+        .when(exists & expired, "unverifiable_in_table")
+        .when(~exists | (F.col("n_detail") == 0), "extra_in_table")
         .when(~same_record, "mismatched")
         .when(stale, "stale_in_table")
     )

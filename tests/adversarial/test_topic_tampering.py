@@ -139,7 +139,8 @@ def test_output_with_altered_board_fields(fresh: Pipeline) -> None:
     (b6,) = detail_records(fresh.settings, "b6")
     forged = {k: v for k, v in b6.items() if k not in ("detail_partition", "detail_offset")}
     forge(fresh.settings, fresh.settings.board_detail_topic, b"b6", {**forged, "title": "x"})
-    assert failures(reconcile(fresh)) == {"altered_output": ["b6"]}
+    # Not a replay either: b6's position now holds two different joined records.
+    assert failures(reconcile(fresh)) == {"altered_output": ["b6"], "conflicting": ["b6"]}
 
 
 def test_output_with_an_altered_member_profile(fresh: Pipeline) -> None:
@@ -147,10 +148,10 @@ def test_output_with_an_altered_member_profile(fresh: Pipeline) -> None:
     (b7,) = detail_records(fresh.settings, "b7")
     forged = {k: v for k, v in b7.items() if k not in ("detail_partition", "detail_offset")}
     forge(fresh.settings, fresh.settings.board_detail_topic, b"b7", {**forged, "city": "Busan"})
-    result = reconcile(fresh)
-    assert failures(result) == {"altered_output": ["b7"]}
+    expected = {"altered_output": ["b7"], "conflicting": ["b7"]}
+    assert failures(reconcile(fresh)) == expected
     fresh.sink()  # the sink loads the forged record: the table now agrees with it, still caught
-    assert failures(reconcile(fresh)) == {"altered_output": ["b7"]}
+    assert failures(reconcile(fresh)) == expected
 
 
 def test_output_naming_a_member_that_never_existed(fresh: Pipeline) -> None:
@@ -159,4 +160,26 @@ def test_output_naming_a_member_that_never_existed(fresh: Pipeline) -> None:
     forged.update(member_id=777, member_offset=10**9)
     forge(fresh.settings, fresh.settings.board_detail_topic, b"b8", forged)
     found = failures(reconcile(fresh))
-    assert found == {"referential": ["b8"], "altered_output": ["b8"]}
+    assert found == {"referential": ["b8"], "altered_output": ["b8"], "conflicting": ["b8"]}
+
+
+def test_rows_whose_records_retention_deleted_are_unverifiable(fresh: Pipeline) -> None:
+    """After retention (here: delete_records) every board-detail record and its source are
+    gone: the table's rows can no longer be checked, which is reported, not called extra."""
+    from confluent_kafka import OFFSET_END, TopicPartition
+
+    from boardstream.kafka.clients import admin_client
+
+    settings = fresh.settings
+    admin = admin_client(settings)
+    doomed = [
+        TopicPartition(topic, p, OFFSET_END)
+        for topic in (settings.board_topic, settings.board_detail_topic)
+        for p in admin.list_topics(topic, timeout=10).topics[topic].partitions
+    ]
+    for future in admin.delete_records(doomed).values():
+        future.result()
+    result = reconcile(fresh)
+    assert failures(result) == {}, "\n".join(result.summary())
+    unverifiable = result.reconciliation.findings["unverifiable_in_table"]
+    assert unverifiable.examples == sorted(["ctl", "upd", *(f"b{i}" for i in range(1, 9))])
