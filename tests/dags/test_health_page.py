@@ -88,6 +88,10 @@ def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
     """The run's own Data Docs through the plugin: its index lists exactly its validations
     (bootstrap-table, run locally, fills the list in), a validation page is styled by the
     vendored Bootstrap and Font Awesome, and no request leaves this machine."""
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        StaleElementReferenceException,
+    )
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -96,11 +100,22 @@ def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
     requested_urls(browser)  # drop what the login and the health page requested
     browser.get(f"{base}/index.html")
     results = "#section-1-content-block-2-1-body-table tbody tr"
-    rows = WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, results))
     targets = {outcome.target for outcome in run.validation.outcomes}  # one validation each
-    shown = browser.find_element(By.CSS_SELECTOR, ".pagination-info").text
-    assert shown == f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
-    cells = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    expected_info = f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
+
+    def paged_table(b):
+        """The table's cells once bootstrap-table has paged it (it re-renders the rows)."""
+        try:
+            if b.find_element(By.CSS_SELECTOR, ".pagination-info").text != expected_info:
+                return False
+            return [
+                [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+                for row in b.find_elements(By.CSS_SELECTOR, results)
+            ]
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False
+
+    cells = WebDriverWait(browser, 60).until(paged_table)
     assert {cell[2] for cell in cells} == {site.name}  # run name
     assert {cell[3] for cell in cells} <= targets and len(cells) == min(10, len(targets))
     assert browser.save_screenshot(str(ARTIFACTS / "data-docs-index.png"))
