@@ -41,6 +41,7 @@ from boardstream.kafka.clients import DeliveryErrors, admin_client, reliable_pro
 from boardstream.kafka.limits import require_fit, spark_producer_limit
 from boardstream.settings import Settings
 from boardstream.spark import streaming
+from boardstream.spark.checkpoint_guard import guard_checkpoint
 
 QUERY_NAME = "board-detail-join"
 # A joined or unmatched record holds at most one board's and one member's text (parsing keeps
@@ -151,7 +152,18 @@ def send_tick(settings: Settings) -> None:
 
 
 def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:
-    require_output_fits(settings, config)
+    identity = {
+        # The tick topic is not listed: it is named after the board topic and holds no data,
+        # so a checkpoint from before it existed resumes (its partition is new to the source
+        # and read from the start).
+        "sources": [settings.member_topic, settings.board_topic],
+        "outputs": [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
+        "state_buckets": config.state_buckets,
+        "join_mode": config.options.mode,
+    }
+    require_output_fits(settings, config)  # before the guard, which creates a new checkpoint
+    # A checkpoint of another configuration is refused before anything is written (a tick).
+    guard_checkpoint(config.checkpoint_dir(settings), {"query": QUERY_NAME, **identity})
     streaming.configure_no_data_batches(spark, config.trigger)
     if config.trigger == streaming.AVAILABLE_NOW:
         send_tick(settings)
@@ -162,15 +174,7 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         config.checkpoint_dir(settings),
         config.trigger,
         config.interval,
-        {
-            # The tick topic is not listed: it is named after the board topic and holds no
-            # data, so a checkpoint from before it existed resumes (its partition is new to
-            # the source and read from the start).
-            "sources": [settings.member_topic, settings.board_topic],
-            "outputs": [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
-            "state_buckets": config.state_buckets,
-            "join_mode": config.options.mode,
-        },
+        identity,
     )
 
 
