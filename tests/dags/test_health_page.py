@@ -64,12 +64,18 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         By.CSS_SELECTOR, f"tr[data-run='{failed.run_id}'] [data-ids=missing_in_table]"
     )
     assert lost.text == "missing_in_table (1): r3"
-    series = browser.find_elements(By.CSS_SELECTOR, "#chart polyline[data-series]")
-    assert [line.get_attribute("data-series") for line in series] == [
-        "source",
+    bars = browser.find_elements(By.CSS_SELECTOR, "#chart g[data-run]")
+    assert [bar.get_attribute("data-run") for bar in bars] == [
+        str(passed.run_id),
+        str(failed.run_id),
+    ]
+    parts = bars[0].find_elements(By.CSS_SELECTOR, "rect[data-part]")
+    assert [part.get_attribute("data-part") for part in parts] == [
+        "not_yet_read",
         "joined",
         "unmatched",
         "dead_lettered",
+        "pending",
     ]
     queries = browser.find_elements(By.CSS_SELECTOR, "table#streams tr[data-query]")
     assert {q.get_attribute("data-query") for q in queries} == {
