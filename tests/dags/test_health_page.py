@@ -102,11 +102,16 @@ def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
     requested_urls(browser)  # drop what the login and the health page requested
     browser.get(f"{base}/index.html")
     results = "#section-1-content-block-2-1-body-table tbody tr"
-    rows = WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, results))
+    WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, results))
     targets = {outcome.target for outcome in run.validation.outcomes}  # one validation each
     shown = browser.find_element(By.CSS_SELECTOR, ".pagination-info").text
     assert shown == f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
-    cells = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    # Read in one script: bootstrap-table may redraw its rows, leaving found elements stale.
+    cells = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])]"
+        ".map(row => [...row.cells].map(cell => cell.innerText))",
+        results,
+    )
     assert {cell[2] for cell in cells} == {site.name}  # run name
     assert {cell[3] for cell in cells} <= targets and len(cells) == min(10, len(targets))
     assert browser.save_screenshot(str(ARTIFACTS / "data-docs-index.png"))
