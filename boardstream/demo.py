@@ -14,6 +14,8 @@ from typing import Any
 from boardstream import database
 from boardstream.airflow_api import AirflowApi
 from boardstream.reconcile import ledger
+from boardstream.reconcile.checks import BALANCE
+from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
 from boardstream.stack.airflow import AirflowStandalone
 
@@ -26,8 +28,6 @@ PHASES = {
     RECONCILIATION: "the snapshot, the exact checks, then Great Expectations and its Data Docs",
 }
 logger = logging.getLogger(__name__)
-
-COUNTS = ("source", "joined", "unmatched", "dead_lettered", "pending", "not_yet_read")
 
 
 def run_demo(settings: Settings, generator: dict[str, Any]) -> int:
@@ -71,7 +71,9 @@ def run_demo(settings: Settings, generator: dict[str, Any]) -> int:
 
 
 def _print_reconciliation(settings: Settings, run_by: str) -> bool:
-    """The ledger's record of the run the task made, as the task log shows it."""
+    """The ledger's record of the run the task made, as the task log shows it: the balance,
+    then the findings it has, under the summary's names and in its order (README,
+    "Reconciliation and repair")."""
     runs = ledger.recent_runs(database.engine(settings.database), limit=50)
     run = next((run for run in runs if run["run_by"] == run_by), None)
     if run is None:
@@ -79,9 +81,10 @@ def _print_reconciliation(settings: Settings, run_by: str) -> bool:
         return False
     counts = run["counts"] or {}
     print(f"\nreconciliation run {run['run_id']}: {'PASSED' if run['passed'] else 'FAILED'}")
-    for name in COUNTS:
+    for name in BALANCE:
         print(f"  {name:<14} {counts.get(name, 0):>10,}")
-    for kind, (count, examples) in sorted(run["issues"].items()):
-        if count and kind not in COUNTS:
+    for kind in SUMMARY_ORDER:
+        count, examples = run["issues"].get(kind, (0, []))
+        if count and kind not in BALANCE:
             print(f"  {kind}: {count:,} ({', '.join(examples)})")
     return bool(run["passed"])

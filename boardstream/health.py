@@ -15,10 +15,11 @@ from typing import Any
 from boardstream import database
 from boardstream.compaction import tuning_log
 from boardstream.reconcile import ledger
+from boardstream.reconcile.checks import BALANCE
+from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
 from boardstream.spark.progress import read_progress
 
-CHART_COUNTS = ("source", "joined", "unmatched", "dead_lettered")
 # "airflow:<dag id>/<run id>/<task id>", as the DAGs' tasks record who ran a reconciliation.
 _AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[\w.-]+)")
 
@@ -28,8 +29,9 @@ def pipeline_health(settings: Settings, runs: int = 20, batches: int = 60) -> di
     recent = [_run(run, settings.data_docs) for run in ledger.recent_runs(engine, runs)]
     return {
         "reconciliation_runs": recent,
+        # The balance of each finished run, oldest first (an ERRORED run has none).
         "chart": [
-            {"at": run["finished_at"], **{n: run["counts"].get(n, 0) for n in CHART_COUNTS}}
+            {"run_id": run["run_id"], **{n: run["counts"].get(n, 0) for n in BALANCE}}
             for run in reversed(recent)
             if run["finished_at"] and run["counts"]
         ],
@@ -85,12 +87,19 @@ def _run(run: dict[str, Any], docs_root: Path) -> dict[str, Any]:
             "counts": run["counts"] or {},
             "issues": {
                 kind: {"count": count, "examples": examples}
-                for kind, (count, examples) in sorted(run["issues"].items())
+                for kind, (count, examples) in sorted(run["issues"].items(), key=_in_summary_order)
             },
             "data_docs": data_docs_page(run["data_docs"], docs_root),
             "airflow": airflow_run(run["run_by"]),
         }
     )
+
+
+def _in_summary_order(issue: tuple[str, Any]) -> tuple[int, str]:
+    """The summary's order; a kind an older version recorded, after them, by name."""
+    kind = issue[0]
+    known = SUMMARY_ORDER.index(kind) if kind in SUMMARY_ORDER else len(SUMMARY_ORDER)
+    return known, kind
 
 
 def _jsonable(value: Any) -> Any:

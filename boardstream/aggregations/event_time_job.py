@@ -218,19 +218,29 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, spec: Any, j
     )
 
 
-def session_main(argv: Sequence[str] | None = None) -> int:
+def session_parser() -> argparse.ArgumentParser:
     parser = _parser("session-count", "Count events per session of activity, per group.")
     parser.add_argument("--gap", type=duration_ms, required=True, help="inactivity that ends one")
     parser.add_argument("--retention", type=duration_ms, default="1d")
+    return parser
+
+
+def session_main(argv: Sequence[str] | None = None) -> int:
+    parser = session_parser()
     args = parser.parse_args(argv)
     return _run(parser, args, SessionSpec(args.gap, args.grace, args.retention), "session-count")
 
 
-def window_main(argv: Sequence[str] | None = None) -> int:
+def window_parser() -> argparse.ArgumentParser:
     parser = _parser("window-count", "Count events per tumbling window of event time, per group.")
     parser.add_argument("--size", type=duration_ms, required=True)
     parser.add_argument("--emit", choices=(FINAL, UPDATES), default=FINAL)
     parser.add_argument("--retention", type=duration_ms, default="1d")
+    return parser
+
+
+def window_main(argv: Sequence[str] | None = None) -> int:
+    parser = window_parser()
     args = parser.parse_args(argv)
     spec = WindowSpec(args.size, args.grace, args.retention, args.emit)
     return _run(parser, args, spec, "window-count")

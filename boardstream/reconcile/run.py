@@ -19,7 +19,6 @@ from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka.clients import admin_client
 from boardstream.reconcile import ledger
 from boardstream.reconcile.checks import (
-    BALANCE,
     FAILING,
     REPORTED,
     ReconcileOptions,
@@ -28,21 +27,13 @@ from boardstream.reconcile.checks import (
 )
 from boardstream.reconcile.expectations import ValidationReport, validate_reconciliation
 from boardstream.reconcile.snapshot import Snapshot, take_snapshot
+from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.timing import phase
 
 logger = logging.getLogger(__name__)
 
-# The balance first, then each failing finding, then what is only reported.
-SUMMARY_ORDER = (
-    *BALANCE,
-    *(kind for kind in FAILING if kind not in BALANCE),
-    *REPORTED,
-    "expected_table_rows",
-    "not_yet_loaded",
-    "sink_dead_lettered",
-)
 # Kinds whose ids are listed in the summary; the rest only counted there.
 LISTED = (*FAILING, *REPORTED, "pending", "sink_dead_lettered")
 

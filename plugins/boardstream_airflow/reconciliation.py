@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
+from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
 
 
@@ -19,4 +20,10 @@ def reconcile_or_fail(spark: Any, settings: Settings, context: dict[str, Any]) -
     print(summary)
     if not result.passed:
         raise AirflowFailException(summary)
-    return {"run_id": result.run_id, "passed": True, **result.reconciliation.counts}
+    return xcom(result.run_id, result.reconciliation.counts)
+
+
+def xcom(run_id: int, counts: dict[str, int]) -> dict[str, Any]:
+    """What a passed run's task returns: its counts under the summary's names, in its order
+    (defined in the README, "Reconciliation and repair")."""
+    return {"run_id": run_id, "passed": True, **{name: counts[name] for name in SUMMARY_ORDER}}

@@ -64,12 +64,18 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         By.CSS_SELECTOR, f"tr[data-run='{failed.run_id}'] [data-ids=missing_in_table]"
     )
     assert lost.text == "missing_in_table (1): r3"
-    series = browser.find_elements(By.CSS_SELECTOR, "#chart polyline[data-series]")
-    assert [line.get_attribute("data-series") for line in series] == [
-        "source",
+    bars = browser.find_elements(By.CSS_SELECTOR, "#chart g[data-run]")
+    assert [bar.get_attribute("data-run") for bar in bars] == [
+        str(passed.run_id),
+        str(failed.run_id),
+    ]
+    parts = bars[0].find_elements(By.CSS_SELECTOR, "rect[data-part]")
+    assert [part.get_attribute("data-part") for part in parts] == [
+        "not_yet_read",
         "joined",
         "unmatched",
         "dead_lettered",
+        "pending",
     ]
     queries = browser.find_elements(By.CSS_SELECTOR, "table#streams tr[data-query]")
     assert {q.get_attribute("data-query") for q in queries} == {
@@ -88,11 +94,6 @@ def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
     """The run's own Data Docs through the plugin: its index lists exactly its validations
     (bootstrap-table, run locally, fills the list in), a validation page is styled by the
     vendored Bootstrap and Font Awesome, and no request leaves this machine."""
-    from selenium.common.exceptions import (
-        NoSuchElementException,
-        StaleElementReferenceException,
-    )
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     site = run.validation.data_docs_index.parent
@@ -101,21 +102,15 @@ def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
     browser.get(f"{base}/index.html")
     results = "#section-1-content-block-2-1-body-table tbody tr"
     targets = {outcome.target for outcome in run.validation.outcomes}  # one validation each
-    expected_info = f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
-
-    def paged_table(b):
-        """The table's cells once bootstrap-table has paged it (it re-renders the rows)."""
-        try:
-            if b.find_element(By.CSS_SELECTOR, ".pagination-info").text != expected_info:
-                return False
-            return [
-                [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
-                for row in b.find_elements(By.CSS_SELECTOR, results)
-            ]
-        except (NoSuchElementException, StaleElementReferenceException):
-            return False
-
-    cells = WebDriverWait(browser, 60).until(paged_table)
+    paged = f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
+    info = "return document.querySelector('.pagination-info')?.innerText"
+    WebDriverWait(browser, 60).until(lambda b: b.execute_script(info) == paged)
+    # Read in one script: bootstrap-table may redraw its rows, leaving found elements stale.
+    cells = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])]"
+        ".map(row => [...row.cells].map(cell => cell.innerText))",
+        results,
+    )
     assert {cell[2] for cell in cells} == {site.name}  # run name
     assert {cell[3] for cell in cells} <= targets and len(cells) == min(10, len(targets))
     assert browser.save_screenshot(str(ARTIFACTS / "data-docs-index.png"))

@@ -15,13 +15,21 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from boardstream.health import CHART_COUNTS, pipeline_health
+from boardstream.health import pipeline_health
+from boardstream.reconcile.checks import BALANCE
+from boardstream.reconcile.vocabulary import FAILING_PARTS, PARTS
 from boardstream.settings import Settings
-from boardstream_airflow.ui.chart import line_chart, sparkline
+from boardstream_airflow.ui.chart import sparkline, stacked_bars
 
 app = FastAPI(title="boardstream pipeline health", dependencies=[Depends(requires_authenticated())])
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-templates.env.globals.update(line_chart=line_chart, sparkline=sparkline, chart_counts=CHART_COUNTS)
+templates.env.globals.update(
+    stacked_bars=stacked_bars,
+    sparkline=sparkline,
+    balance=BALANCE,
+    parts=PARTS,
+    failing_parts=FAILING_PARTS,
+)
 
 
 def when(iso: str | None) -> str:

@@ -1,0 +1,200 @@
+"""Every command line of the README's ```bash blocks still exists as documented: a `boardstream`
+command and its flags parse with the real parser (the job's arguments after `--`, with that
+job's own parser), the `bin/` scripts and the files `cp` and `docker compose` name are there.
+And each command is mapped to the test that runs it for real, or to None where none does, so a
+new README command has to say which."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+from collections.abc import Callable
+
+import pytest
+import yaml
+
+from boardstream.aggregations.event_time_job import session_parser, window_parser
+from boardstream.aggregations.presets import PRESETS
+from boardstream.aggregations.table_count import build_parser as table_count_parser
+from boardstream.cli import build_parser
+from boardstream.joins.job import build_parser as join_parser
+from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.sink.job import build_parser as sink_parser
+
+PREFIXES = (".venv/bin/boardstream ", "bin/", "docker compose ", "cp ")
+# The jobs' own parsers, by the name `job run` takes (boardstream.spark.submit.JOBS).
+JOB_PARSERS: dict[str, Callable[[], argparse.ArgumentParser]] = {
+    "board-detail-join": join_parser,
+    "board-detail-sink": sink_parser,
+    "table-count": table_count_parser,
+    "session-count": session_parser,
+    "window-count": window_parser,
+}
+BS = ".venv/bin/boardstream"
+# Each README command, as written there, and the test that runs that command (the CLI, not
+# only the function behind it) for real; None: no test does.
+RUN_BY: dict[str, str | None] = {
+    "bin/demo": None,
+    "bin/test": None,
+    f"{BS} job list": None,
+    f"{BS} job run board-detail-join [-- --join-mode as-of --unmatched-timeout 10m]": (
+        # without the job's arguments
+        "tests/integration/test_kafka_auth.py::test_right_credentials_run_the_pipeline"
+    ),
+    f"{BS} job run board-detail-sink [-- --trigger continuous]": (
+        "tests/faults/test_process_kills.py::test_kill_9_join_and_sink_mid_backlog"
+    ),
+    f"{BS} reconcile": (
+        "tests/integration/test_reconcile.py::test_reconcile_command_exit_code_is_the_verdict"
+    ),
+    f"{BS} reconcile --stall-after 30m --unmatched-timeout 10m": None,
+    f"{BS} repair --run 7": (
+        # an unknown run only: refused before Spark starts
+        "tests/integration/test_repair_cli.py::test_repair_of_an_unknown_run_is_one_line"
+    ),
+    f"{BS} compaction measure [--topic 'member*'] [--exclude PATTERN]": None,
+    f"{BS} compaction recommend --max-replay-waste 0.1 --restore-budget 5m": None,
+    f"{BS} compaction apply": (
+        "tests/integration/test_compaction.py::test_cli_refuses_bad_targets_and_missing_change"
+    ),
+    f"{BS} compaction apply --execute": None,  # only refused (a negative --restore-rate)
+    f"{BS} compaction verify --change 3": None,
+    f"{BS} compaction rollback --change 3": None,  # only refused (no --change)
+    f"{BS} aggregate boards-per-member": None,
+    f"{BS} aggregate member-sessions": None,
+    f"{BS} aggregate boards-per-city": None,
+    f"{BS} job run window-count -- --source-topic T --output-topic O --size 1m --grace 30s "
+    "--retention 1h [--value-field F] [--time-field F] [--emit final|updates]": None,
+    f"{BS} state show --checkpoint var/checkpoints/<job>-<output topic> [--key K]": (
+        "tests/integration/test_state_show.py::test_shows_the_joins_state_and_finds_a_waiting_board"
+    ),
+    f"{BS} stack up [--postgres] [--airflow]": (
+        # --postgres, not --airflow
+        "tests/integration/test_stack.py::test_up_twice_starts_once_and_down_stops_only_ours"
+    ),
+    f"{BS} stack status": (
+        "tests/integration/test_stack.py::test_up_twice_starts_once_and_down_stops_only_ours"
+    ),
+    f"{BS} stack down": (
+        "tests/integration/test_stack.py::test_up_twice_starts_once_and_down_stops_only_ours"
+    ),
+    f"{BS} topics create": (
+        "tests/integration/test_topics_cli.py::test_without_topic_creates_the_platform_topics"
+    ),
+    f"{BS} topics create --topic orders --partitions 6 --config cleanup.policy=compact "
+    "--config retention.ms=86400000": (
+        "tests/integration/test_topics_cli.py::test_creates_any_topic_with_partitions_and_configs"
+    ),
+    f"{BS} topics describe [--topic board] [--all-configs]": (
+        # an unknown topic only
+        "tests/integration/test_stack.py::test_unknown_topic_is_named"
+    ),
+    f"{BS} produce --members 5000 --boards 8000 --late-members 40 --orphans 25 --deletes 50 "
+    "--update-ratio 0.2 --malformed 10 --seed 42": (
+        # --members, --boards and --seed only
+        "tests/integration/test_kafka_auth.py::test_right_credentials_run_the_pipeline"
+    ),
+    f"{BS} produce --production-scale": None,
+    "cp .env.example .env": None,
+    "docker compose up -d": None,
+    "docker compose up -d --scale spark-worker=3": None,
+}
+
+
+def readme_commands() -> list[str]:
+    """The commands of the README's bash blocks: continuation lines joined, comments dropped."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", readme, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            command = " ".join(re.sub(r"\s+#\s.*$", "", line).split())
+            if command.startswith(PREFIXES):
+                commands.append(command)
+    return commands
+
+
+def variants(command: str) -> list[list[str]]:
+    """The argv lists a documented command stands for: without its optional ``[...]`` parts,
+    and with all of them, once per alternative of ``a|b``; a ``<placeholder>`` is one word."""
+    text = re.sub(r"<[^>]*>", "X", command)
+    bare = shlex.split(re.sub(r"\s*\[[^\]]*\]", "", text))
+    full = [word.split("|") for word in shlex.split(text.replace("[", "").replace("]", ""))]
+    choices = max(len(alternatives) for alternatives in full)
+    return [bare] + [[alts[min(i, len(alts) - 1)] for alts in full] for i in range(choices)]
+
+
+def exact(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The parser, and its subcommands', taking whole flag names only: a README flag that is
+    the abbreviation of a renamed one must not pass."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                exact(subparser)
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    try:
+        return exact(parser).parse_args(argv)
+    except SystemExit as exit:  # argparse's error, on stderr
+        pytest.fail(f"{parser.prog} {shlex.join(argv)}: does not parse (exit {exit.code})")
+
+
+def check_boardstream(argv: list[str]) -> None:
+    """The CLI's parser, then the job's own parser for what `job run` / `aggregate` pass on."""
+    args = parse(build_parser(), argv)
+    if argv[0] == "job" and args.action == "run":
+        job, passed = args.name, []
+    elif argv[0] == "aggregate":
+        job, passed = PRESETS[args.name].job, PRESETS[args.name].job_args(Settings())
+    else:
+        return
+    extra = args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
+    parse(JOB_PARSERS[job](), [*passed, *extra])
+
+
+def check(command: str) -> None:
+    for argv in variants(command):
+        if argv[0] == ".venv/bin/boardstream":
+            check_boardstream(argv[1:])
+        elif argv[0].startswith("bin/"):
+            assert os.access(PROJECT_ROOT / argv[0], os.X_OK), f"{argv[0]} is not executable"
+        elif argv[0] == "cp":
+            assert (PROJECT_ROOT / argv[1]).is_file(), f"{command}: no {argv[1]}"
+        else:
+            compose = yaml.safe_load((PROJECT_ROOT / "docker-compose.yml").read_text())
+            scaled = {argv[i + 1].split("=")[0] for i, word in enumerate(argv) if word == "--scale"}
+            assert scaled <= set(compose["services"]), f"{command}: no service {scaled}"
+
+
+@pytest.mark.parametrize("command", readme_commands())
+def test_every_readme_command_parses(command: str) -> None:
+    check(command)
+
+
+def test_every_readme_command_names_the_test_that_runs_it() -> None:
+    assert sorted(readme_commands()) == sorted(RUN_BY)
+    for command, test in RUN_BY.items():
+        if test is not None:
+            path, name = test.split("::")
+            source = (PROJECT_ROOT / path).read_text()
+            assert f"def {name}(" in source, f"{command}: no {test}"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"{BS} reconcile --stall-after 30m --unmatched-timout 10m",
+        f"{BS} job run board-detail-sink [-- --trigger sometimes]",
+        f"{BS} job run window-count -- --source-topic T --output-topic O --size 1m "
+        "[--emit final|all]",
+        f"{BS} compaction prune",
+        f"{BS} reconcile --stall 30m",
+    ],
+)
+def test_a_flag_or_value_that_no_longer_exists_fails(command: str) -> None:
+    with pytest.raises(pytest.fail.Exception, match="does not parse"):
+        check(command)
