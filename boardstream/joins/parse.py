@@ -326,5 +326,21 @@ def routed(parsed: DataFrame) -> DataFrame:
 
     Invalid records travel through the stateful operator too (in a bucket of their own) rather
     than a second branch unioned with its output: a union would read and parse the Kafka source
-    twice per micro-batch."""
-    return parsed.select(*schema.names(schema.INPUT), "dead_key", "dead_letter")
+    twice per micro-batch.
+
+    No integer column may hold a null: pandas converts an Arrow batch, which can hold several
+    buckets' rows, to one frame, and a single null turns the whole column into floats, so
+    member ids above 2**53 would lose digits and the state would store what it cannot read back
+    (a tick once made three buckets lose their members). Only a dead letter or a tick can lack
+    one (valid records have every integer, by contract), and neither reads it: 0 stands in."""
+    integers = {name for name, kind in schema.INPUT if kind in ("bigint", "int")}
+    return parsed.select(
+        *[
+            F.coalesce(F.col(name), F.lit(0).cast(kind)).alias(name)
+            if name in integers
+            else F.col(name)
+            for name, kind in schema.INPUT
+        ],
+        "dead_key",
+        "dead_letter",
+    )

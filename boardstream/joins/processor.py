@@ -49,12 +49,18 @@ _DEAD = (("dead_key", "string"), ("dead_letter", "string"))
 OUTPUT_DDL = schema.ddl(schema.OUTPUT + _DEAD)
 OUTPUT_COLUMNS = schema.names(schema.OUTPUT + _DEAD)
 INPUT_COLUMNS = schema.names(schema.INPUT)
+_INTEGER_COLUMNS = [name for name, kind in schema.INPUT if kind in ("bigint", "int")]
 _NO_DEAD_LETTER = (None, None)
 
 
 def _tuples(frame: pd.DataFrame) -> Iterator[tuple]:
     """Rows as tuples of plain Python values, column by column (``tolist`` turns numpy scalars
-    into ints and strs at C speed; the JVM side sends no nulls in integer columns)."""
+    into ints and strs at C speed). The JVM side sends no nulls in integer columns (see
+    :func:`~boardstream.joins.parse.routed`); if one ever did, pandas would have made the column
+    floats, and the join must stop rather than store rounded member ids."""
+    floats = [n for n in _INTEGER_COLUMNS if frame[n].dtype.kind == "f"]
+    if floats:
+        raise ValueError(f"integer input columns arrived as floats (a null?): {floats}")
     return zip(*(frame[name].tolist() for name in INPUT_COLUMNS), strict=True)
 
 

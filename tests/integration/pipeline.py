@@ -122,12 +122,19 @@ class Pipeline:
 
     # -- jobs -----------------------------------------------------------------------------
 
-    def join(self, max_record_bytes: int = JoinJobConfig.max_record_bytes, **options: Any) -> None:
+    def join(
+        self,
+        max_record_bytes: int = JoinJobConfig.max_record_bytes,
+        max_offsets_per_trigger: int | None = None,
+        state_buckets: int = 8,
+        **options: Any,
+    ) -> None:
         config = JoinJobConfig(
             options=JoinOptions(**options),
             max_record_bytes=max_record_bytes,
+            max_offsets_per_trigger=max_offsets_per_trigger,
             checkpoint=self.workdir / f"{self.settings.board_topic}-join",
-            state_buckets=8,
+            state_buckets=state_buckets,
         )
         query = start_join(self.spark, self.settings, config)
         query.awaitTermination()
