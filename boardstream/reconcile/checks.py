@@ -11,20 +11,24 @@ accounts for, a stall, content or types that differ.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from functools import reduce
+from pathlib import Path
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from boardstream.joins.job import QUERY_NAME as JOIN
-from boardstream.joins.member_table import JoinOptions
+from boardstream.joins.member_table import LATEST, JoinOptions
 from boardstream.reconcile import liveness, positions, readers, table_checks
 from boardstream.reconcile.snapshot import Snapshot
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
+from boardstream.spark.checkpoint_guard import IDENTITY_FILE
+from boardstream.spark.columns import below
 from boardstream.timing import phase
 
 EXAMPLES = 20  # ids kept per finding
@@ -41,6 +45,7 @@ FAILING = (
     "unbalanced",
     "stalled",
     "overdue_pending",
+    "stuck_pending",
     "referential",
     "duplicates",
     "missing_in_table",
@@ -154,7 +159,7 @@ def reconcile(
             ),
             "unmatched": readers.unmatched(topic(settings.unmatched_topic)),
             "dead_lettered": readers.dead_letters(dead_letters, board),
-            "pending": waiting.drop("arrived_ms"),
+            "pending": waiting.drop("member_id", "arrived_ms"),
         }
     )
     member_versions = readers.members(topic(settings.member_topic))
@@ -182,6 +187,11 @@ def reconcile(
                 ).select("kind", F.lit(None).cast("int").alias("partition"), "board_id"),
                 _member_checks(details, member_versions),
                 _kind(waiting.where(F.col("arrived_ms") < cutoff), "overdue_pending"),
+                *(
+                    [_stuck(waiting, member_versions, dead_letters, settings, snapshot)]
+                    if _join_mode(join_checkpoint) == LATEST
+                    else []
+                ),
             ],
             options.examples,
         )
@@ -198,6 +208,48 @@ def reconcile(
     counts = {kind: found[kind].count for kind in (*COUNTS, *FINDINGS)}
     table_snapshot = table_read.rows.select(["board_id", "member_id"]).to_pandas()
     return Reconciliation(counts, {kind: found[kind] for kind in WITH_IDS}, balance, table_snapshot)
+
+
+def _join_mode(checkpoint: str) -> str | None:
+    """The join mode the join's checkpoint was written with (its recorded identity)."""
+    identity = Path(checkpoint) / IDENTITY_FILE
+    return json.loads(identity.read_text()).get("join_mode") if identity.exists() else None
+
+
+def _stuck(
+    waiting: DataFrame,
+    versions: DataFrame,
+    dead_letters: DataFrame,
+    settings: Settings,
+    snapshot: Snapshot,
+) -> DataFrame:
+    """Boards waiting for a member the join has read and holds alive (``stuck_pending``): in
+    latest mode a board waits only while its member is missing or deleted, so such a board
+    means the join lost its member, and its timer would send it to board-unmatched wrongly.
+    A waiting board without a member id is stuck too."""
+    position = ["member_partition", "member_offset"]
+    refused = readers.dead_letters(dead_letters, settings.member_topic).select(
+        F.col("source_partition").alias("member_partition"),
+        F.col("source_offset").alias("member_offset"),
+    )
+    read = versions.where(
+        below(
+            F.col("member_partition"),
+            F.col("member_offset"),
+            snapshot.join.of(settings.member_topic),
+        )
+    ).join(refused, position, "left_anti")
+    # A member's records share a partition (the key), so its newest is its highest offset.
+    alive = (
+        read.groupBy("member_id")
+        .agg(F.max_by("tombstone", "member_offset").alias("deleted"))
+        .where(~F.col("deleted"))
+        .select("member_id", F.lit(True).alias("alive"))
+    )
+    stuck = waiting.join(alive, "member_id", "left").where(
+        F.col("member_id").isNull() | F.col("alive").isNotNull()
+    )
+    return _kind(stuck, "stuck_pending")
 
 
 def _member_checks(details: DataFrame, versions: DataFrame) -> DataFrame:

@@ -104,17 +104,19 @@ def member_digest(member_id: Column, record: str, modified_at: str) -> Column:
 
 
 def members(raw: DataFrame) -> DataFrame:
-    """member records: each version's position and its profile's digest (a tombstone's too)."""
+    """member records: each version's position, its profile's digest (a tombstone's too) and
+    whether it is a tombstone."""
     fields = schema.ddl((*MEMBER_FIELDS, ("modified_at", "string")))
     record = F.from_json(F.col("value").cast("string"), fields)
     member_id = F.col("key").cast("string").try_cast("bigint")
     return raw.select(
-        member_id.alias("member_id"), record.alias("d"), "partition", "offset"
+        member_id.alias("member_id"), record.alias("d"), "partition", "offset", "value"
     ).select(
         "member_id",
         F.col("partition").alias("member_partition"),
         F.col("offset").alias("member_offset"),
         member_digest(F.col("member_id"), "d", "modified_at").alias("member_digest"),
+        F.col("value").isNull().alias("tombstone"),
     )
 
 
@@ -177,9 +179,9 @@ def dead_letters(raw: DataFrame, source_topic: str) -> DataFrame:
 
 def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataFrame:
     """Boards the join has read and holds, waiting for their member (its RocksDB state, as of
-    ``batch_id``), with when each arrived."""
+    ``batch_id``), with the member and when each arrived."""
     if batch_id is None:
-        return spark.createDataFrame([], f"{POSITIONS}, arrived_ms bigint")
+        return spark.createDataFrame([], f"{POSITIONS}, member_id bigint, arrived_ms bigint")
     state = (
         spark.read.format("statestore")
         .option("stateVarName", "members")
@@ -191,6 +193,7 @@ def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataF
             "value.pending_board_id",
             "value.pending_partition",
             "value.pending_offset",
+            "value.pending_member_id",
             "value.pending_arrived_ms",
         )
     )
@@ -198,6 +201,7 @@ def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataF
         F.col("w.pending_board_id").alias("board_id"),
         F.col("w.pending_partition").alias("source_partition"),
         F.col("w.pending_offset").alias("source_offset"),
+        F.col("w.pending_member_id").alias("member_id"),
         F.col("w.pending_arrived_ms").alias("arrived_ms"),
     )
 

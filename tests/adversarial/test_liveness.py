@@ -3,6 +3,7 @@ them may pass as "nothing lost"."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -12,7 +13,14 @@ import sqlalchemy as sa
 
 from boardstream.reconcile import ledger
 from boardstream.reconcile.run import ReconciliationError
-from tests.adversarial.world import NOW, board, failures, reconcile, source_position
+from tests.adversarial.world import (
+    NOW,
+    board,
+    failures,
+    reconcile,
+    records_of,
+    source_position,
+)
 from tests.integration.pipeline import Pipeline
 
 
@@ -82,3 +90,17 @@ def test_a_run_that_cannot_finish_is_recorded_as_errored(fresh: Pipeline) -> Non
     assert run["finished_at"] is not None
     assert run["error"]
     assert "ERRORED" in str(raised.value)
+
+
+def test_a_board_waiting_for_a_member_the_join_holds_is_stuck(fresh: Pipeline) -> None:
+    """As if the join had lost a member it read (a state bug once left 204 boards so, and the
+    run passed: they were "pending"). Its checkpoint is made to claim it read member 99."""
+    fresh.member(99, "m99", ts=NOW + 100)
+    partition, offset, _ = records_of(fresh.settings, fresh.settings.member_topic, "99")[-1]
+    checkpoint = fresh.workdir / f"{fresh.settings.board_topic}-join"
+    last = max((checkpoint / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
+    lines = last.read_text().splitlines()
+    sources = json.loads(lines[2])
+    sources[fresh.settings.member_topic][str(partition)] = offset + 1
+    last.write_text("\n".join([*lines[:2], json.dumps(sources)]) + "\n")
+    assert failures(reconcile(fresh)) == {"stuck_pending": ["waits"]}
