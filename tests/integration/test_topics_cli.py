@@ -53,6 +53,7 @@ def test_without_topic_creates_the_platform_topics(kafka: Settings) -> None:
         "clip-board-detail: created (2 partitions, delete)\n"
         "clip-board-unmatched: created (2 partitions, delete)\n"
         "clip-board-dlq: created (2 partitions, delete)\n"
+        "clip-board-join-tick: created (1 partitions, delete, retention.ms=86400000)\n"
     )
     assert topic_state(kafka, "clip-member") == (2, {"cleanup.policy": "compact"})
 
