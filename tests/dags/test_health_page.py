@@ -94,6 +94,11 @@ def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
     """The run's own Data Docs through the plugin: its index lists exactly its validations
     (bootstrap-table, run locally, fills the list in), a validation page is styled by the
     vendored Bootstrap and Font Awesome, and no request leaves this machine."""
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        StaleElementReferenceException,
+    )
+    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     site = run.validation.data_docs_index.parent
@@ -103,8 +108,14 @@ def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
     results = "#section-1-content-block-2-1-body-table tbody tr"
     targets = {outcome.target for outcome in run.validation.outcomes}  # one validation each
     paged = f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
-    info = "return document.querySelector('.pagination-info')?.innerText"
-    WebDriverWait(browser, 60).until(lambda b: b.execute_script(info) == paged)
+
+    def is_paged(b) -> bool:
+        try:
+            return b.find_element(By.CSS_SELECTOR, ".pagination-info").text.strip() == paged
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False  # not drawn yet, or redrawn under us
+
+    WebDriverWait(browser, 60).until(is_paged)
     # Read in one script: bootstrap-table may redraw its rows, leaving found elements stale.
     cells = browser.execute_script(
         "return [...document.querySelectorAll(arguments[0])]"
