@@ -30,6 +30,8 @@ _TYPES = {**dict(schema.OUTPUT), "detail_partition": "int", "detail_offset": "bi
 _ARROW = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
 _PYTHON = {"string": str, "bigint": int, "int": int}
 _INT_RANGE = {"bigint": (-(2**63), 2**63 - 1), "int": (-(2**31), 2**31 - 1)}
+# The CONTENT columns as Spark DDL: the types a record and its row are compared in.
+CONTENT_DDL = schema.ddl(tuple((name, _TYPES[name]) for name in CONTENT))
 DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
 KAFKA_COLUMNS = (
     "key binary, value binary, topic string, `partition` int, `offset` bigint, timestamp timestamp"

@@ -4,17 +4,13 @@ same typed values however they reached Spark."""
 
 from __future__ import annotations
 
-from boardstream.reconcile.readers import CONTENT, content_digest
+from boardstream.reconcile.readers import CONTENT, CONTENT_DDL, content_digest
 
 BASE = {name: None for name in CONTENT} | {"board_id": "b1", "member_id": 1, "title": "t"}
 
 
 def digests(spark, *rows: dict) -> list[int]:
-    from boardstream.joins import schema
-    from boardstream.reconcile.readers import _TYPES
-
-    ddl = schema.ddl(tuple((name, _TYPES[name]) for name in CONTENT))
-    frame = spark.createDataFrame([tuple(row[c] for c in CONTENT) for row in rows], ddl)
+    frame = spark.createDataFrame([tuple(row[c] for c in CONTENT) for row in rows], CONTENT_DDL)
     return [row.d for row in frame.select(content_digest().alias("d")).collect()]
 
 
