@@ -25,6 +25,7 @@ from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import LATEST, JoinOptions
 from boardstream.reconcile import liveness, positions, readers, table_checks
 from boardstream.reconcile.snapshot import Snapshot
+from boardstream.reconcile.waiting import waiting_lines
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_guard import IDENTITY_FILE
@@ -89,6 +90,8 @@ class Reconciliation:
     findings: dict[str, Finding]  # every WITH_IDS kind
     balance: dict[int, dict[str, int]]  # per source partition, the BALANCE classes
     table_snapshot: pd.DataFrame = field(repr=False)  # board_id, member_id of board_detail
+    # The oldest pending boards, with their age and when the unmatched timeout sends them on.
+    waiting: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -150,7 +153,8 @@ def reconcile(
     boards = table_checks.per_board(
         details, table, snapshot.sink.of(detail_topic), sink_dead_letters
     ).cache()
-    waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id)
+    # Cached: the checks read it three times and the summary once more.
+    waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
     ledger = positions.ledger(
         {
             "source": readers.sources(topic(board)),
@@ -195,7 +199,15 @@ def reconcile(
             ],
             options.examples,
         )
-    for frame in (details, dead_letters, boards):
+    oldest = waiting.orderBy("arrived_ms", "board_id").select("board_id", "arrived_ms")
+    if options.examples:
+        oldest = oldest.limit(options.examples)
+    waiting_now = waiting_lines(
+        [(row.board_id, row.arrived_ms) for row in oldest.collect()],
+        now_ms,
+        options.unmatched_timeout_ms,
+    )
+    for frame in (details, dead_letters, boards, waiting):
         frame.unpersist()
     with phase("reconcile: liveness"):
         stalls = _stalls(settings, snapshot, now_ms, options.stall_after_ms)
@@ -207,7 +219,9 @@ def reconcile(
     found["unbalanced"] = Finding(len(unbalanced), unbalanced)
     counts = {kind: found[kind].count for kind in (*COUNTS, *FINDINGS)}
     table_snapshot = table_read.rows.select(["board_id", "member_id"]).to_pandas()
-    return Reconciliation(counts, {kind: found[kind] for kind in WITH_IDS}, balance, table_snapshot)
+    return Reconciliation(
+        counts, {kind: found[kind] for kind in WITH_IDS}, balance, table_snapshot, waiting_now
+    )
 
 
 def _join_mode(checkpoint: str) -> str | None:

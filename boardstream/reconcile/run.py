@@ -35,7 +35,7 @@ from boardstream.timing import phase
 logger = logging.getLogger(__name__)
 
 # Kinds whose ids are listed in the summary; the rest only counted there.
-LISTED = (*FAILING, *REPORTED, "pending", "sink_dead_lettered")
+LISTED = (*FAILING, *REPORTED, "sink_dead_lettered")
 
 
 class ReconciliationError(BoardstreamError):
@@ -66,6 +66,11 @@ class RunResult:
             finding = self.reconciliation.findings[kind]
             if finding.count:
                 lines.append(f"  {kind}: {', '.join(finding.examples)}")
+        waiting = self.reconciliation.waiting
+        if waiting:
+            shown = "" if len(waiting) == counts.get("pending", 0) else f" (oldest {len(waiting)})"
+            lines.append(f"  pending{shown}, waiting for their member:")
+            lines += [f"    {line}" for line in waiting]
         failed = [o for o in self.validation.outcomes if not o.success]
         lines += [
             f"  expectation failed: {o.expectation} on {o.target} ({o.observed})" for o in failed

@@ -4,6 +4,7 @@ counts; each injected fault is reported with exactly the affected ids."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -95,6 +96,10 @@ def test_clean_run_passes_with_exact_counts(pipeline: Pipeline) -> None:
     assert sum(c["source"] for c in result.reconciliation.balance.values()) == 10
     assert failures(result) == {}
     assert result.reconciliation.findings["pending"].examples == ["waits"]
+    # Its age and when the unmatched timeout sends it on, in the summary a person reads.
+    [waiting] = result.reconciliation.waiting
+    assert re.fullmatch(r"waits: waiting \w+, times out in \w+", waiting), waiting
+    assert f"    {waiting}" in result.summary()
     assert result.reconciliation.findings["not_yet_read"].count == 0
     assert result.validation.success
     stored = ledger.run(sa.create_engine(pipeline.settings.database), result.run_id)
