@@ -87,4 +87,10 @@ def _print_reconciliation(settings: Settings, run_by: str) -> bool:
         count, examples = run["issues"].get(kind, (0, []))
         if count and kind not in BALANCE:
             print(f"  {kind}: {count:,} ({', '.join(examples)})")
+    if counts.get("pending"):
+        print(
+            f"  the {counts['pending']:,} pending boards wait for their member: the join sends "
+            "each to board-unmatched once it has waited the pipeline's unmatched_timeout (10m "
+            "unless set); the reconciliation task log lists the oldest with their age"
+        )
     return bool(run["passed"])
