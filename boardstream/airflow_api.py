@@ -54,8 +54,29 @@ class AirflowApi:
                     raise
                 time.sleep(3)
 
+    def is_paused(self, dag_id: str) -> bool:
+        return bool(self._call("GET", f"/api/v2/dags/{dag_id}")["is_paused"])
+
     def unpause(self, dag_id: str) -> None:
         self._call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+
+    def active_runs(self, dag_id: str) -> list[str]:
+        """The ids of the DAG's queued and running runs, oldest first."""
+        query = urllib.parse.urlencode({"state": ["queued", "running"]}, doseq=True)
+        runs = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns?{query}")["dag_runs"]
+        return [run["dag_run_id"] for run in sorted(runs, key=lambda run: run["run_after"])]
+
+    def run_started_by_unpausing(self, dag_id: str, timeout_s: float = 15.0) -> str | None:
+        """Unpause a paused DAG and return the run the scheduler queues for its latest
+        interval, if it queues one within ``timeout_s`` (a cron DAG without catchup does)."""
+        self.unpause(dag_id)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            runs = self.active_runs(dag_id)
+            if runs:
+                return runs[0]
+            time.sleep(1)
+        return None
 
     def trigger(self, dag_id: str, conf: dict[str, Any] | None = None) -> str:
         run = self._call(

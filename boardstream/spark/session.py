@@ -9,12 +9,16 @@ pandas and pyarrow are the ones the state functions run with. Spark logs at WARN
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from boardstream import logs
 from boardstream.settings import Settings
+from boardstream.spark import jvm_stderr
 from boardstream.stack import jars
 
 
@@ -46,6 +50,22 @@ def spark_session(
     if master or not under_submit:
         builder = builder.master(master or settings.spark_master)
     if not under_submit:
-        for name, value in logs.spark_conf(console=progress and sys.stderr.isatty()).items():
+        console = progress and sys.stderr.isatty()
+        for name, value in logs.spark_conf(console=console).items():
             builder = builder.config(name, value)
+        if not sys.stderr.isatty():
+            _launch_jvm_into_logging(builder)
     return builder.getOrCreate()
+
+
+def _launch_jvm_into_logging(builder: SparkSession.Builder) -> None:
+    """Start the driver's JVM (as getOrCreate would, with the builder's options) with its
+    stderr read into logging (:mod:`.jvm_stderr`); a terminal keeps the inherited stderr and
+    its progress bars. A JVM already running in this process is left as it is."""
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False)
+    conf.setAll(list(builder._options.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    jvm_stderr.forward(gateway.proc.stderr)
+    SparkContext._ensure_initialized(gateway=gateway)
