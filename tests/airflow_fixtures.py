@@ -157,16 +157,17 @@ def requested_urls(browser) -> list[str]:
     ]
 
 
-def login(browser, base: str, next_path: str) -> None:
-    """Through Airflow's own login form, as the api_server's user, landing on ``next_path``."""
+def login(browser, base: str, next_path: str, user: str = USER, password: str = PASSWORD) -> None:
+    """Through Airflow's own login form, as the api_server's user (or ``user``), landing on
+    ``next_path``."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(f"{base}/auth/login?next={urllib.parse.quote(next_path, safe='')}")
     field = WebDriverWait(browser, 60).until(ec.presence_of_element_located((By.NAME, "username")))
-    field.send_keys(USER)
-    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    field.send_keys(user)
+    browser.find_element(By.NAME, "password").send_keys(password)
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
 
 
@@ -185,3 +186,57 @@ def api_get(url: str, token: str) -> str:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, timeout=60) as response:
         return response.read().decode()
+
+
+def assert_data_docs_offline(
+    browser, api_server: str, site: Path, targets: set[str], screenshots: str
+) -> None:
+    """A run's own Data Docs ``site`` through the plugin: its index lists exactly its
+    validations of ``targets`` (bootstrap-table, run locally, fills the list in), a validation
+    page is styled by the vendored Bootstrap and Font Awesome, and no request leaves this
+    machine. Screenshots ``<screenshots>-index.png`` and ``-validation.png``."""
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        StaleElementReferenceException,
+    )
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from boardstream.reconcile.expectations import TABLE
+
+    base = f"{api_server}/boardstream/data-docs/{site.name}"
+    requested_urls(browser)  # drop what the login and the health page requested
+    browser.get(f"{base}/index.html")
+    results = "#section-1-content-block-2-1-body-table tbody tr"
+    paged = f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
+
+    def is_paged(b) -> bool:
+        try:
+            return b.find_element(By.CSS_SELECTOR, ".pagination-info").text.strip() == paged
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False  # not drawn yet, or redrawn under us
+
+    WebDriverWait(browser, 60).until(is_paged)
+    # Read in one script: bootstrap-table may redraw its rows, leaving found elements stale.
+    cells = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])]"
+        ".map(row => [...row.cells].map(cell => cell.innerText))",
+        results,
+    )
+    assert {cell[2] for cell in cells} == {site.name}  # run name
+    assert {cell[3] for cell in cells} <= targets and len(cells) == min(10, len(targets))
+    assert browser.save_screenshot(str(ARTIFACTS / f"{screenshots}-index.png"))
+
+    (page,) = (site / "validations").rglob(f"*-{TABLE}.html")
+    browser.get(f"{base}/{page.relative_to(site).as_posix()}")
+    style = browser.execute_script(
+        "return [getComputedStyle(document.querySelector('nav.navbar')).display,"
+        " getComputedStyle(document.querySelector('.fas'), '::before').fontFamily]"
+    )
+    assert style == ["flex", '"Font Awesome 6 Free"']
+    assert browser.save_screenshot(str(ARTIFACTS / f"{screenshots}-validation.png"))
+
+    urls = requested_urls(browser)
+    assert any(url.endswith("/static/vendor/bootstrap/bootstrap.min.css") for url in urls)
+    assert [url for url in urls if not url.startswith((f"{api_server}/", "data:"))] == []
+    assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []

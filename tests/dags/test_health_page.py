@@ -8,9 +8,8 @@ import sqlalchemy as sa
 
 from boardstream import database
 from boardstream.reconcile import ledger
-from boardstream.reconcile.expectations import TABLE
-from boardstream.reconcile.run import RunResult, reconcile_once
-from tests.airflow_fixtures import ARTIFACTS, http_status, login, requested_urls
+from boardstream.reconcile.run import reconcile_once
+from tests.airflow_fixtures import ARTIFACTS, assert_data_docs_offline, http_status, login
 from tests.integration.pipeline import Pipeline
 
 RUN_BY = "airflow:reconciliation/manual__test/reconcile"
@@ -87,55 +86,6 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
     ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "pipeline-health.png"))
 
-    _assert_data_docs_offline(browser, api_server, failed)
-
-
-def _assert_data_docs_offline(browser, api_server: str, run: RunResult) -> None:
-    """The run's own Data Docs through the plugin: its index lists exactly its validations
-    (bootstrap-table, run locally, fills the list in), a validation page is styled by the
-    vendored Bootstrap and Font Awesome, and no request leaves this machine."""
-    from selenium.common.exceptions import (
-        NoSuchElementException,
-        StaleElementReferenceException,
-    )
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    site = run.validation.data_docs_index.parent
-    base = f"{api_server}/boardstream/data-docs/{site.name}"
-    requested_urls(browser)  # drop what the login and the health page requested
-    browser.get(f"{base}/index.html")
-    results = "#section-1-content-block-2-1-body-table tbody tr"
-    targets = {outcome.target for outcome in run.validation.outcomes}  # one validation each
-    paged = f"Showing 1 to {min(10, len(targets))} of {len(targets)} rows"
-
-    def is_paged(b) -> bool:
-        try:
-            return b.find_element(By.CSS_SELECTOR, ".pagination-info").text.strip() == paged
-        except (NoSuchElementException, StaleElementReferenceException):
-            return False  # not drawn yet, or redrawn under us
-
-    WebDriverWait(browser, 60).until(is_paged)
-    # Read in one script: bootstrap-table may redraw its rows, leaving found elements stale.
-    cells = browser.execute_script(
-        "return [...document.querySelectorAll(arguments[0])]"
-        ".map(row => [...row.cells].map(cell => cell.innerText))",
-        results,
-    )
-    assert {cell[2] for cell in cells} == {site.name}  # run name
-    assert {cell[3] for cell in cells} <= targets and len(cells) == min(10, len(targets))
-    assert browser.save_screenshot(str(ARTIFACTS / "data-docs-index.png"))
-
-    (page,) = (site / "validations").rglob(f"*-{TABLE}.html")
-    browser.get(f"{base}/{page.relative_to(site).as_posix()}")
-    style = browser.execute_script(
-        "return [getComputedStyle(document.querySelector('nav.navbar')).display,"
-        " getComputedStyle(document.querySelector('.fas'), '::before').fontFamily]"
-    )
-    assert style == ["flex", '"Font Awesome 6 Free"']
-    assert browser.save_screenshot(str(ARTIFACTS / "data-docs-validation.png"))
-
-    urls = requested_urls(browser)
-    assert any(url.endswith("/static/vendor/bootstrap/bootstrap.min.css") for url in urls)
-    assert [url for url in urls if not url.startswith((f"{api_server}/", "data:"))] == []
-    assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
+    site = failed.validation.data_docs_index.parent
+    targets = {outcome.target for outcome in failed.validation.outcomes}  # one validation each
+    assert_data_docs_offline(browser, api_server, site, targets, "data-docs")
