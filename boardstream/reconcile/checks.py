@@ -1,6 +1,6 @@
 """The exact checks of one snapshot, as a Spark batch job over the Kafka connector.
 
-Three frames carry them, each built with one shuffle: the position ledger (the join's balance:
+Three frames carry them, each built with one shuffle: the positions' holdings (the join's balance:
 every source position it read in exactly one outcome, :mod:`.positions`), the per-board frame
 (every ``board_detail`` row against ``board-detail``, :mod:`.table_checks`) and the waiting boards
 of the join's state. Every count and finding is a row filter on one of them, all evaluated in one
@@ -155,7 +155,7 @@ def reconcile(
     ).cache()
     # Cached: the checks read it three times and the summary once more.
     waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
-    ledger = positions.ledger(
+    holdings = positions.holdings(
         {
             "source": readers.sources(topic(board)),
             "joined": details.select(
@@ -175,7 +175,7 @@ def reconcile(
         counted = _evaluate(
             [
                 _emit(
-                    ledger,
+                    holdings,
                     positions.checks(
                         join_end, snapshot.earliest[board], snapshot.join.later_batch_started
                     ),

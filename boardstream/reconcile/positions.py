@@ -30,7 +30,7 @@ OUTCOMES = ("joined", "unmatched", "dead_lettered", "pending")
 HOLDERS = ("source", *OUTCOMES)
 
 
-def ledger(holders: dict[str, DataFrame]) -> DataFrame:
+def holdings(holders: dict[str, DataFrame]) -> DataFrame:
     """Every record of every holder (holder, board_id, source position, and where the holder
     has them the board fields' digest and the whole record's), with how many records each
     holder has at its position (``n_<holder>``), the source's board id and digest there,
@@ -78,7 +78,7 @@ def ledger(holders: dict[str, DataFrame]) -> DataFrame:
 def checks(
     join_end: dict[int, int], earliest: dict[int, int], later_batch: bool
 ) -> dict[str, Column]:
-    """Conditions on the ledger's rows: the balance's classes (on source rows) and the
+    """Conditions on the holdings' rows: the balance's classes (on source rows) and the
     position findings."""
     holder = F.col("holder")
     partition, offset = F.col("source_partition"), F.col("source_offset")
