@@ -98,9 +98,11 @@ def test_measure_recommend_apply_verify_rollback(broker: Settings) -> None:
     other = f"{OTHER}: 0 records replayed, 0 live keys, 0 tombstones, waste 0.0%"
     assert sorted(lines) == sorted([member, other])
     pattern = cli(broker, "compaction", "measure", "--topic", "member*")
+    ok(pattern)
     assert without_seconds(pattern.stdout) == lines
     excluded = cli(broker, "compaction", "measure", "--topic", "member*", "--exclude", "*-other")
-    assert (excluded.returncode, without_seconds(excluded.stdout)) == (0, [member])
+    ok(excluded)
+    assert without_seconds(excluded.stdout) == [member]
 
     before = {topic: own_configs(broker, topic) for topic in ("member", OTHER)}
     assert before == {"member": {"cleanup.policy": "compact"}, OTHER: {"cleanup.policy": "compact"}}
