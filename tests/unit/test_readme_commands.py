@@ -104,8 +104,8 @@ RUN_BY: dict[str, str | None] = {
         "tests/integration/test_topics_cli.py::test_creates_any_topic_with_partitions_and_configs"
     ),
     f"{BS} topics describe [--topic board] [--all-configs]": (
-        # an unknown topic only
-        "tests/integration/test_stack.py::test_unknown_topic_is_named"
+        "tests/integration/test_topics_cli.py::"
+        "test_describe_prints_partitions_offsets_and_set_configs"
     ),
     f"{BS} produce --members 5000 --boards 8000 --late-members 40 --orphans 25 --deletes 50 "
     "--update-ratio 0.2 --malformed 10 --seed 42": (
