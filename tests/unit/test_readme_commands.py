@@ -109,8 +109,7 @@ RUN_BY: dict[str, str | None] = {
     ),
     f"{BS} produce --members 5000 --boards 8000 --late-members 40 --orphans 25 --deletes 50 "
     "--update-ratio 0.2 --malformed 10 --seed 42": (
-        # --members, --boards and --seed only
-        "tests/integration/test_kafka_auth.py::test_right_credentials_run_the_pipeline"
+        "tests/integration/test_produce_cli.py::test_the_example_load_prints_what_the_topics_hold"
     ),
     f"{BS} produce --production-scale": (
         "tests/integration/test_produce_cli.py::test_production_scale_counts_match_the_topics"
