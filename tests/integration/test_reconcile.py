@@ -200,7 +200,8 @@ def errors(stderr: str) -> str:
 
 
 def test_reconcile_command_exit_code_is_the_verdict(pipeline: Pipeline, database_url: str) -> None:
-    """`boardstream reconcile` runs the job under spark-submit; exit 0 passes, 1 fails."""
+    """`boardstream reconcile` runs the job under spark-submit; exit 0 passes, 1 fails. The
+    second run is the README's `reconcile --stall-after 30m --unmatched-timeout 10m`."""
     settings = pipeline.settings
     env = {
         "BOARDSTREAM_DATABASE_URL": database_url,
@@ -220,6 +221,7 @@ def test_reconcile_command_exit_code_is_the_verdict(pipeline: Pipeline, database
     assert passed.returncode == 0, errors(passed.stdout + passed.stderr)
     assert "PASSED" in passed.stdout
     execute(database_url, "DELETE FROM board_detail WHERE board_id = 'b7'")
-    failed = cli(settings, *command, timeout=600, extra_env=env)
+    liveness = ["--stall-after", "30m", "--unmatched-timeout", "10m"]
+    failed = cli(settings, *command, *liveness, timeout=600, extra_env=env)
     assert failed.returncode == 1, failed.stdout[-2000:] + errors(failed.stderr)
     assert "missing_in_table: b7" in failed.stdout

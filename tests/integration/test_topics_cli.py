@@ -3,6 +3,7 @@ partitions and configs, the platform's topics without --topic, and one-line erro
 
 from __future__ import annotations
 
+from confluent_kafka import Producer
 from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
 from boardstream.kafka.clients import admin_client
@@ -111,3 +112,50 @@ def test_a_config_the_broker_refuses_is_one_line(kafka: Settings) -> None:
         'val=40,str="Invalid value x for configuration cleanup.policy: String must be one of: '
         'compact, delete"}\n',
     )
+
+
+def test_describe_prints_partitions_offsets_and_set_configs(kafka: Settings) -> None:
+    """`topics describe [--topic board] [--all-configs]`: without --topic the platform's topics;
+    each with its partitions' offsets and the configs set on it (--all-configs: the defaults
+    too, marked)."""
+    names = {
+        "BOARDSTREAM_MEMBER_TOPIC": "cld-member",
+        "BOARDSTREAM_BOARD_TOPIC": "cld-board",
+        "BOARDSTREAM_BOARD_DETAIL_TOPIC": "cld-board-detail",
+        "BOARDSTREAM_UNMATCHED_TOPIC": "cld-board-unmatched",
+        "BOARDSTREAM_DLQ_TOPIC": "cld-board-dlq",
+        "BOARDSTREAM_PARTITIONS": "2",
+    }
+    created = cli(kafka, "topics", "create", extra_env=names)
+    assert created.returncode == 0, created.stderr
+    producer = Producer({**kafka.to_confluent(), "acks": "all"})
+    for partition, count in ((0, 3), (1, 1)):
+        for number in range(count):
+            producer.produce(
+                "cld-board", key=f"b{number}".encode(), value=b"{}", partition=partition
+            )
+    assert producer.flush(10) == 0
+
+    board = cli(kafka, "topics", "describe", "--topic", "cld-board", extra_env=names)
+    assert (board.returncode, board.stderr) == (0, "")
+    assert board.stdout == (
+        "cld-board: 2 partitions, end offsets 4\n"
+        "  partition 0: offsets 0..3\n"
+        "  partition 1: offsets 0..1\n"
+        "  cleanup.policy=delete\n"
+    )
+
+    everything = cli(kafka, "topics", "describe", "--all-configs", extra_env=names)
+    assert (everything.returncode, everything.stderr) == (0, "")
+    headers = [line for line in everything.stdout.splitlines() if not line.startswith("  ")]
+    assert headers == [
+        "cld-member: 2 partitions, end offsets 0",
+        "cld-board: 2 partitions, end offsets 4",
+        "cld-board-detail: 2 partitions, end offsets 0",
+        "cld-board-unmatched: 2 partitions, end offsets 0",
+        "cld-board-dlq: 2 partitions, end offsets 0",
+        "cld-board-join-tick: 1 partitions, end offsets 0",
+    ]
+    configs = everything.stdout.split("cld-board: ")[1].split("\ncld-board-detail: ")[0]
+    assert "\n  cleanup.policy=delete\n" in configs
+    assert "\n  segment.bytes=1073741824 (default)\n" in configs

@@ -88,3 +88,30 @@ def test_depending_on_a_missing_service_is_refused(compose_check: Path, tmp_path
         'compose-check: service "spark-worker" depends on undefined service "spark-leader": '
         "invalid compose project\n"
     )
+
+
+def scaling_conflicts(service: dict[str, Any]) -> list[str]:
+    """What stops `docker compose up --scale NAME=N` from starting N copies of a service: a
+    fixed container name, or a fixed host port (the second copy cannot bind it)."""
+    found = [f"container_name {service['container_name']}"] if "container_name" in service else []
+    for port in service.get("ports", []):
+        published = port.get("published") if isinstance(port, dict) else None
+        if isinstance(port, str | int) and ":" in str(port):
+            published = str(port).rsplit(":", 1)[0]
+        if published:
+            found.append(f"host port {published}")
+    return found
+
+
+def test_spark_worker_can_be_scaled(compose_check: Path) -> None:
+    """The README's `docker compose up -d --scale spark-worker=3`, short of a Docker engine: the
+    file loads, and nothing in the service keeps three copies from running side by side."""
+    assert load(compose_check, PROJECT_ROOT / "docker-compose.yml").returncode == 0
+    services = yaml.safe_load((PROJECT_ROOT / "docker-compose.yml").read_text())["services"]
+    assert scaling_conflicts(services["spark-worker"]) == []
+    # The check sees both conflicts: the master's UI port, and a name.
+    assert scaling_conflicts(services["spark-master"]) == ["host port ${SPARK_UI_PORT}"]
+    assert scaling_conflicts({"container_name": "w", "ports": [{"published": 1, "target": 2}]}) == [
+        "container_name w",
+        "host port 1",
+    ]

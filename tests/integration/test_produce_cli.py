@@ -1,0 +1,103 @@
+"""`boardstream produce --production-scale` as the README writes it: 442,128 members and 447,017
+boards, the counts it prints equal to its manifest and to what the topics hold."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.topics import create_topics, platform_topics
+from boardstream.settings import Settings
+from tests.fixtures import cli
+
+pytestmark = pytest.mark.integration
+log = logging.getLogger(__name__)
+
+MEMBERS, BOARDS = 442_128, 447_017
+
+
+def records_in(settings: Settings, topic: str) -> int:
+    """Records the topic holds: end minus start offsets per partition (no transactions, no
+    compaction yet on a fresh topic, so every offset is one record)."""
+    consumer = Consumer({**settings.to_confluent(), "group.id": f"count-{topic}"})
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    total = 0
+    for partition in partitions:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        total += high - low
+    consumer.close()
+    return total
+
+
+def test_production_scale_counts_match_the_topics(kafka: Settings, tmp_path: Path) -> None:
+    settings = kafka.with_topic_prefix(f"prod{uuid.uuid4().hex[:6]}", var_dir=tmp_path)
+    create_topics(admin_client(settings), settings, platform_topics(settings))
+    env = {
+        "BOARDSTREAM_MEMBER_TOPIC": settings.member_topic,
+        "BOARDSTREAM_BOARD_TOPIC": settings.board_topic,
+    }
+    started = time.monotonic()
+    result = cli(settings, "produce", "--production-scale", timeout=900, extra_env=env)
+    log.info("produce --production-scale: %.0f s", time.monotonic() - started)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    *counts, last = result.stdout.splitlines()
+    assert counts == [f"boards: {BOARDS:,}", f"members: {MEMBERS:,}"]
+    manifest = Path(last.removeprefix("manifest: "))
+    assert (manifest.parent, manifest.name[-12:]) == (tmp_path / "manifests", "-seed42.json")
+
+    written = json.loads(manifest.read_text())
+    assert written["counts"] == {"boards": BOARDS, "members": MEMBERS}
+    assert len(set(written["keys"]["members"])) == MEMBERS
+    assert len(set(written["keys"]["boards"])) == BOARDS
+    assert records_in(settings, settings.member_topic) == MEMBERS
+    assert records_in(settings, settings.board_topic) == BOARDS
+
+
+# The README's example load, each kind as the manifest counts it.
+EXAMPLE = ["--members", "5000", "--boards", "8000", "--late-members", "40", "--orphans", "25"]
+EXAMPLE += ["--deletes", "50", "--update-ratio", "0.2", "--malformed", "10", "--seed", "42"]
+EXAMPLE_COUNTS = {
+    "boards": 7_838,
+    "boards_of_deleted_members": 38,
+    "late_boards": 99,
+    "late_members": 40,
+    "malformed:member_id_text": 2,
+    "malformed:missing_key_field": 2,
+    "malformed:not_json": 2,
+    "malformed:oversized": 2,
+    "malformed:wrong_type": 2,
+    "member_deletes": 50,
+    "member_updates": 1_000,
+    "members": 4_960,
+    "orphan_boards": 25,
+}
+
+
+def test_the_example_load_prints_what_the_topics_hold(kafka: Settings, tmp_path: Path) -> None:
+    settings = kafka.with_topic_prefix(f"ex{uuid.uuid4().hex[:6]}", var_dir=tmp_path)
+    create_topics(admin_client(settings), settings, platform_topics(settings))
+    env = {
+        "BOARDSTREAM_MEMBER_TOPIC": settings.member_topic,
+        "BOARDSTREAM_BOARD_TOPIC": settings.board_topic,
+    }
+    result = cli(settings, "produce", *EXAMPLE, extra_env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    *counts, last = result.stdout.splitlines()
+    assert counts == [f"{kind}: {number:,}" for kind, number in EXAMPLE_COUNTS.items()]
+    written = json.loads(Path(last.removeprefix("manifest: ")).read_text())
+    assert written["counts"] == EXAMPLE_COUNTS
+    assert {kind: len(keys) for kind, keys in written["keys"].items()} == EXAMPLE_COUNTS
+    # 5,000 members (40 of them late), an update for one in five, 50 deleted; 8,000 boards.
+    members = EXAMPLE_COUNTS["members"] + EXAMPLE_COUNTS["late_members"]
+    boards = sum(n for kind, n in EXAMPLE_COUNTS.items() if "board" in kind)
+    assert (members, EXAMPLE_COUNTS["member_updates"], boards) == (5_000, 1_000, 8_000)
+    assert records_in(settings, settings.member_topic) == 5_000 + 1_000 + 50
+    assert records_in(settings, settings.board_topic) == 8_000 + 10
