@@ -11,7 +11,7 @@ from boardstream.reconcile import ledger
 from boardstream.reconcile.expectations import TABLE
 from boardstream.reconcile.run import RunResult, reconcile_once
 from tests.airflow_fixtures import ARTIFACTS, http_status, login, requested_urls
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 RUN_BY = "airflow:reconciliation/manual__test/reconcile"
 
