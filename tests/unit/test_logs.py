@@ -69,6 +69,7 @@ def test_importing_great_expectations_is_silent_unless_verbose(tmp_path: Path) -
     assert "INFO:great_expectations._docs_decorators:Skipping registering" in verbose.stderr
 
 
+@pytest.mark.integration  # starts Spark's JVM
 def test_a_session_built_for_a_log_draws_no_progress_bars(tmp_path: Path) -> None:
     built = _python(
         tmp_path,
