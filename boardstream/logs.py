@@ -6,6 +6,11 @@ lines (logged at INFO when it is imported), py4j's connection chatter and Spark'
 Spark logs through log4j on the JVM: :func:`spark_conf` points the driver and executors at
 ``spark/log4j2.properties`` (WARN, or INFO when verbose; two lines that warn on every healthy
 stateful run silenced) and keeps the console progress bars for terminals.
+
+Progress lines (a job's batches, records produced, a service starting) are INFO records under
+the ``boardstream.progress`` logger. Nothing is shown until an entry point calls
+:func:`configure`, so code importing boardstream stays quiet (and inside an Airflow task they
+reach the task log through Airflow's own handlers).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import warnings
 from pathlib import Path
 
 VERBOSE_ENV = "BOARDSTREAM_VERBOSE"
+PROGRESS = "boardstream.progress"
+LINE_FORMAT = "%(levelname)s %(name)s: %(message)s"
 LIBRARIES = ("great_expectations", "py4j", "pyspark")
 LOG4J2 = Path(__file__).parent / "spark" / "log4j2.properties"
 
@@ -31,6 +38,29 @@ def quiet_libraries(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)
     if not verbose:
         warnings.filterwarnings("ignore", category=DeprecationWarning, module="great_expectations")
+
+
+def progress_logger(area: str) -> logging.Logger:
+    """The logger of ``area``'s progress lines (log them at INFO)."""
+    return logging.getLogger(f"{PROGRESS}.{area}")
+
+
+def configure(verbose: bool) -> None:
+    """An entry point's logging on stderr: boardstream's lines from INFO with level and logger
+    name, progress lines exactly as written (a log reads like the terminal), librdkafka's own
+    retries and libraries' chatter only when verbose. Idempotent."""
+    logging.basicConfig(level=logging.INFO, format=LINE_FORMAT)
+    progress = logging.getLogger(PROGRESS)
+    if not progress.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        progress.addHandler(handler)
+        progress.propagate = False
+    # Connection failures reach the caller as errors (kafka/clients.py): its retries are noise.
+    logging.getLogger("boardstream.librdkafka").setLevel(
+        logging.DEBUG if verbose else logging.CRITICAL
+    )
+    quiet_libraries(verbose)
 
 
 def spark_conf(console: bool) -> dict[str, str]:

@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from typing import TextIO
+
+from boardstream.logs import progress_logger
+
+logger = progress_logger("counts")
 
 
 class Progress:
-    """Call :meth:`advance` as work completes; a line is printed at most every ``interval_s``."""
+    """Call :meth:`advance` as work completes; a line is logged at most every ``interval_s``."""
 
-    def __init__(
-        self, label: str, total: int, interval_s: float = 2.0, stream: TextIO | None = None
-    ) -> None:
+    def __init__(self, label: str, total: int, interval_s: float = 2.0) -> None:
         self.label = label
         self.total = total
         self.done = 0
         self.interval_s = interval_s
-        self.stream = stream or sys.stderr
         self.started = time.monotonic()
-        self._last_print = self.started
+        self._last_line = self.started
 
     def advance(self, count: int = 1) -> None:
         self.done += count
         now = time.monotonic()
-        if now - self._last_print >= self.interval_s:
-            self._last_print = now
-            self._print(now)
+        if now - self._last_line >= self.interval_s:
+            self._last_line = now
+            self._log(now)
 
     @property
     def elapsed_s(self) -> float:
@@ -37,9 +36,9 @@ class Progress:
         return self.done / max(self.elapsed_s, 1e-9)
 
     def finish(self) -> None:
-        self._print(time.monotonic(), final=True)
+        self._log(time.monotonic(), final=True)
 
-    def _print(self, now: float, final: bool = False) -> None:
+    def _log(self, now: float, final: bool = False) -> None:
         elapsed = now - self.started
         rate = self.done / max(elapsed, 1e-9)
         share = f" ({100 * self.done / self.total:5.1f}%)" if self.total else ""
@@ -48,8 +47,5 @@ class Progress:
         else:
             remaining = (self.total - self.done) / rate if rate > 0 else float("inf")
             tail = f"ETA {remaining:.0f}s"
-        print(
-            f"{self.label}: {self.done:,}/{self.total:,}{share} {rate:,.0f}/s {tail}",
-            file=self.stream,
-            flush=True,
-        )
+        line = f"{self.label}: {self.done:,}/{self.total:,}{share} {rate:,.0f}/s {tail}"
+        logger.info("%s", line)

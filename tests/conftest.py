@@ -1,9 +1,11 @@
-"""Session-scoped real services: one Kafka broker and one PostgreSQL for all integration tests."""
+"""Session-scoped real services (one Kafka broker and one PostgreSQL for all integration tests)
+and each test's tier marker, so `pytest -m unit` runs the tests that start no service."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,27 @@ from boardstream.stack.postgres import Postgres
 from tests.fixtures import isolated_settings, world_readable_dir
 
 pytest_plugins = ["tests.airflow_fixtures"]
+
+TIERS = ("unit", "integration", "faults", "dags")
+# The tier of each test folder: the adversarial suite runs on the integration tests' stack.
+FOLDER_TIERS = {
+    "unit": "unit",
+    "integration": "integration",
+    "adversarial": "integration",
+    "faults": "faults",
+    "dags": "dags",
+}
+TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test marked with its folder's tier, unless it names its own (a test in tests/unit
+    that starts Spark is marked integration)."""
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in TIERS):
+            continue
+        folder = item.path.relative_to(TESTS).parts[0]
+        item.add_marker(FOLDER_TIERS[folder])
 
 
 @pytest.fixture(scope="session")

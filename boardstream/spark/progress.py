@@ -8,13 +8,16 @@ memory, and per source the offsets and how far behind the latest offset it is.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
+
+from boardstream.logs import progress_logger
+
+logger = progress_logger("batches")
 
 
 def summarize(progress: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +77,7 @@ class JsonlProgressListener(StreamingQueryListener):
         name = record["query"] or "unnamed"
         with (self.directory / f"{name}.jsonl").open("a") as out:
             out.write(json.dumps(record) + "\n")
-        print(progress_line(record), file=sys.stderr, flush=True)
+        logger.info("%s", progress_line(record))
         self.last_batch[str(record["run_id"])] = record["batch_id"]
 
     def wait_for(self, run_id: str, batch_id: int, timeout_s: float = 10.0) -> None:

@@ -4,8 +4,8 @@ until it is done (available-now) or stopped (continuous, SIGTERM stops it cleanl
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -15,10 +15,13 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from boardstream.argtypes import positive
 from boardstream.errors import BoardstreamError
+from boardstream.logs import configure, verbose_requested
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 from boardstream.spark.progress import JsonlProgressListener
 from boardstream.spark.session import spark_session
+
+logger = logging.getLogger(__name__)
 
 AVAILABLE_NOW, CONTINUOUS = "available-now", "continuous"
 TRIGGERS = (AVAILABLE_NOW, CONTINUOUS)
@@ -116,10 +119,11 @@ def add_query_arguments(parser: argparse.ArgumentParser, max_offsets: int | None
 
 def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]) -> int:
     """A job's main: settings, a session, the query run to its end; the exit code says how."""
+    configure(verbose_requested())  # the CLI passes --verbose on in the environment
     try:
         settings = Settings()
     except ValidationError as error:
-        print(f"{name}: bad settings: {error}", file=sys.stderr)
+        logger.error("%s: bad settings: %s", name, error)
         return 2
     spark = spark_session(settings, name)
     # spark-submit logs at INFO, whole query plans included; per-batch progress is in
@@ -128,9 +132,9 @@ def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]
     try:
         query = run(spark, settings, lambda: start(spark, settings))
     except BoardstreamError as error:  # e.g. a checkpoint written under other settings
-        print(f"{name}: {error}", file=sys.stderr)
+        logger.error("%s: %s", name, error)
         return 2
     if query.exception() is not None:
-        print(f"{name} failed: {query.exception()}", file=sys.stderr)
+        logger.error("%s failed: %s", name, query.exception())
         return 1
     return 0

@@ -21,8 +21,11 @@ import urllib.request
 from pathlib import Path
 
 from boardstream.errors import BoardstreamError
+from boardstream.logs import progress_logger
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stack.processes import ManagedProcess
+
+progress_log = progress_logger("airflow")
 
 
 def airflow_connections(settings: Settings) -> dict[str, str]:
@@ -110,7 +113,7 @@ class AirflowStandalone:
             time.sleep(2)
             elapsed = time.monotonic() - started
             if round(elapsed) % 20 < 2:
-                print(f"airflow: starting ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+                progress_log.info("airflow: starting (%.0f s)", elapsed)
 
     def _healthy(self) -> bool:
         try:

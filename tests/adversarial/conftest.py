@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from boardstream.sink import table as sink_table
 from tests.adversarial.world import NOW, board, execute
 from tests.fixtures import new_database
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 BOARDS = [f"b{i}" for i in range(1, 9)]
 

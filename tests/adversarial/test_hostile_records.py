@@ -10,7 +10,7 @@ import json
 
 from tests.adversarial.world import NOW, board, failures, reconcile
 from tests.fixtures import new_database
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 INT64_MAX = 2**63 - 1
 

@@ -21,7 +21,7 @@ from tests.adversarial.world import (
     records_of,
     source_position,
 )
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 
 def age_last_commit(checkpoint, seconds: float) -> None:

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from boardstream.sink import table as sink_table
 from tests.adversarial.world import detail_records, execute, failures, reconcile, rows
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 
 def position(pipeline: Pipeline, board_id: str) -> tuple[int, int]:

@@ -14,7 +14,7 @@ from tests.adversarial.world import (
     records_of,
     source_position,
 )
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 
 def dead_letter(settings, partition: int, offset: int) -> dict:

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from boardstream.reconcile.checks import FAILING, ReconcileOptions
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 NOW = int(time.time() * 1000)
 

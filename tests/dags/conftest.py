@@ -12,7 +12,7 @@ from boardstream.joins.member_table import JoinOptions
 from boardstream.sink.job import SinkJobConfig, start_sink
 from boardstream.spark import streaming
 from tests.airflow_fixtures import export_settings
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 
 @pytest.fixture

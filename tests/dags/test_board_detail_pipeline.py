@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.airflow_fixtures import export_settings, run_dag
-from tests.integration.pipeline import Pipeline, query
+from tests.pipeline import Pipeline, query
 
 NOW = int(time.time() * 1000)
 

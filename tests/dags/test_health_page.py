@@ -10,7 +10,7 @@ from boardstream import database
 from boardstream.reconcile import ledger
 from boardstream.reconcile.run import reconcile_once
 from tests.airflow_fixtures import ARTIFACTS, assert_data_docs_offline, http_status, login
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 RUN_BY = "airflow:reconciliation/manual__test/reconcile"
 

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from boardstream.reconcile import ledger
 from tests.airflow_fixtures import run_dag
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 
 def run_reconciliation() -> str:

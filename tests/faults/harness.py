@@ -25,7 +25,7 @@ from pathlib import Path
 from boardstream import failpoints
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.settings import PROJECT_ROOT, Settings
-from tests.integration.pipeline import Pipeline, consume_all, query
+from tests.pipeline import Pipeline, consume_all, query
 
 FULL = os.environ.get("BOARDSTREAM_FAULTS") == "full"
 FIGURES = PROJECT_ROOT / "test-artifacts" / "reliability.jsonl"

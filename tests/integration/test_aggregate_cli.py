@@ -18,7 +18,7 @@ from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.settings import Settings
 from tests.fixtures import cli
-from tests.integration.pipeline import consume_all
+from tests.pipeline import consume_all
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from boardstream.aggregations.source import SourceOptions
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.spark.state import state_report
-from tests.integration.pipeline import Pipeline, consume_all
+from tests.pipeline import Pipeline, consume_all
 
 S = 1000
 T0 = (int(time.time()) // 600 - 1) * 600 * S  # a 10-minute boundary, minutes ago

@@ -17,7 +17,7 @@ from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.settings import Settings
 from boardstream.spark.submit import JOBS
 from tests.fixtures import cli
-from tests.integration.pipeline import consume_all
+from tests.pipeline import consume_all
 
 pytestmark = pytest.mark.integration
 

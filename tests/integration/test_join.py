@@ -11,7 +11,7 @@ import pytest
 
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
-from tests.integration.pipeline import Pipeline, consume_all, query
+from tests.pipeline import Pipeline, consume_all, query
 
 T0 = int(time.time() * 1000)
 

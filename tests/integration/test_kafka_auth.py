@@ -21,7 +21,7 @@ from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker
 from tests.airflow_fixtures import ARTIFACTS, DAGS, api_get, api_token, export_settings, login
 from tests.fixtures import cli, isolated_settings, world_readable_dir
-from tests.integration.pipeline import consume_all
+from tests.pipeline import consume_all
 
 
 def secured_broker(prefix: str, protocol: str, **tls: Path) -> Iterator[Settings]:

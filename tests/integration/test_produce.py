@@ -11,7 +11,7 @@ from boardstream.generator.plan import GeneratorOptions
 from boardstream.generator.producer import produce
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
-from tests.integration.pipeline import consume_all
+from tests.pipeline import consume_all
 
 OPTIONS = GeneratorOptions(
     members=500,

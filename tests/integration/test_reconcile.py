@@ -20,7 +20,7 @@ from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, start_sink
 from tests.fixtures import cli, new_database
-from tests.integration.pipeline import Pipeline, consume_all
+from tests.pipeline import Pipeline, consume_all
 
 BOARDS = [f"b{i}" for i in range(1, 9)]
 NOW = int(time.time() * 1000)

@@ -17,7 +17,7 @@ from sqlalchemy.exc import OperationalError
 from boardstream.dead_letters import envelope, envelope_json
 from boardstream.sink import table
 from boardstream.sink.job import BatchWriter
-from tests.integration.pipeline import Pipeline, query
+from tests.pipeline import Pipeline, query
 
 REJECTED_TITLE = "refused by the database"
 

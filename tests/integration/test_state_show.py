@@ -7,7 +7,7 @@ import json
 import time
 
 from tests.fixtures import cli
-from tests.integration.pipeline import Pipeline
+from tests.pipeline import Pipeline
 
 T0 = int(time.time() * 1000)
 

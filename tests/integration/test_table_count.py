@@ -14,7 +14,7 @@ from boardstream.aggregations.source import SourceOptions
 from boardstream.aggregations.table_count import TableCountConfig, start_table_count
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
-from tests.integration.pipeline import Pipeline, consume_all
+from tests.pipeline import Pipeline, consume_all
 
 T0 = int(time.time() * 1000)
 # (voter, candidate or None for a tombstone, record time): v3's last vote is older than its

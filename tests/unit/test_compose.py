@@ -149,13 +149,9 @@ def test_kafka_is_configured_as_the_local_broker() -> None:
 
 def test_spark_and_airflow_versions_match_the_lock() -> None:
     assert services()["spark-master"]["image"].split(":")[1].startswith(pyspark.__version__ + "-")
-    pins = dict(
-        line.split("==")
-        for line in (PROJECT_ROOT / "requirements.txt").read_text().splitlines()
-        if "==" in line and not line.startswith("#")
-    )
-    base = next(a for i, a in dockerfile() if i == "FROM" and "airflow" in a)
     python = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
+    pins = dict(pin.split("==") for pin in python["dependencies"])
+    base = next(a for i, a in dockerfile() if i == "FROM" and "airflow" in a)
     assert base == f"apache/airflow:{pins['apache-airflow']}-python3.11"
     assert python["requires-python"] == ">=3.11,<3.12"
     version = python["version"]
@@ -170,12 +166,13 @@ def test_dockerfile_copies_only_what_exists_and_bakes_the_poms_jars() -> None:
         for source in sources:
             assert (PROJECT_ROOT / source).exists(), f"COPY {source}: no such file"
     copied = {Path(source).parts[0] for *sources, _ in local for source in sources}
-    assert {"boardstream", "jobs", "dags", "plugins", "requirements.lock"} <= copied
+    assert {"boardstream", "jobs", "dags", "plugins", "requirements-runtime.lock"} <= copied
     pom = jars.SPARK_KAFKA.pom_dir.relative_to(PROJECT_ROOT) / "pom.xml"
     assert [str(pom), f"/{pom}"] in local, "the jar stage must resolve the pom bin/setup uses"
     runs = " ".join(a for i, a in dockerfile() if i == "RUN")
     assert f"-f /{pom} dependency:copy-dependencies" in runs
-    assert "pip install --no-cache-dir --no-deps --require-hashes -r requirements.lock" in runs
+    install = "pip install --no-cache-dir --no-deps --require-hashes -r requirements-runtime.lock"
+    assert install in runs, "the image installs the runtime lock alone"
     assert "python -m boardstream.spark.distribution" in runs, "one Spark version in the image"
     baked = [c for c in copies if "--from=jars" in c]
     assert [c[-2:] for c in baked] == [["/jars/spark-kafka", "/opt/boardstream/jars/spark-kafka"]]

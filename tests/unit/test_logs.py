@@ -1,11 +1,13 @@
 """Logs that tell the truth: Great Expectations says nothing of a passing validation and
 nothing when imported; a Spark session built for a log (not a terminal) draws no progress bars
-and logs through boardstream's log4j configuration."""
+and logs through boardstream's log4j configuration; progress lines appear, as written, only
+once an entry point configures logging."""
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +71,7 @@ def test_importing_great_expectations_is_silent_unless_verbose(tmp_path: Path) -
     assert "INFO:great_expectations._docs_decorators:Skipping registering" in verbose.stderr
 
 
+@pytest.mark.integration  # starts Spark's JVM
 def test_a_session_built_for_a_log_draws_no_progress_bars(tmp_path: Path) -> None:
     built = _python(
         tmp_path,
@@ -99,3 +102,42 @@ def test_spark_logs_at_warn_unless_verbose(
         "spark.ui.showConsoleProgress": "true",
     }
     assert LOG4J2.is_file()
+
+
+PROGRESS_SCRIPT = (
+    "import logging, sys\n"
+    "from boardstream.logs import configure\n"
+    "from boardstream.progress import Progress\n"
+    "if sys.argv[1:] == ['configured']:\n"
+    "    configure(verbose=False)\n"
+    "logging.getLogger('boardstream.reconcile').info('phase one: 1.0s')\n"
+    "progress = Progress('produce', 2000, interval_s=0)\n"
+    "progress.advance(500)\n"
+    "progress.finish()\n"
+)
+
+
+def test_progress_lines_read_as_written_once_an_entry_point_configures_logging(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "progress.py"
+    script.write_text(PROGRESS_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != VERBOSE_ENV}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(script), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            env=env,
+        )
+
+    quiet = run()
+    assert (quiet.stdout, quiet.stderr) == ("", ""), "importing boardstream configures nothing"
+    shown = run("configured").stderr.splitlines()
+    assert shown[0] == "INFO boardstream.reconcile: phase one: 1.0s"
+    assert re.fullmatch(r"produce: 500/2,000 \( 25\.0%\) [\d,]+/s ETA \d+s", shown[1]), shown
+    assert re.fullmatch(r"produce: 500/2,000 \( 25\.0%\) [\d,]+/s done in \d+\.\ds", shown[2])
+    assert len(shown) == 3, shown

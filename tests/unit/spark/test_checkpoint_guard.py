@@ -28,7 +28,11 @@ def test_first_start_records_the_identity(tmp_path: Path) -> None:
 
 def test_same_identity_resumes(tmp_path: Path) -> None:
     guard_checkpoint(tmp_path, IDENTITY)
-    guard_checkpoint(tmp_path, dict(IDENTITY))  # no error: tuples and lists compare equal
+    recorded = tmp_path / IDENTITY_FILE
+    first = (recorded.read_text(), recorded.stat().st_mtime_ns)
+    # The sources as the file gives them back (a list): the same identity, so no refusal.
+    guard_checkpoint(tmp_path, {**IDENTITY, "sources": ["member", "board"]})
+    assert (recorded.read_text(), recorded.stat().st_mtime_ns) == first, "a resume rewrote it"
 
 
 def test_changed_identity_is_refused_naming_every_difference(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""A test harness around the real pipeline: its own topics on the session broker, records
-produced with chosen timestamps, the join and sink run available-now, outputs read back."""
+"""A test harness around the real pipeline, shared by the integration, adversarial, DAG and fault
+tests: its own topics on the session broker, records produced with chosen timestamps, the join
+and sink run available-now, outputs read back."""
 
 from __future__ import annotations
 
