@@ -36,7 +36,7 @@ from boardstream.aggregations.output import (
     split_batch,
     start_output,
 )
-from boardstream.argtypes import duration_ms
+from boardstream.entrypoints.argtypes import duration_ms
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from boardstream import dead_letters
-from boardstream.argtypes import duration_ms, positive
+from boardstream.entrypoints.argtypes import duration_ms, positive
 from boardstream.errors import BoardstreamError
 from boardstream.joins import schema
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions

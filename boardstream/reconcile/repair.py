@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from boardstream import database
-from boardstream.argtypes import positive
+from boardstream.entrypoints.argtypes import positive
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import kafka_rows
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions, MemberTable

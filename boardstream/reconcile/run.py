@@ -13,7 +13,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from boardstream import database
-from boardstream.argtypes import duration_ms
+from boardstream.entrypoints.argtypes import duration_ms
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka.clients import admin_client

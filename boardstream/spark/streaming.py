@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from boardstream.argtypes import positive
+from boardstream.entrypoints.argtypes import positive
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_guard import guard_checkpoint

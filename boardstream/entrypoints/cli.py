@@ -20,7 +20,8 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from boardstream.aggregations.presets import PRESETS
-from boardstream.argtypes import (
+from boardstream.compaction.policy import Targets
+from boardstream.entrypoints.argtypes import (
     config_entry,
     count,
     duration_ms,
@@ -29,7 +30,6 @@ from boardstream.argtypes import (
     positive_number,
     ratio,
 )
-from boardstream.compaction.policy import Targets
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.logs import VERBOSE_ENV, quiet_libraries
@@ -134,7 +134,7 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
-    from boardstream.demo import run_demo
+    from boardstream.entrypoints.demo import run_demo
 
     generator = {name: value for name, value in vars(args).items() if name in _GENERATOR_FLAGS}
     return run_demo(settings, generator)
