@@ -25,12 +25,13 @@ from boardstream.entrypoints.argtypes import (
     config_entry,
     count,
     duration_ms,
+    flag_message,
     fraction,
     positive,
     positive_number,
     ratio,
 )
-from boardstream.errors import BoardstreamError
+from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.logs import VERBOSE_ENV, quiet_libraries
 from boardstream.settings import Settings
@@ -121,10 +122,6 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
         orphans=args.orphans,
         malformed=args.malformed,
     )
-    try:
-        options.validate()
-    except ValueError as error:
-        raise BoardstreamError(str(error)) from None
     manifest_path = args.manifest or default_path(settings.var_dir, args.seed)
     manifest = produce(settings, options, manifest_path)
     for kind, number in manifest.counts.items():
@@ -502,6 +499,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.handler(args, settings)
+    except InvalidOptionError as error:
+        print(f"boardstream: error: {flag_message(error)}", file=sys.stderr)
+        return 1
     except BoardstreamError as error:
         print(f"boardstream: error: {error}", file=sys.stderr)
         return 1
