@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
+from boardstream import joins, sink
 from boardstream.aggregations import table_count
 from boardstream.aggregations.event_time import FINAL, UPDATES, SessionSpec, WindowSpec
 from boardstream.aggregations.event_time_job import (
@@ -28,11 +29,11 @@ from boardstream.entrypoints.argtypes import duration_ms, flag_message, positive
 from boardstream.errors import InvalidOptionError
 from boardstream.joins import job as join_job
 from boardstream.joins.job import QUERY_NAME as JOIN
-from boardstream.joins.job import JoinJobConfig, start_join
+from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
 from boardstream.sink import job as sink_job
 from boardstream.sink.job import QUERY_NAME as SINK
-from boardstream.sink.job import SinkJobConfig, start_sink
+from boardstream.sink.job import SinkJobConfig
 from boardstream.spark import streaming
 
 
@@ -122,7 +123,7 @@ def join_main(argv: Sequence[str] | None = None) -> int:
         )
     except InvalidOptionError as error:
         _refuse(parser, error)
-    return streaming.run_job(JOIN, lambda spark, settings: start_join(spark, settings, config))
+    return streaming.run_job(JOIN, lambda spark, settings: joins.start(spark, settings, config))
 
 
 def sink_parser() -> argparse.ArgumentParser:
@@ -136,7 +137,7 @@ def sink_main(argv: Sequence[str] | None = None) -> int:
     config = SinkJobConfig(
         args.trigger, args.interval, args.max_offsets_per_trigger, args.checkpoint
     )
-    return streaming.run_job(SINK, lambda spark, settings: start_sink(spark, settings, config))
+    return streaming.run_job(SINK, lambda spark, settings: sink.start(spark, settings, config))
 
 
 def table_count_parser() -> argparse.ArgumentParser:
