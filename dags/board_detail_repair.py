@@ -39,7 +39,7 @@ def board_detail_repair() -> None:
         params = context["params"]
         settings = BoardstreamKafkaHook().settings()
         spark = spark_session(settings, "board-detail-repair")
-        done = reconcile.repair(spark, settings, params["run_id"], params["join_mode"])
+        done = reconcile.repair_run(spark, settings, params["run_id"], params["join_mode"])
         print(", ".join(f"{step}: {count:,}" for step, count in done.items()))
         return {"repaired": done, **reconcile_or_fail(spark, settings, context)}
 

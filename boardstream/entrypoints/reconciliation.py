@@ -50,7 +50,7 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
     spark = spark_session(settings, "reconcile")
     spark.sparkContext.setLogLevel("WARN")
     try:
-        result = reconcile.run(
+        result = reconcile.run_once(
             spark, settings, args.run_by, args.join_checkpoint, args.sink_checkpoint, options
         )
     except ReconciliationError as error:
@@ -80,12 +80,12 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
         repairing.stored_snapshot(database.engine(settings.database), args.run)
         spark = spark_session(settings, "repair")
         spark.sparkContext.setLogLevel("WARN")
-        done = reconcile.repair(spark, settings, args.run, args.join_mode, args.join_checkpoint)
+        done = reconcile.repair_run(spark, settings, args.run, args.join_mode, args.join_checkpoint)
     except BoardstreamError as error:
         print(f"repair: error: {error}", file=sys.stderr)
         return 1
     print(", ".join(f"{step}: {count:,}" for step, count in done.items()), flush=True)
-    result = reconcile.run(
+    result = reconcile.run_once(
         spark,
         settings,
         f"{args.run_by} (after repair of run {args.run})",

@@ -1,7 +1,9 @@
 """Reconciliation: prove that board-detail and board_detail hold exactly every source board.
 
-The front door: :func:`run` and :func:`repair`, called alike by the jobs' command lines, the
-DAGs and the benches. Imported lazily, so reading the vocabulary does not start Spark's imports.
+The front door: :func:`run_once` and :func:`repair_run` (not named ``run`` and ``repair``: the
+modules of those names would replace them as the package's attributes), called alike by the
+jobs' command lines, the DAGs and the benches. Imported lazily, so reading the vocabulary does
+not start Spark's imports.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from boardstream.settings import Settings
 
 
-def run(
+def run_once(
     spark: SparkSession,
     settings: Settings,
     run_by: str,
@@ -31,7 +33,7 @@ def run(
     return reconcile_once(spark, settings, run_by, join_checkpoint, sink_checkpoint, options)
 
 
-def repair(
+def repair_run(
     spark: SparkSession,
     settings: Settings,
     run_id: int,

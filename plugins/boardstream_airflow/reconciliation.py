@@ -15,7 +15,7 @@ def reconcile_or_fail(spark: Any, settings: Settings, context: dict[str, Any]) -
     from boardstream import reconcile
 
     run_by = f"airflow:{context['dag'].dag_id}/{context['run_id']}/{context['ti'].task_id}"
-    result = reconcile.run(spark, settings, run_by)
+    result = reconcile.run_once(spark, settings, run_by)
     summary = "\n".join(result.summary())
     print(summary)
     if not result.passed:
