@@ -99,7 +99,8 @@ class WindowSpec:
         if self.retention_ms < self.size_ms + self.grace_ms:
             raise InvalidOptionError(
                 f"retention ({self.retention_ms} ms) must be at least size + grace "
-                f"({self.size_ms + self.grace_ms} ms): a window's state must outlive its grace",
+                f"({self.size_ms + self.grace_ms} ms): a window's state must outlive the "
+                "lateness it allows",
                 "retention",
                 "size",
                 "grace",
