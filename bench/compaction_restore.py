@@ -21,11 +21,10 @@ import time
 
 from confluent_kafka import Message
 
-from boardstream import database
-from boardstream.compaction import apply
+from boardstream import compaction
 from boardstream.compaction.measure import measure_topic
 from boardstream.compaction.policy import Targets
-from boardstream.compaction.tuning import Selection, tune
+from boardstream.compaction.tuning import Selection
 from boardstream.generator.plan import PRODUCTION_MEMBERS, GeneratorOptions
 from boardstream.generator.producer import produce
 from boardstream.kafka.clients import admin_client, reliable_producer
@@ -77,8 +76,11 @@ def main() -> None:
 
     before = restore(settings, topic)
     print(f"restore before tuning: {before[0]:,} records, {before[1]:,} members, {before[2]:.1f}s")
-    engine = database.engine(f"sqlite:///{settings.var_dir / 'bench.db'}")
-    (tuned,) = tune(admin, settings, engine, Selection(include=(topic,)), Targets(), True, "bench")
+    # The tuning log in a database of the bench's own; reconciliation reads no topic here.
+    logged = settings.model_copy(
+        update={"database_url": f"sqlite:///{settings.var_dir / 'bench.db'}"}
+    )
+    (tuned,) = compaction.tune(admin, logged, Selection(include=(topic,)), Targets(), True, "bench")
     for planned in tuned.planned:
         print(f"  {planned.line()}")
     producer = reliable_producer(settings)
@@ -92,7 +94,7 @@ def main() -> None:
             print(f"the cleaner did not reach the floor within {args.wait:g}s; measuring anyway")
             break
         time.sleep(5)
-    apply.verify(admin, settings, engine, tuned.change_id, show_progress=False)
+    compaction.verify(admin, logged, tuned.change_id, show_progress=False)
     after = restore(settings, topic)
     print(f"restore after tuning: {after[0]:,} records, {after[1]:,} members, {after[2]:.1f}s\n")
     print("| restore of the member table | records replayed | seconds | records/s |")

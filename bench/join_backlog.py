@@ -30,12 +30,13 @@ from collections.abc import Callable
 from backlog import produce_backlog
 from pyspark.sql import SparkSession
 
+from boardstream import joins, sink
 from boardstream.joins.job import QUERY_NAME as JOIN
-from boardstream.joins.job import JoinJobConfig, start_join
+from boardstream.joins.job import JoinJobConfig
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
-from boardstream.sink.job import SinkJobConfig, start_sink
+from boardstream.sink.job import SinkJobConfig
 from boardstream.spark.progress import JsonlProgressListener, read_progress
 from boardstream.spark.session import spark_session
 from boardstream.spark.streaming import CONTINUOUS
@@ -55,20 +56,20 @@ def await_clean(query) -> None:
 
 
 def sequential(spark: SparkSession, settings: Settings, join: JoinJobConfig) -> dict[str, float]:
-    join_s = timed(lambda: await_clean(start_join(spark, settings, join)))
-    sink = timed(lambda: await_clean(start_sink(spark, settings, SinkJobConfig())))
-    return {"join": join_s, "sink": sink, "end to end": join_s + sink}
+    join_s = timed(lambda: await_clean(joins.start(spark, settings, join)))
+    sink_s = timed(lambda: await_clean(sink.start(spark, settings, SinkJobConfig())))
+    return {"join": join_s, "sink": sink_s, "end to end": join_s + sink_s}
 
 
 def pipelined(spark: SparkSession, settings: Settings, join: JoinJobConfig) -> dict[str, float]:
     began = time.perf_counter()
-    sink = start_sink(spark, settings, SinkJobConfig(trigger=CONTINUOUS, interval="2 seconds"))
-    await_clean(start_join(spark, settings, join))
+    loading = sink.start(spark, settings, SinkJobConfig(trigger=CONTINUOUS, interval="2 seconds"))
+    await_clean(joins.start(spark, settings, join))
     join_s = time.perf_counter() - began
-    sink.processAllAvailable()  # everything the join wrote is loaded
+    loading.processAllAvailable()  # everything the join wrote is loaded
     total = time.perf_counter() - began
-    sink.stop()
-    assert sink.exception() is None, sink.exception()
+    loading.stop()
+    assert loading.exception() is None, loading.exception()
     return {"join": join_s, "sink (after the join ended)": total - join_s, "end to end": total}
 
 

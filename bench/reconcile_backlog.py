@@ -23,13 +23,13 @@ import time
 
 from backlog import backlog_settings, produce_backlog
 
-from boardstream.joins.job import JoinJobConfig, start_join
+from boardstream import joins, reconcile, sink
+from boardstream.joins.job import JoinJobConfig
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.replay import replay
 from boardstream.kafka.topics import describe_topics, platform_topics
-from boardstream.reconcile.run import reconcile_once
 from boardstream.settings import Settings
-from boardstream.sink.job import SinkJobConfig, start_sink
+from boardstream.sink.job import SinkJobConfig
 from boardstream.spark.session import spark_session
 
 NAME = "bench-rec"
@@ -62,14 +62,14 @@ def main() -> None:
     spark = spark_session(settings, "bench-reconcile")
     spark.sparkContext.setLogLevel("ERROR")
     if not args.reuse:
-        for start in (start_join(spark, settings, JoinJobConfig()), None):
-            query = start or start_sink(spark, settings, SinkJobConfig())
+        for start in (joins.start(spark, settings, JoinJobConfig()), None):
+            query = start or sink.start(spark, settings, SinkJobConfig())
             query.awaitTermination()
             assert query.exception() is None, query.exception()
         print("pipeline drained; reconciling", flush=True)
 
     began = time.perf_counter()
-    result = reconcile_once(spark, settings, "bench")
+    result = reconcile.run_once(spark, settings, "bench")
     reconcile_s = time.perf_counter() - began
     print("\n".join(result.summary()), flush=True)
     topics = [spec.name for spec in platform_topics(settings)]

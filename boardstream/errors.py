@@ -15,3 +15,12 @@ class KafkaAuthenticationError(BoardstreamError):
 
 class UnknownTopicError(BoardstreamError):
     """A topic the command needs does not exist on the broker."""
+
+
+class InvalidOptionError(BoardstreamError, ValueError):
+    """An option a domain object refuses, said in the domain's words; ``options`` names the
+    options concerned (as the message writes them), so a front end can name its own flags."""
+
+    def __init__(self, message: str, *options: str) -> None:
+        super().__init__(message)
+        self.options = options

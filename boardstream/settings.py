@@ -172,72 +172,74 @@ class Settings(BaseSettings):
         }
         return self.model_copy(update={**topics, **changes})
 
-    def to_confluent(self) -> dict[str, str | int | float | bool]:
-        """Base librdkafka configuration shared by every confluent-kafka client (and the
-        Airflow Kafka connection, whose extra is this same dictionary)."""
-        config: dict[str, str | int | float | bool] = {
+    def _connection(self) -> dict[str, str]:
+        """The Kafka connection (SASL and TLS included) by librdkafka's names: the one mapping
+        every client's configuration below is derived from, so no two can disagree."""
+        connection = {
             "bootstrap.servers": self.bootstrap_servers,
             "security.protocol": self.security_protocol,
         }
         if self.uses_sasl:
-            config["sasl.mechanism"] = self.sasl_mechanism
-            config["sasl.username"] = self.sasl_username or ""
-            config["sasl.password"] = self._password()
+            connection["sasl.mechanism"] = self.sasl_mechanism
+            connection["sasl.username"] = self.sasl_username or ""
+            connection["sasl.password"] = self._password()
         if self.ssl_ca_location:
-            config["ssl.ca.location"] = str(self.ssl_ca_location)
-        return config
+            connection["ssl.ca.location"] = str(self.ssl_ca_location)
+        return connection
+
+    def to_confluent(self) -> dict[str, str | int | float | bool]:
+        """Base librdkafka configuration shared by every confluent-kafka client (and the
+        Airflow Kafka connection, whose extra is this same dictionary)."""
+        return dict(self._connection())
 
     def to_spark_kafka_options(self) -> dict[str, str]:
         """The same connection, as options of Spark's Kafka source and sink (Java client
         names; Spark redacts the JAAS line in plans and logs since it contains "password")."""
-        options = {
-            "kafka.bootstrap.servers": self.bootstrap_servers,
-            "kafka.security.protocol": self.security_protocol,
-        }
+        connection = self._connection()
+        options = {f"kafka.{key}": connection[key] for key in _JAVA_NAMED if key in connection}
         if self.uses_sasl:
             module = (
                 "org.apache.kafka.common.security.plain.PlainLoginModule"
                 if self.sasl_mechanism == "PLAIN"
                 else "org.apache.kafka.common.security.scram.ScramLoginModule"
             )
-            options["kafka.sasl.mechanism"] = self.sasl_mechanism
             options["kafka.sasl.jaas.config"] = (
-                f'{module} required username="{self.sasl_username}" password="{self._password()}";'
+                f'{module} required username="{connection["sasl.username"]}" '
+                f'password="{connection["sasl.password"]}";'
             )
-        if self.ssl_ca_location:
+        if "ssl.ca.location" in connection:
             options["kafka.ssl.truststore.type"] = "PEM"
-            options["kafka.ssl.truststore.location"] = str(self.ssl_ca_location)
+            options["kafka.ssl.truststore.location"] = connection["ssl.ca.location"]
         return options
 
     def kafka_env(self) -> dict[str, str]:
         """The Kafka connection as ``BOARDSTREAM_*`` variables, for a child process (a job
         under spark-submit) that must reach the same cluster the same way."""
-        env = {
-            "BOARDSTREAM_BOOTSTRAP_SERVERS": self.bootstrap_servers,
-            "BOARDSTREAM_SECURITY_PROTOCOL": self.security_protocol,
+        return {
+            f"BOARDSTREAM_{_FIELDS[key].upper()}": value
+            for key, value in self._connection().items()
         }
-        if self.uses_sasl:
-            env["BOARDSTREAM_SASL_MECHANISM"] = self.sasl_mechanism
-            env["BOARDSTREAM_SASL_USERNAME"] = self.sasl_username or ""
-            env["BOARDSTREAM_SASL_PASSWORD"] = self._password()
-        if self.ssl_ca_location:
-            env["BOARDSTREAM_SSL_CA_LOCATION"] = str(self.ssl_ca_location)
-        return env
 
     def with_kafka_config(self, config: dict[str, Any]) -> Settings:
         """These settings pointed at the cluster a confluent-style config describes (the extra
         of an Airflow Kafka connection), validated like any other settings."""
-        fields = {
-            "bootstrap.servers": "bootstrap_servers",
-            "security.protocol": "security_protocol",
-            "sasl.mechanism": "sasl_mechanism",
-            "sasl.mechanisms": "sasl_mechanism",
-            "sasl.username": "sasl_username",
-            "sasl.password": "sasl_password",
-            "ssl.ca.location": "ssl_ca_location",
-        }
+        fields = {**_FIELDS, "sasl.mechanisms": "sasl_mechanism"}
         update = {field: config[key] for key, field in fields.items() if key in config}
         return type(self)(**{**self.model_dump(), **update})
 
     def _password(self) -> str:
         return self.sasl_password.get_secret_value() if self.sasl_password else ""
+
+
+# The connection's librdkafka names and the settings fields (BOARDSTREAM_* variables) they map to.
+_FIELDS = {
+    "bootstrap.servers": "bootstrap_servers",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.username": "sasl_username",
+    "sasl.password": "sasl_password",
+    "ssl.ca.location": "ssl_ca_location",
+}
+# Those the Java client (Spark's Kafka options) takes under the same name; credentials go in
+# its JAAS line and the CA in a truststore.
+_JAVA_NAMED = ("bootstrap.servers", "security.protocol", "sasl.mechanism")

@@ -31,9 +31,7 @@ from airflow.sdk import Param, dag, task
 def board_detail_repair() -> None:
     @task
     def repair_and_reconcile(**context) -> dict:
-        from boardstream.joins.member_table import JoinOptions
-        from boardstream.reconcile.repair import repair
-        from boardstream.reconcile.run import checkpoints
+        from boardstream import reconcile
         from boardstream.spark.session import spark_session
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
         from boardstream_airflow.reconciliation import reconcile_or_fail
@@ -41,8 +39,7 @@ def board_detail_repair() -> None:
         params = context["params"]
         settings = BoardstreamKafkaHook().settings()
         spark = spark_session(settings, "board-detail-repair")
-        options = JoinOptions(mode=params["join_mode"])
-        done = repair(spark, settings, params["run_id"], checkpoints(settings)[0], options)
+        done = reconcile.repair_run(spark, settings, params["run_id"], params["join_mode"])
         print(", ".join(f"{step}: {count:,}" for step, count in done.items()))
         return {"repaired": done, **reconcile_or_fail(spark, settings, context)}
 

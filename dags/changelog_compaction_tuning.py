@@ -42,16 +42,12 @@ def changelog_compaction_tuning() -> None:
     @task
     def verify_previous_changes() -> list[dict]:
         """Log the replay after each change an earlier run applied."""
-        from boardstream import database
-        from boardstream.compaction import apply, tuning_log
+        from boardstream import compaction
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
 
         hook = BoardstreamKafkaHook(KAFKA_CONNECTION)
-        settings = hook.settings()
-        engine = database.engine(settings.database)
         verified = []
-        for change_id in tuning_log.unverified(engine):
-            after = apply.verify(hook.get_conn, settings, engine, change_id)
+        for change_id, after in compaction.verify(hook.get_conn, hook.settings(), None).items():
             verified.append(
                 {"change_id": change_id, "records": after.records, "waste": after.waste}
             )
@@ -63,7 +59,7 @@ def changelog_compaction_tuning() -> None:
     @task
     def tune_compacted_topics() -> list[dict]:
         """Measure, recommend and (unless dry_run) apply; the log shows the table."""
-        from boardstream import database
+        from boardstream import compaction
         from boardstream.compaction import tuning
         from boardstream.compaction.policy import Targets
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
@@ -73,17 +69,14 @@ def changelog_compaction_tuning() -> None:
         hook = BoardstreamKafkaHook(KAFKA_CONNECTION)
         settings = hook.settings()
         execute = not params["dry_run"]
-        selection = tuning.Selection(
-            tuple(params["topics"]), tuple(params["exclude"]), tuning.default_reconciled(settings)
-        )
+        selection = compaction.selection(settings, params["topics"], params["exclude"])
         targets = Targets(
             max_replay_waste=params["max_replay_waste"],
             restore_budget_s=params["restore_budget_s"],
             max_consumer_downtime_ms=params["max_consumer_downtime_ms"],
         )
         run_by = f"airflow:{context['dag'].dag_id}/{context['run_id']}"
-        engine = database.engine(settings.database) if execute else None
-        tunings = tuning.tune(hook.get_conn, settings, engine, selection, targets, execute, run_by)
+        tunings = compaction.tune(hook.get_conn, settings, selection, targets, execute, run_by)
         print("\n".join(tuning.report(tunings, execute)))
         return [
             {

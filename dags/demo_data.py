@@ -50,7 +50,6 @@ def demo_data() -> None:
         if params.pop("production_scale"):
             params.update(production_scale())
         options = GeneratorOptions(**params)
-        options.validate()
         settings = BoardstreamKafkaHook().settings()
         manifest = produce(settings, options, default_path(settings.var_dir, options.seed))
         return manifest.counts

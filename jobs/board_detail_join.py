@@ -1,8 +1,8 @@
-"""Spark entry point of the board-detail-join job; the logic lives in boardstream.joins.job."""
+"""Spark entry point of the board-detail-join job; its flags: boardstream.entrypoints.jobs."""
 
 import sys
 
-from boardstream.joins.job import main
+from boardstream.entrypoints.jobs import join_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(join_main())

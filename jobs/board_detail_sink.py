@@ -1,8 +1,8 @@
-"""Spark entry point of the board-detail-sink job; the logic lives in boardstream.sink.job."""
+"""Spark entry point of the board-detail-sink job; its flags: boardstream.entrypoints.jobs."""
 
 import sys
 
-from boardstream.sink.job import main
+from boardstream.entrypoints.jobs import sink_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(sink_main())

@@ -1,8 +1,8 @@
-"""Spark entry point of the reconcile job; the logic lives in boardstream.reconcile.run."""
+"""Spark entry point of the reconcile job; its flags: boardstream.entrypoints.reconciliation."""
 
 import sys
 
-from boardstream.reconcile.run import main
+from boardstream.entrypoints.reconciliation import reconcile_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(reconcile_main())

@@ -1,8 +1,8 @@
-"""Spark entry point of the repair job; the logic lives in boardstream.reconcile.repair."""
+"""Spark entry point of the repair job; its flags: boardstream.entrypoints.reconciliation."""
 
 import sys
 
-from boardstream.reconcile.repair import main
+from boardstream.entrypoints.reconciliation import repair_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(repair_main())

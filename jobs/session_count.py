@@ -1,8 +1,8 @@
-"""Spark entry point of the session-count job; the logic lives in boardstream.aggregations."""
+"""Spark entry point of the session-count job; its flags: boardstream.entrypoints.jobs."""
 
 import sys
 
-from boardstream.aggregations.event_time_job import session_main
+from boardstream.entrypoints.jobs import session_main
 
 if __name__ == "__main__":
     sys.exit(session_main())

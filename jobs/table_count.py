@@ -1,8 +1,8 @@
-"""Spark entry point of the table-count job; the logic lives in boardstream.aggregations."""
+"""Spark entry point of the table-count job; its flags: boardstream.entrypoints.jobs."""
 
 import sys
 
-from boardstream.aggregations.table_count import main
+from boardstream.entrypoints.jobs import table_count_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(table_count_main())

@@ -1,8 +1,8 @@
-"""Spark entry point of the window-count job; the logic lives in boardstream.aggregations."""
+"""Spark entry point of the window-count job; its flags: boardstream.entrypoints.jobs."""
 
 import sys
 
-from boardstream.aggregations.event_time_job import window_main
+from boardstream.entrypoints.jobs import window_main
 
 if __name__ == "__main__":
     sys.exit(window_main())

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from boardstream.errors import InvalidOptionError
+
 FINAL, UPDATES = "final", "updates"
 
 
@@ -78,6 +80,11 @@ class Clock:
         return cls(dict(zip(partitions, clocks, strict=True)), stream_ms, late)
 
 
+def _require_grace(grace_ms: int) -> None:
+    if grace_ms < 0:
+        raise InvalidOptionError(f"grace must be >= 0, got {grace_ms} ms", "grace")
+
+
 @dataclass(frozen=True)
 class WindowSpec:
     size_ms: int
@@ -85,18 +92,23 @@ class WindowSpec:
     retention_ms: int
     emit: str = FINAL
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         if self.size_ms <= 0:
-            raise ValueError(f"--size must be > 0, got {self.size_ms} ms")
-        if self.grace_ms < 0:
-            raise ValueError(f"--grace must be >= 0, got {self.grace_ms} ms")
+            raise InvalidOptionError(f"size must be > 0, got {self.size_ms} ms", "size")
+        _require_grace(self.grace_ms)
         if self.retention_ms < self.size_ms + self.grace_ms:
-            raise ValueError(
-                f"--retention ({self.retention_ms} ms) must be at least --size + --grace "
-                f"({self.size_ms + self.grace_ms} ms): a window's state must outlive its grace"
+            raise InvalidOptionError(
+                f"retention ({self.retention_ms} ms) must be at least size + grace "
+                f"({self.size_ms + self.grace_ms} ms): a window's state must outlive the "
+                "lateness it allows",
+                "retention",
+                "size",
+                "grace",
             )
         if self.emit not in (FINAL, UPDATES):
-            raise ValueError(f"--emit must be {FINAL} or {UPDATES}, got {self.emit!r}")
+            raise InvalidOptionError(
+                f"emit must be {FINAL} or {UPDATES}, got {self.emit!r}", "emit"
+            )
 
 
 @dataclass(frozen=True)
@@ -105,15 +117,17 @@ class SessionSpec:
     grace_ms: int
     retention_ms: int
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         if self.gap_ms <= 0:
-            raise ValueError(f"--gap must be > 0, got {self.gap_ms} ms")
-        if self.grace_ms < 0:
-            raise ValueError(f"--grace must be >= 0, got {self.grace_ms} ms")
+            raise InvalidOptionError(f"gap must be > 0, got {self.gap_ms} ms", "gap")
+        _require_grace(self.grace_ms)
         if self.retention_ms < self.gap_ms + self.grace_ms:
-            raise ValueError(
-                f"--retention ({self.retention_ms} ms) must be at least --gap + --grace "
-                f"({self.gap_ms + self.grace_ms} ms)"
+            raise InvalidOptionError(
+                f"retention ({self.retention_ms} ms) must be at least gap + grace "
+                f"({self.gap_ms + self.grace_ms} ms)",
+                "retention",
+                "gap",
+                "grace",
             )
 
 

@@ -9,10 +9,9 @@ batch is one state read and write.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,6 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from boardstream.aggregations import source
 from boardstream.aggregations.event_time import (
-    FINAL,
-    UPDATES,
     Clock,
     Late,
     Sessions,
@@ -47,7 +44,6 @@ from boardstream.aggregations.output import (
     split_batch,
     start_output,
 )
-from boardstream.argtypes import duration_ms
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 
@@ -167,7 +163,6 @@ def event_time_output(
 def start_event_time_count(
     spark: SparkSession, settings: Settings, config: EventTimeConfig
 ) -> StreamingQuery:
-    config.spec.validate()
     return start_output(
         spark,
         settings,
@@ -179,68 +174,3 @@ def start_event_time_count(
             "spec": {"kind": type(config.spec).__name__, **asdict(config.spec)},
         },
     )
-
-
-def _parser(job: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=job.replace("-", "_"), description=description)
-    source.add_source_arguments(parser)
-    parser.add_argument(
-        "--group-by",
-        choices=GROUP_BY,
-        default="value",
-        help="the value (or --value-field) or the record key",
-    )
-    parser.add_argument("--grace", type=_non_negative_duration, default="0s")
-    streaming.add_query_arguments(parser, max_offsets=None)
-    return parser
-
-
-def _non_negative_duration(text: str) -> int:
-    return 0 if text.strip() in ("0", "0s", "0ms") else duration_ms(text)
-
-
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, spec: Any, job: str) -> int:
-    try:
-        spec.validate()
-    except ValueError as error:
-        parser.error(str(error))
-    config = EventTimeConfig(
-        job=job,
-        source=source.options_from_args(args),
-        output_topic=args.output_topic,
-        spec=spec,
-        group_by=args.group_by,
-        dlq_topic=args.dlq_topic,
-        **streaming.query_options(args),
-    )
-    return streaming.run_job(
-        job, lambda spark, settings: start_event_time_count(spark, settings, config)
-    )
-
-
-def session_parser() -> argparse.ArgumentParser:
-    parser = _parser("session-count", "Count events per session of activity, per group.")
-    parser.add_argument("--gap", type=duration_ms, required=True, help="inactivity that ends one")
-    parser.add_argument("--retention", type=duration_ms, default="1d")
-    return parser
-
-
-def session_main(argv: Sequence[str] | None = None) -> int:
-    parser = session_parser()
-    args = parser.parse_args(argv)
-    return _run(parser, args, SessionSpec(args.gap, args.grace, args.retention), "session-count")
-
-
-def window_parser() -> argparse.ArgumentParser:
-    parser = _parser("window-count", "Count events per tumbling window of event time, per group.")
-    parser.add_argument("--size", type=duration_ms, required=True)
-    parser.add_argument("--emit", choices=(FINAL, UPDATES), default=FINAL)
-    parser.add_argument("--retention", type=duration_ms, default="1d")
-    return parser
-
-
-def window_main(argv: Sequence[str] | None = None) -> int:
-    parser = window_parser()
-    args = parser.parse_args(argv)
-    spec = WindowSpec(args.size, args.grace, args.retention, args.emit)
-    return _run(parser, args, spec, "window-count")

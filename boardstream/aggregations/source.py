@@ -8,8 +8,6 @@ milliseconds or an ISO timestamp). A null value is a tombstone: no attribute, re
 
 from __future__ import annotations
 
-import argparse
-import re
 from dataclasses import asdict, dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -74,31 +72,4 @@ def parse(raw: DataFrame, options: SourceOptions) -> DataFrame:
         F.col("offset"),
         F.when(invalid, F.base64(key_prefix(DEFAULT_PREFIX_BYTES))).alias("dead_key"),
         F.when(invalid, envelope(F.col("error"), DEFAULT_PREFIX_BYTES)).alias("dead_letter"),
-    )
-
-
-_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-
-
-def field_name(text: str) -> str:
-    """argparse type: a JSON field path like ``member_id`` or ``profile.city``."""
-    if not _FIELD.match(text):
-        raise argparse.ArgumentTypeError(f"not a field name (letters, digits, _ and .): {text!r}")
-    return text
-
-
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source-topic", required=True)
-    parser.add_argument("--output-topic", required=True, help="compacted, keyed by group")
-    parser.add_argument("--value-field", type=field_name, help="JSON field instead of the value")
-    parser.add_argument("--time-field", type=field_name, help="JSON field instead of record time")
-    parser.add_argument("--dlq-topic", help="default: <output topic>-dlq")
-
-
-def options_from_args(args: argparse.Namespace) -> SourceOptions:
-    return SourceOptions(
-        topic=args.source_topic,
-        value_field=args.value_field,
-        time_field=args.time_field,
-        max_offsets_per_trigger=args.max_offsets_per_trigger,
     )

@@ -9,10 +9,9 @@ every entity; the changed counts of each micro-batch go to a compacted topic key
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 
 from boardstream.aggregations import source
-from boardstream.aggregations.holdings import ARRIVAL, ORDERS, Holding, retarget
+from boardstream.aggregations.holdings import ARRIVAL, Holding, retarget
 from boardstream.aggregations.output import (
     OUTPUT_DDL,
     dlq_topic,
@@ -36,7 +35,6 @@ from boardstream.aggregations.output import (
     split_batch,
     start_output,
 )
-from boardstream.argtypes import duration_ms
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 
@@ -145,28 +143,4 @@ def start_table_count(
         f"{JOB}-{config.output_topic}",
         lambda: table_count_output(spark, settings, config),
         {"order": config.order},
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="table_count", description=__doc__.splitlines()[0])
-    source.add_source_arguments(parser)
-    parser.add_argument("--order", choices=ORDERS, default=ARRIVAL)
-    parser.add_argument("--state-ttl", type=duration_ms, help="forget entities not updated for")
-    streaming.add_query_arguments(parser, max_offsets=None)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    config = TableCountConfig(
-        source=source.options_from_args(args),
-        output_topic=args.output_topic,
-        order=args.order,
-        dlq_topic=args.dlq_topic,
-        state_ttl_ms=args.state_ttl,
-        **streaming.query_options(args),
-    )
-    return streaming.run_job(
-        JOB, lambda spark, settings: start_table_count(spark, settings, config)
     )

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from boardstream.errors import InvalidOptionError
+
 # 2025-01-01T00:00:00Z: payload times are derived from this, never from the wall clock, so a
 # seed always means the same bytes.
 DEFAULT_START_MS = 1_735_689_600_000
@@ -73,19 +75,28 @@ class GeneratorOptions:
     malformed: int = 0
     start_ms: int = DEFAULT_START_MS
 
-    def validate(self) -> None:
-        """Raise ValueError naming the first option that cannot be satisfied."""
+    def __post_init__(self) -> None:
+        """Refuse, on construction, the first option that cannot be satisfied."""
         for name in ("members", "boards", "deletes", "late_members", "orphans", "malformed"):
+            words = name.replace("_", " ")
             if getattr(self, name) < 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 0")
+                raise InvalidOptionError(f"{words} must be >= 0", words)
         if not 0 <= self.update_ratio <= 100:
-            raise ValueError("--update-ratio must be between 0 and 100")
+            raise InvalidOptionError("update ratio must be between 0 and 100", "update ratio")
         if self.late_members + self.deletes > self.members:
-            raise ValueError("--late-members plus --deletes cannot exceed --members")
+            raise InvalidOptionError(
+                "late members plus deletes cannot exceed members",
+                "late members",
+                "deletes",
+                "members",
+            )
         if self.late_members + self.orphans > self.boards:
-            raise ValueError(
-                "--late-members plus --orphans cannot exceed --boards "
-                "(each late member and each orphan needs a board of its own)"
+            raise InvalidOptionError(
+                "late members plus orphans cannot exceed boards "
+                "(each late member and each orphan needs a board of its own)",
+                "late members",
+                "orphans",
+                "boards",
             )
 
 
@@ -117,7 +128,6 @@ class Plan:
     """Iterate to get the records; :attr:`size` says how many there will be."""
 
     def __init__(self, options: GeneratorOptions) -> None:
-        options.validate()
         self.options = options
         self.rng = random.Random(options.seed)
         rng, o = self.rng, options
@@ -131,7 +141,9 @@ class Plan:
         excluded = set(picked)
         self.updatable = [i for i in ids if i not in excluded]
         if self.updates and not self.updatable:
-            raise ValueError("--update-ratio needs members that are neither late nor deleted")
+            raise InvalidOptionError(
+                "update ratio needs members that are neither late nor deleted", "update ratio"
+            )
         self.size = o.members + o.boards + self.updates + o.deletes + o.malformed
 
     def __iter__(self) -> Iterator[PlannedRecord]:

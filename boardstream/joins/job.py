@@ -14,10 +14,8 @@ expired timers in each batch, and the tick rows themselves emit nothing.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,10 +24,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from boardstream import dead_letters
-from boardstream.argtypes import duration_ms, positive
 from boardstream.errors import BoardstreamError
 from boardstream.joins import schema
-from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
+from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import (
     DEAD_LETTER_BUCKET,
@@ -175,51 +172,4 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         config.trigger,
         config.interval,
         identity,
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="board_detail_join", description=__doc__.splitlines()[0])
-    parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
-    streaming.add_query_arguments(parser, max_offsets=None)
-    parser.add_argument("--unmatched-timeout", type=duration_ms, default="10m")
-    parser.add_argument("--history-retention", type=duration_ms, default="7d", help="as-of mode")
-    parser.add_argument("--deleted-retention", type=duration_ms, default="7d")
-    parser.add_argument("--max-pending-per-member", type=positive, default=10_000)
-    parser.add_argument("--max-record-bytes", type=positive, default=256 * 1024)
-    parser.add_argument(
-        "--state-buckets",
-        type=positive,
-        default=JoinJobConfig.state_buckets,
-        help="fixed for the life of a checkpoint",
-    )
-    return parser
-
-
-def config_from_args(args: argparse.Namespace) -> JoinJobConfig:
-    return JoinJobConfig(
-        options=JoinOptions(
-            mode=args.join_mode,
-            unmatched_timeout_ms=args.unmatched_timeout,
-            max_pending_per_member=args.max_pending_per_member,
-            history_retention_ms=args.history_retention,
-            deleted_retention_ms=args.deleted_retention,
-        ),
-        max_record_bytes=args.max_record_bytes,
-        max_offsets_per_trigger=args.max_offsets_per_trigger,
-        state_buckets=args.state_buckets,
-        **streaming.query_options(args),
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        config = config_from_args(args)
-        config.options.validate()
-    except ValueError as error:
-        parser.error(str(error))
-    return streaming.run_job(
-        QUERY_NAME, lambda spark, settings: start_join(spark, settings, config)
     )

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from boardstream.errors import InvalidOptionError
 from boardstream.joins import schema
 
 LATEST, AS_OF = "latest", "as-of"
@@ -51,9 +52,11 @@ class JoinOptions:
     history_retention_ms: int = 7 * 24 * 3600 * 1000  # as-of: history kept behind the newest
     deleted_retention_ms: int = 7 * 24 * 3600 * 1000  # how long a deletion is remembered
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         if self.mode not in (LATEST, AS_OF):
-            raise ValueError(f"join mode must be {LATEST!r} or {AS_OF!r}, got {self.mode!r}")
+            raise InvalidOptionError(
+                f"join mode must be {LATEST!r} or {AS_OF!r}, got {self.mode!r}", "join mode"
+            )
         for name in (
             "unmatched_timeout_ms",
             "max_pending_per_member",
@@ -61,7 +64,7 @@ class JoinOptions:
             "deleted_retention_ms",
         ):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+                raise InvalidOptionError(f"{name} must be > 0, got {getattr(self, name)}", name)
 
 
 # An entry: [versions (list of MEMBER tuples, oldest first), deleted_at_ms or None,

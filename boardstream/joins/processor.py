@@ -82,7 +82,6 @@ class BucketedMemberJoin(StatefulProcessor):
     """Grouped by bucket; timeMode ProcessingTime (for the unmatched timer)."""
 
     def __init__(self, options: JoinOptions) -> None:
-        options.validate()
         self.options = options
 
     def init(self, handle: StatefulProcessorHandle) -> None:

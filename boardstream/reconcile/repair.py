@@ -9,9 +9,6 @@ repair that is interrupted or run twice does no harm.
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -20,10 +17,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from boardstream import database
-from boardstream.argtypes import positive
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import kafka_rows
-from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions, MemberTable
+from boardstream.joins.member_table import JoinOptions, MemberTable
 from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import INPUT_COLUMNS, OUTPUT_COLUMNS, OUTPUT_DDL
 from boardstream.kafka.clients import admin_client
@@ -141,43 +137,3 @@ def _repair_table(
 def _current_end(settings: Settings, topic: str) -> dict[int, int]:
     (description,) = describe_topics(admin_client(settings), settings, [topic])
     return description.end_offsets
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``jobs/repair.py``: repair run RUN_ID's findings, then reconcile again; exit 0 when the
-    new run passes."""
-    from boardstream.reconcile.run import checkpoints, reconcile_once
-    from boardstream.spark.session import spark_session
-
-    parser = argparse.ArgumentParser(prog="repair", description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=positive, required=True, help="reconciliation run id")
-    parser.add_argument("--join-checkpoint", type=Path)
-    parser.add_argument("--sink-checkpoint", type=Path)
-    parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
-    parser.add_argument("--run-by", default="cli")
-    args = parser.parse_args(argv)
-    settings = Settings()
-    join_checkpoint = args.join_checkpoint or checkpoints(settings)[0]
-    try:
-        # An unknown run is a user's typo: say so before Spark takes its seconds to start.
-        stored_snapshot(database.engine(settings.database), args.run)
-        spark = spark_session(settings, "repair")
-        spark.sparkContext.setLogLevel("WARN")
-        done = repair(spark, settings, args.run, join_checkpoint, JoinOptions(mode=args.join_mode))
-    except BoardstreamError as error:
-        print(f"repair: error: {error}", file=sys.stderr)
-        return 1
-    print(", ".join(f"{step}: {count:,}" for step, count in done.items()), flush=True)
-    result = reconcile_once(
-        spark,
-        settings,
-        f"{args.run_by} (after repair of run {args.run})",
-        join_checkpoint,
-        args.sink_checkpoint,
-    )
-    print("\n".join(result.summary()), flush=True)
-    return 0 if result.passed else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

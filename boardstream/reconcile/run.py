@@ -3,17 +3,13 @@ and a summary a person reads in a terminal or a task log."""
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from boardstream import database
-from boardstream.argtypes import duration_ms
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka.clients import admin_client
@@ -138,46 +134,3 @@ def _check(
             settings.data_docs_retention,
         )
     return RunResult(run_id, result, validation)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``jobs/reconcile.py``: exit 0 when the run passes, 1 when it finds anything it cannot
-    prove (the summary says what), 2 when it could not finish (recorded as ERRORED)."""
-    from boardstream.spark.session import spark_session
-
-    parser = argparse.ArgumentParser(prog="reconcile", description=__doc__.splitlines()[0])
-    parser.add_argument("--join-checkpoint", type=Path)
-    parser.add_argument("--sink-checkpoint", type=Path)
-    parser.add_argument("--run-by", default="cli")
-    parser.add_argument(
-        "--stall-after",
-        type=duration_ms,
-        default="20m",
-        help="input waiting longer than this means a stalled job (default: twice the schedule)",
-    )
-    parser.add_argument(
-        "--unmatched-timeout",
-        type=duration_ms,
-        default="10m",
-        help="the join's unmatched timeout (boards waiting longer are overdue)",
-    )
-    args = parser.parse_args(argv)
-    logging.basicConfig(format="%(message)s", stream=sys.stderr)
-    logging.getLogger("boardstream").setLevel(logging.INFO)  # phase timings, nothing else's
-    options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
-    settings = Settings()
-    spark = spark_session(settings, "reconcile")
-    spark.sparkContext.setLogLevel("WARN")
-    try:
-        result = reconcile_once(
-            spark, settings, args.run_by, args.join_checkpoint, args.sink_checkpoint, options
-        )
-    except ReconciliationError as error:
-        print(str(error), file=sys.stderr, flush=True)
-        return 2
-    print("\n".join(result.summary()), flush=True)
-    return 0 if result.passed else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

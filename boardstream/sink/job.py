@@ -9,9 +9,7 @@ goes to the DLQ, never silently away; so does one the database rejects (see
 
 from __future__ import annotations
 
-import argparse
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -248,19 +246,3 @@ def start_sink(spark: SparkSession, settings: Settings, config: SinkJobConfig) -
         .option("checkpointLocation", str(checkpoint))
     )
     return streaming.with_trigger(writer, config.trigger, config.interval).start()
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="board_detail_sink", description=__doc__.splitlines()[0])
-    streaming.add_query_arguments(parser, max_offsets=SinkJobConfig.max_offsets_per_trigger)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    config = SinkJobConfig(
-        args.trigger, args.interval, args.max_offsets_per_trigger, args.checkpoint
-    )
-    return streaming.run_job(
-        QUERY_NAME, lambda spark, settings: start_sink(spark, settings, config)
-    )

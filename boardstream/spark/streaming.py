@@ -3,7 +3,6 @@ until it is done (available-now) or stopped (continuous, SIGTERM stops it cleanl
 
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 from collections.abc import Callable, Mapping
@@ -13,7 +12,6 @@ from pydantic import ValidationError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from boardstream.argtypes import positive
 from boardstream.errors import BoardstreamError
 from boardstream.logs import configure, verbose_requested
 from boardstream.settings import Settings
@@ -85,11 +83,6 @@ def start_to_kafka(
     return with_trigger(writer, trigger, interval).start()
 
 
-def query_options(args: argparse.Namespace) -> dict[str, object]:
-    """What :func:`add_query_arguments` parsed, as a job config takes it."""
-    return {"trigger": args.trigger, "interval": args.interval, "checkpoint": args.checkpoint}
-
-
 def run(
     spark: SparkSession, settings: Settings, start: Callable[[], StreamingQuery]
 ) -> StreamingQuery:
@@ -107,14 +100,6 @@ def run(
         signal.signal(signal.SIGTERM, previous)
         spark.streams.removeListener(listener)
     return query
-
-
-def add_query_arguments(parser: argparse.ArgumentParser, max_offsets: int | None) -> None:
-    """The options every streaming job takes."""
-    parser.add_argument("--trigger", choices=TRIGGERS, default=AVAILABLE_NOW)
-    parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
-    parser.add_argument("--max-offsets-per-trigger", type=positive, default=max_offsets)
-    parser.add_argument("--checkpoint", type=Path, default=None)
 
 
 def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]) -> int:

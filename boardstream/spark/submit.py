@@ -8,6 +8,7 @@ cluster. Airflow's SparkSubmitOperator is given the same application path and ja
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -90,3 +91,9 @@ def submit_command(settings: Settings, job: str, job_args: list[str]) -> list[st
         str(application(job)),
         *job_args,
     ]
+
+
+def run_submit(settings: Settings, job: str, job_args: list[str]) -> int:
+    """spark-submit ``job`` in the foreground, as the CLI runs every job; its exit code."""
+    command = submit_command(settings, job, job_args)
+    return subprocess.run(command, env={**os.environ, **submit_env()}, check=False).returncode

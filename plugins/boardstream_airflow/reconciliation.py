@@ -12,10 +12,10 @@ from boardstream.settings import Settings
 
 
 def reconcile_or_fail(spark: Any, settings: Settings, context: dict[str, Any]) -> dict[str, Any]:
-    from boardstream.reconcile.run import reconcile_once
+    from boardstream import reconcile
 
     run_by = f"airflow:{context['dag'].dag_id}/{context['run_id']}/{context['ti'].task_id}"
-    result = reconcile_once(spark, settings, run_by)
+    result = reconcile.run_once(spark, settings, run_by)
     summary = "\n".join(result.summary())
     print(summary)
     if not result.passed:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from boardstream.airflow_api import triggered_run
+from boardstream.entrypoints.airflow_api import triggered_run
 
 PIPELINE_RUN = "manual__2026-11-23T08:34:02.118733+00:00"
 

@@ -1,5 +1,6 @@
-"""The "Pipeline health" template's cells, rendered from what boardstream.health gathers: the
-rows/s bars of every batch (one batch included) and timestamps that read, and stay, as one."""
+"""The "Pipeline health" template's cells, rendered from what boardstream.entrypoints.health
+gathers: the rows/s bars of every batch (one batch included) and timestamps that read, and stay,
+as one."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from boardstream.health import stream_progress
+from boardstream.entrypoints.health import stream_progress
 from tests.fixtures import isolated_settings
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from boardstream import database
-from boardstream.demo import _print_reconciliation
-from boardstream.health import pipeline_health
+from boardstream.entrypoints.demo import _print_reconciliation
+from boardstream.entrypoints.health import pipeline_health
 from boardstream.reconcile import ledger
 from boardstream.reconcile.checks import BALANCE, COUNTS, FINDINGS
 from boardstream.reconcile.vocabulary import SUMMARY_ORDER

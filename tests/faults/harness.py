@@ -106,7 +106,7 @@ class Scenario:
         """``boardstream job run JOB -- ARGS`` in its own process group (spark-submit, the JVM
         and the Python workers die together)."""
         return subprocess.Popen(
-            [sys.executable, "-m", "boardstream.cli", "job", "run", job, "--", *args],
+            [sys.executable, "-m", "boardstream.entrypoints.cli", "job", "run", job, "--", *args],
             env=self.env(**(extra_env or {})),
             stdout=self.log(job).open("ab"),
             stderr=subprocess.STDOUT,
@@ -168,7 +168,7 @@ class Scenario:
             f"--sink-checkpoint={self.settings.checkpoints / 'board-detail-sink'}",
         ]
         return subprocess.run(
-            [sys.executable, "-m", "boardstream.cli", *command],
+            [sys.executable, "-m", "boardstream.entrypoints.cli", *command],
             env=self.env(),
             capture_output=True,
             text=True,

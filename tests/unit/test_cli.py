@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from boardstream.cli import _reconcile, build_parser, main
+from boardstream.entrypoints.cli import _reconcile, build_parser, main
 from boardstream.spark.submit import JOBS
 
 

@@ -4,8 +4,8 @@ import argparse
 
 import pytest
 
-from boardstream.argtypes import duration_ms
 from boardstream.durations import parse_ms
+from boardstream.entrypoints.argtypes import duration_ms
 
 
 @pytest.mark.parametrize(

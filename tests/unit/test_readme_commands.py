@@ -15,13 +15,16 @@ from collections.abc import Callable
 import pytest
 import yaml
 
-from boardstream.aggregations.event_time_job import session_parser, window_parser
 from boardstream.aggregations.presets import PRESETS
-from boardstream.aggregations.table_count import build_parser as table_count_parser
-from boardstream.cli import build_parser
-from boardstream.joins.job import build_parser as join_parser
+from boardstream.entrypoints.cli import build_parser
+from boardstream.entrypoints.jobs import (
+    join_parser,
+    session_parser,
+    sink_parser,
+    table_count_parser,
+    window_parser,
+)
 from boardstream.settings import PROJECT_ROOT, Settings
-from boardstream.sink.job import build_parser as sink_parser
 
 PREFIXES = (".venv/bin/boardstream ", "bin/", "docker compose ", "cp ")
 # The jobs' own parsers, by the name `job run` takes (boardstream.spark.submit.JOBS).

@@ -15,7 +15,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from boardstream.health import pipeline_health
+from boardstream.entrypoints.health import pipeline_health
 from boardstream.reconcile.checks import BALANCE
 from boardstream.reconcile.vocabulary import FAILING_PARTS, PARTS
 from boardstream.settings import Settings

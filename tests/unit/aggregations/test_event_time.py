@@ -16,6 +16,7 @@ from boardstream.aggregations.event_time import (
     WindowSpec,
 )
 from boardstream.aggregations.holdings import ARRIVAL, EVENT_TIME, Holding, retarget
+from boardstream.errors import InvalidOptionError
 
 
 def rows(*events: tuple[str, int]) -> list[tuple[str, int, int, int]]:
@@ -63,17 +64,17 @@ def test_sessions_merge_a_late_event_and_close_after_gap_and_grace() -> None:
 
 
 @pytest.mark.parametrize(
-    ("spec", "message"),
+    ("spec", "values", "message"),
     [
-        (WindowSpec(0, 0, 10), "--size must be > 0"),
-        (WindowSpec(10, -1, 10), "--grace must be >= 0"),
-        (WindowSpec(10, 5, 14), "--retention (14 ms) must be at least --size + --grace (15 ms)"),
-        (SessionSpec(10, 5, 14), "--retention (14 ms) must be at least --gap + --grace (15 ms)"),
+        (WindowSpec, (0, 0, 10), "size must be > 0"),
+        (WindowSpec, (10, -1, 10), "grace must be >= 0"),
+        (WindowSpec, (10, 5, 14), "retention (14 ms) must be at least size + grace (15 ms)"),
+        (SessionSpec, (10, 5, 14), "retention (14 ms) must be at least gap + grace (15 ms)"),
     ],
 )
-def test_bad_specs_are_refused(spec, message: str) -> None:
-    with pytest.raises(ValueError, match=re.escape(message)):
-        spec.validate()
+def test_bad_specs_are_refused(spec, values: tuple, message: str) -> None:
+    with pytest.raises(InvalidOptionError, match=re.escape(message)):
+        spec(*values)
 
 
 def test_event_time_order_keeps_the_newest_and_arrival_the_last() -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from boardstream.aggregations.event_time_job import session_main, window_main
-from boardstream.aggregations.table_count import main as table_count_main
+from boardstream.entrypoints.jobs import session_main, table_count_main, window_main
 from boardstream.spark import streaming
 
 TOPICS = ["--source-topic", "board", "--output-topic", "out"]

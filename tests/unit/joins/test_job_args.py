@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from boardstream.joins.job import main as join_main
-from boardstream.sink.job import main as sink_main
+from boardstream.entrypoints.jobs import join_main, sink_main
 
 
 @pytest.mark.parametrize(

@@ -20,21 +20,22 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from boardstream.aggregations.presets import PRESETS
-from boardstream.argtypes import (
+from boardstream.compaction.policy import Targets
+from boardstream.entrypoints.argtypes import (
     config_entry,
     count,
     duration_ms,
+    flag_message,
     fraction,
     positive,
     positive_number,
     ratio,
 )
-from boardstream.compaction.policy import Targets
-from boardstream.errors import BoardstreamError
+from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.logs import VERBOSE_ENV, quiet_libraries
 from boardstream.settings import Settings
-from boardstream.spark.submit import JOBS
+from boardstream.spark.submit import JOBS, run_submit
 
 
 def _setup(args: argparse.Namespace, settings: Settings) -> int:
@@ -121,10 +122,6 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
         orphans=args.orphans,
         malformed=args.malformed,
     )
-    try:
-        options.validate()
-    except ValueError as error:
-        raise BoardstreamError(str(error)) from None
     manifest_path = args.manifest or default_path(settings.var_dir, args.seed)
     manifest = produce(settings, options, manifest_path)
     for kind, number in manifest.counts.items():
@@ -134,44 +131,37 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
-    from boardstream.demo import run_demo
+    from boardstream.entrypoints.demo import run_demo
 
     generator = {name: value for name, value in vars(args).items() if name in _GENERATOR_FLAGS}
     return run_demo(settings, generator)
 
 
 def _aggregate(args: argparse.Namespace, settings: Settings) -> int:
-    import subprocess
-
     from boardstream.aggregations.presets import preset
-    from boardstream.spark.submit import submit_command, submit_env
 
     chosen = preset(args.name)
-    extra = args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
-    command = submit_command(settings, chosen.job, [*chosen.job_args(settings), *extra])
-    return subprocess.run(command, env={**os.environ, **submit_env()}, check=False).returncode
+    return run_submit(settings, chosen.job, [*chosen.job_args(settings), *_job_args(args)])
 
 
 def _job(args: argparse.Namespace, settings: Settings) -> int:
-    import subprocess
-
-    from boardstream.spark.submit import submit_command, submit_env
-
     if args.action == "list":
         print("\n".join(sorted(JOBS)))
         return 0
-    job_args = args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
-    command = submit_command(settings, args.name, job_args)
-    return subprocess.run(command, env={**os.environ, **submit_env()}, check=False).returncode
+    return run_submit(settings, args.name, _job_args(args))
+
+
+def _job_args(args: argparse.Namespace) -> list[str]:
+    """What follows ``--`` (or the whole remainder, when it was left out) goes to the job."""
+    return args.job_args[1:] if args.job_args[:1] == ["--"] else args.job_args
 
 
 def _compaction(args: argparse.Namespace, settings: Settings) -> int:
     import getpass
 
-    from boardstream import database
-    from boardstream.compaction import apply, tuning
+    from boardstream import compaction
+    from boardstream.compaction import tuning
     from boardstream.compaction.measure import measure_topic
-    from boardstream.compaction.policy import Targets
     from boardstream.kafka.clients import admin_client
 
     admin = admin_client(settings)
@@ -179,17 +169,15 @@ def _compaction(args: argparse.Namespace, settings: Settings) -> int:
     if args.action in ("rollback", "verify"):
         if args.change is None:
             raise BoardstreamError(f"compaction {args.action} needs --change ID")
-        engine = database.engine(settings.database)
         if args.action == "rollback":
-            change_id = apply.rollback(admin, settings, engine, args.change, run_by)
+            change_id = compaction.rollback(admin, settings, args.change, run_by)
             print(f"change {args.change} rolled back (logged as change {change_id})")
         else:
-            print(tuning.measurement_line(apply.verify(admin, settings, engine, args.change)))
+            (after,) = compaction.verify(admin, settings, args.change).values()
+            print(tuning.measurement_line(after))
         return 0
-    selection = tuning.Selection(
-        tuple(args.topic or ()),
-        tuple(args.exclude or ()),
-        tuple(args.reconciled or tuning.default_reconciled(settings)),
+    selection = compaction.selection(
+        settings, args.topic or (), args.exclude or (), args.reconciled or ()
     )
     targets = Targets(
         max_replay_waste=args.max_replay_waste,
@@ -204,8 +192,7 @@ def _compaction(args: argparse.Namespace, settings: Settings) -> int:
             print(tuning.measurement_line(measure_topic(admin, settings, topic)))
         return 0
     execute = args.action == "apply" and args.execute
-    engine = database.engine(settings.database) if execute else None
-    tunings = tuning.tune(admin, settings, engine, selection, targets, execute, run_by)
+    tunings = compaction.tune(admin, settings, selection, targets, execute, run_by)
     print("\n".join(tuning.report(tunings, execute)))
     return 0
 
@@ -225,10 +212,6 @@ def _state(args: argparse.Namespace, settings: Settings) -> int:
 
 def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     """Run the reconcile (or repair) job under spark-submit; its exit code is the verdict."""
-    import subprocess
-
-    from boardstream.spark.submit import submit_command, submit_env
-
     if args.command == "repair":
         job, job_args = (
             "board-detail-repair",
@@ -245,9 +228,7 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     for flag in ("join_checkpoint", "sink_checkpoint"):
         if getattr(args, flag):
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-    return subprocess.run(
-        submit_command(settings, job, job_args), env={**os.environ, **submit_env()}, check=False
-    ).returncode
+    return run_submit(settings, job, job_args)
 
 
 # The generator's options as flags (not start_ms: demo data is always timestamped the same way).
@@ -502,6 +483,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.handler(args, settings)
+    except InvalidOptionError as error:
+        print(f"boardstream: error: {flag_message(error)}", file=sys.stderr)
+        return 1
     except BoardstreamError as error:
         print(f"boardstream: error: {error}", file=sys.stderr)
         return 1

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from boardstream.durations import parse_ms
+from boardstream.errors import InvalidOptionError
 
 
 def _whole(text: str) -> int:
@@ -77,3 +79,12 @@ def positive_number(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     return value
+
+
+def flag_message(error: InvalidOptionError) -> str:
+    """A domain's refusal under the flags' names: "update ratio" is ``--update-ratio`` here."""
+    message = str(error)
+    for option in sorted(error.options, key=len, reverse=True):
+        flag = "--" + option.replace(" ", "-").replace("_", "-")
+        message = re.sub(rf"(?<![\w-]){re.escape(option)}(?![\w-])", flag, message)
+    return message

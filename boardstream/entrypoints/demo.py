@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from boardstream import database
-from boardstream.airflow_api import AirflowApi
+from boardstream.entrypoints.airflow_api import AirflowApi
 from boardstream.reconcile import ledger
 from boardstream.reconcile.checks import BALANCE
 from boardstream.reconcile.vocabulary import SUMMARY_ORDER

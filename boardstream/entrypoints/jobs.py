@@ -1,0 +1,242 @@
+"""The Spark jobs' command lines: what ``jobs/*.py`` (spark-submit's applications) run.
+
+Each main parses its flags into the job's typed config, then starts the job through its
+domain; a config the domain refuses is reported under the flags' names (exit 2, before Spark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
+
+from boardstream import joins, sink
+from boardstream.aggregations import table_count
+from boardstream.aggregations.event_time import FINAL, UPDATES, SessionSpec, WindowSpec
+from boardstream.aggregations.event_time_job import (
+    GROUP_BY,
+    EventTimeConfig,
+    start_event_time_count,
+)
+from boardstream.aggregations.holdings import ARRIVAL, ORDERS
+from boardstream.aggregations.source import SourceOptions
+from boardstream.aggregations.table_count import JOB as TABLE_COUNT
+from boardstream.aggregations.table_count import TableCountConfig, start_table_count
+from boardstream.entrypoints.argtypes import duration_ms, flag_message, positive
+from boardstream.errors import InvalidOptionError
+from boardstream.joins import job as join_job
+from boardstream.joins.job import QUERY_NAME as JOIN
+from boardstream.joins.job import JoinJobConfig
+from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
+from boardstream.sink import job as sink_job
+from boardstream.sink.job import QUERY_NAME as SINK
+from boardstream.sink.job import SinkJobConfig
+from boardstream.spark import streaming
+
+
+def _first_line(module: ModuleType) -> str:
+    """A job's description is its module's docstring's first line."""
+    return (module.__doc__ or "").splitlines()[0]
+
+
+def _query_arguments(parser: argparse.ArgumentParser, max_offsets: int | None) -> None:
+    """The options every streaming job takes."""
+    parser.add_argument("--trigger", choices=streaming.TRIGGERS, default=streaming.AVAILABLE_NOW)
+    parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
+    parser.add_argument("--max-offsets-per-trigger", type=positive, default=max_offsets)
+    parser.add_argument("--checkpoint", type=Path, default=None)
+
+
+def _query_options(args: argparse.Namespace) -> dict[str, object]:
+    """What :func:`_query_arguments` parsed, as a job config takes it."""
+    return {"trigger": args.trigger, "interval": args.interval, "checkpoint": args.checkpoint}
+
+
+_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def field_name(text: str) -> str:
+    """argparse type: a JSON field path like ``member_id`` or ``profile.city``."""
+    if not _FIELD.match(text):
+        raise argparse.ArgumentTypeError(f"not a field name (letters, digits, _ and .): {text!r}")
+    return text
+
+
+def _source_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source-topic", required=True)
+    parser.add_argument("--output-topic", required=True, help="compacted, keyed by group")
+    parser.add_argument("--value-field", type=field_name, help="JSON field instead of the value")
+    parser.add_argument("--time-field", type=field_name, help="JSON field instead of record time")
+    parser.add_argument("--dlq-topic", help="default: <output topic>-dlq")
+
+
+def _source_options(args: argparse.Namespace) -> SourceOptions:
+    return SourceOptions(
+        topic=args.source_topic,
+        value_field=args.value_field,
+        time_field=args.time_field,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+    )
+
+
+def _refuse(parser: argparse.ArgumentParser, error: InvalidOptionError) -> NoReturn:
+    parser.error(flag_message(error))
+
+
+def join_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="board_detail_join", description=_first_line(join_job))
+    parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
+    _query_arguments(parser, max_offsets=None)
+    parser.add_argument("--unmatched-timeout", type=duration_ms, default="10m")
+    parser.add_argument("--history-retention", type=duration_ms, default="7d", help="as-of mode")
+    parser.add_argument("--deleted-retention", type=duration_ms, default="7d")
+    parser.add_argument("--max-pending-per-member", type=positive, default=10_000)
+    parser.add_argument("--max-record-bytes", type=positive, default=256 * 1024)
+    parser.add_argument(
+        "--state-buckets",
+        type=positive,
+        default=JoinJobConfig.state_buckets,
+        help="fixed for the life of a checkpoint",
+    )
+    return parser
+
+
+def join_main(argv: Sequence[str] | None = None) -> int:
+    parser = join_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = JoinJobConfig(
+            options=JoinOptions(
+                mode=args.join_mode,
+                unmatched_timeout_ms=args.unmatched_timeout,
+                max_pending_per_member=args.max_pending_per_member,
+                history_retention_ms=args.history_retention,
+                deleted_retention_ms=args.deleted_retention,
+            ),
+            max_record_bytes=args.max_record_bytes,
+            max_offsets_per_trigger=args.max_offsets_per_trigger,
+            state_buckets=args.state_buckets,
+            **_query_options(args),
+        )
+    except InvalidOptionError as error:
+        _refuse(parser, error)
+    return streaming.run_job(JOIN, lambda spark, settings: joins.start(spark, settings, config))
+
+
+def sink_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="board_detail_sink", description=_first_line(sink_job))
+    _query_arguments(parser, max_offsets=SinkJobConfig.max_offsets_per_trigger)
+    return parser
+
+
+def sink_main(argv: Sequence[str] | None = None) -> int:
+    args = sink_parser().parse_args(argv)
+    config = SinkJobConfig(
+        args.trigger, args.interval, args.max_offsets_per_trigger, args.checkpoint
+    )
+    return streaming.run_job(SINK, lambda spark, settings: sink.start(spark, settings, config))
+
+
+def table_count_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="table_count", description=_first_line(table_count))
+    _source_arguments(parser)
+    parser.add_argument("--order", choices=ORDERS, default=ARRIVAL)
+    parser.add_argument("--state-ttl", type=duration_ms, help="forget entities not updated for")
+    _query_arguments(parser, max_offsets=None)
+    return parser
+
+
+def table_count_main(argv: Sequence[str] | None = None) -> int:
+    args = table_count_parser().parse_args(argv)
+    config = TableCountConfig(
+        source=_source_options(args),
+        output_topic=args.output_topic,
+        order=args.order,
+        dlq_topic=args.dlq_topic,
+        state_ttl_ms=args.state_ttl,
+        **_query_options(args),
+    )
+    return streaming.run_job(
+        TABLE_COUNT, lambda spark, settings: start_table_count(spark, settings, config)
+    )
+
+
+def _event_time_parser(job: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=job.replace("-", "_"), description=description)
+    _source_arguments(parser)
+    parser.add_argument(
+        "--group-by",
+        choices=GROUP_BY,
+        default="value",
+        help="the value (or --value-field) or the record key",
+    )
+    parser.add_argument("--grace", type=_non_negative_duration, default="0s")
+    _query_arguments(parser, max_offsets=None)
+    return parser
+
+
+def _non_negative_duration(text: str) -> int:
+    return 0 if text.strip() in ("0", "0s", "0ms") else duration_ms(text)
+
+
+def _event_time_main(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    spec: Callable[[argparse.Namespace], WindowSpec | SessionSpec],
+    job: str,
+) -> int:
+    args = parser.parse_args(argv)
+    try:
+        chosen = spec(args)
+    except InvalidOptionError as error:
+        _refuse(parser, error)
+    config = EventTimeConfig(
+        job=job,
+        source=_source_options(args),
+        output_topic=args.output_topic,
+        spec=chosen,
+        group_by=args.group_by,
+        dlq_topic=args.dlq_topic,
+        **_query_options(args),
+    )
+    return streaming.run_job(
+        job, lambda spark, settings: start_event_time_count(spark, settings, config)
+    )
+
+
+def session_parser() -> argparse.ArgumentParser:
+    parser = _event_time_parser("session-count", "Count events per session of activity, per group.")
+    parser.add_argument("--gap", type=duration_ms, required=True, help="inactivity that ends one")
+    parser.add_argument("--retention", type=duration_ms, default="1d")
+    return parser
+
+
+def session_main(argv: Sequence[str] | None = None) -> int:
+    return _event_time_main(
+        session_parser(),
+        argv,
+        lambda args: SessionSpec(args.gap, args.grace, args.retention),
+        "session-count",
+    )
+
+
+def window_parser() -> argparse.ArgumentParser:
+    parser = _event_time_parser(
+        "window-count", "Count events per tumbling window of event time, per group."
+    )
+    parser.add_argument("--size", type=duration_ms, required=True)
+    parser.add_argument("--emit", choices=(FINAL, UPDATES), default=FINAL)
+    parser.add_argument("--retention", type=duration_ms, default="1d")
+    return parser
+
+
+def window_main(argv: Sequence[str] | None = None) -> int:
+    return _event_time_main(
+        window_parser(),
+        argv,
+        lambda args: WindowSpec(args.size, args.grace, args.retention, args.emit),
+        "window-count",
+    )

@@ -1,0 +1,96 @@
+"""The reconcile and repair jobs' command lines (``jobs/reconcile.py``, ``jobs/repair.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from boardstream import database, reconcile
+from boardstream.entrypoints.argtypes import duration_ms, positive
+from boardstream.errors import BoardstreamError
+from boardstream.joins.member_table import AS_OF, LATEST
+from boardstream.reconcile import repair as repairing
+from boardstream.reconcile import run as running
+from boardstream.reconcile.checks import ReconcileOptions
+from boardstream.reconcile.run import ReconciliationError
+from boardstream.settings import Settings
+
+
+def reconcile_main(argv: Sequence[str] | None = None) -> int:
+    """``jobs/reconcile.py``: exit 0 when the run passes, 1 when it finds anything it cannot
+    prove (the summary says what), 2 when it could not finish (recorded as ERRORED)."""
+    from boardstream.spark.session import spark_session
+
+    parser = argparse.ArgumentParser(
+        prog="reconcile", description=(running.__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument("--join-checkpoint", type=Path)
+    parser.add_argument("--sink-checkpoint", type=Path)
+    parser.add_argument("--run-by", default="cli")
+    parser.add_argument(
+        "--stall-after",
+        type=duration_ms,
+        default="20m",
+        help="input waiting longer than this means a stalled job (default: twice the schedule)",
+    )
+    parser.add_argument(
+        "--unmatched-timeout",
+        type=duration_ms,
+        default="10m",
+        help="the join's unmatched timeout (boards waiting longer are overdue)",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(format="%(message)s", stream=sys.stderr)
+    logging.getLogger("boardstream").setLevel(logging.INFO)  # phase timings, nothing else's
+    options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
+    settings = Settings()
+    spark = spark_session(settings, "reconcile")
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        result = reconcile.run_once(
+            spark, settings, args.run_by, args.join_checkpoint, args.sink_checkpoint, options
+        )
+    except ReconciliationError as error:
+        print(str(error), file=sys.stderr, flush=True)
+        return 2
+    print("\n".join(result.summary()), flush=True)
+    return 0 if result.passed else 1
+
+
+def repair_main(argv: Sequence[str] | None = None) -> int:
+    """``jobs/repair.py``: repair run RUN_ID's findings, then reconcile again; exit 0 when the
+    new run passes."""
+    from boardstream.spark.session import spark_session
+
+    parser = argparse.ArgumentParser(
+        prog="repair", description=(repairing.__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument("--run", type=positive, required=True, help="reconciliation run id")
+    parser.add_argument("--join-checkpoint", type=Path)
+    parser.add_argument("--sink-checkpoint", type=Path)
+    parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
+    parser.add_argument("--run-by", default="cli")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    try:
+        # An unknown run is a user's typo: say so before Spark takes its seconds to start.
+        repairing.stored_snapshot(database.engine(settings.database), args.run)
+        spark = spark_session(settings, "repair")
+        spark.sparkContext.setLogLevel("WARN")
+        done = reconcile.repair_run(spark, settings, args.run, args.join_mode, args.join_checkpoint)
+    except BoardstreamError as error:
+        print(f"repair: error: {error}", file=sys.stderr)
+        return 1
+    print(", ".join(f"{step}: {count:,}" for step, count in done.items()), flush=True)
+    result = reconcile.run_once(
+        spark,
+        settings,
+        f"{args.run_by} (after repair of run {args.run})",
+        args.join_checkpoint,
+        args.sink_checkpoint,
+    )
+    print("\n".join(result.summary()), flush=True)
+    return 0 if result.passed else 1
