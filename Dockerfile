@@ -28,7 +28,7 @@ COPY --chown=airflow: jobs /opt/boardstream/jobs
 COPY --chown=airflow: dags /opt/boardstream/dags
 COPY --chown=airflow: plugins /opt/boardstream/plugins
 RUN pip install --no-cache-dir --no-deps -e /opt/boardstream
-RUN python -m boardstream.spark.distribution
+RUN python -m boardstream.entrypoints.distribution
 COPY --from=jars --chown=airflow: /jars/spark-kafka /opt/boardstream/jars/spark-kafka
 ENV BOARDSTREAM_VAR_DIR=/opt/boardstream/var \
     BOARDSTREAM_JAR_CACHE=/opt/boardstream/jars \

@@ -8,7 +8,6 @@ Expectations' own log lines.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import re
 import sys
@@ -33,7 +32,7 @@ from boardstream.entrypoints.argtypes import (
 )
 from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.generator.plan import GeneratorOptions
-from boardstream.logs import VERBOSE_ENV, quiet_libraries
+from boardstream.logs import VERBOSE_ENV, configure
 from boardstream.settings import Settings
 from boardstream.spark.submit import JOBS, run_submit
 
@@ -465,13 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("boardstream.librdkafka").setLevel(
-        logging.DEBUG if args.verbose else logging.CRITICAL
-    )
+    configure(args.verbose)
     if args.verbose:
         os.environ[VERBOSE_ENV] = "1"  # for the jobs it starts too
-        quiet_libraries(verbose=True)
     try:
         settings = Settings()
     except ValidationError as error:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from boardstream import database, reconcile
 from boardstream.entrypoints.argtypes import duration_ms, positive
 from boardstream.errors import BoardstreamError
 from boardstream.joins.member_table import AS_OF, LATEST
+from boardstream.logs import configure, verbose_requested
 from boardstream.reconcile import repair as repairing
 from boardstream.reconcile import run as running
 from boardstream.reconcile.checks import ReconcileOptions
@@ -43,8 +43,7 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
         help="the join's unmatched timeout (boards waiting longer are overdue)",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(format="%(message)s", stream=sys.stderr)
-    logging.getLogger("boardstream").setLevel(logging.INFO)  # phase timings, nothing else's
+    configure(verbose_requested())
     options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     settings = Settings()
     spark = spark_session(settings, "reconcile")
@@ -74,6 +73,7 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
     parser.add_argument("--run-by", default="cli")
     args = parser.parse_args(argv)
+    configure(verbose_requested())
     settings = Settings()
     try:
         # An unknown run is a user's typo: say so before Spark takes its seconds to start.

@@ -4,13 +4,12 @@ Two wheels (pyspark and pyspark-client) both write ``site-packages/pyspark/``; w
 let the client's Python files win, the driver ran 4.2 Python against 4.3 jars and Python UDFs
 failed at run time. Setup and every spark-submit check it first and refuse with the fix.
 
-``python -m boardstream.spark.distribution`` runs the check (``bin/setup`` calls it).
+``python -m boardstream.entrypoints.distribution`` runs the check (``bin/setup`` calls it).
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from boardstream.errors import BoardstreamError
@@ -47,18 +46,3 @@ def require() -> Path:
     home = Path(pyspark.__file__).parent
     check(pyspark.__version__, home)
     return home
-
-
-def main() -> int:
-    try:
-        home = require()
-    except BoardstreamError as error:
-        print(f"boardstream: error: {error}", file=sys.stderr)
-        return 1
-    versions = ", ".join(sorted(jar_versions(home)))
-    print(f"pyspark {versions}: Python package and Spark jars agree ({home})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -173,7 +173,7 @@ def test_dockerfile_copies_only_what_exists_and_bakes_the_poms_jars() -> None:
     assert f"-f /{pom} dependency:copy-dependencies" in runs
     install = "pip install --no-cache-dir --no-deps --require-hashes -r requirements-runtime.lock"
     assert install in runs, "the image installs the runtime lock alone"
-    assert "python -m boardstream.spark.distribution" in runs, "one Spark version in the image"
+    assert "python -m boardstream.entrypoints.distribution" in runs, "one Spark version"
     baked = [c for c in copies if "--from=jars" in c]
     assert [c[-2:] for c in baked] == [["/jars/spark-kafka", "/opt/boardstream/jars/spark-kafka"]]
     assert all((PROJECT_ROOT / "jobs" / job).exists() for job in JOBS.values())

@@ -60,7 +60,7 @@ def test_the_installed_venv_is_one_distribution() -> None:
     assert distribution.jar_versions(home) == {pyspark.__version__}
     assert spark_home() == home
     result = subprocess.run(
-        [sys.executable, "-m", "boardstream.spark.distribution"],
+        [sys.executable, "-m", "boardstream.entrypoints.distribution"],
         capture_output=True,
         text=True,
         check=False,
