@@ -9,28 +9,23 @@ not start Spark's imports.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from boardstream.reconcile.checks import ReconcileOptions
-    from boardstream.reconcile.run import RunResult
+    from boardstream.reconcile.run import reconcile_once as run_once  # noqa: F401
     from boardstream.settings import Settings
 
 
-def run_once(
-    spark: SparkSession,
-    settings: Settings,
-    run_by: str,
-    join_checkpoint: Path | None = None,
-    sink_checkpoint: Path | None = None,
-    options: ReconcileOptions | None = None,
-) -> RunResult:
-    """One run, recorded from start to verdict (the jobs' checkpoints unless given)."""
-    from boardstream.reconcile.run import reconcile_once
+def __getattr__(name: str) -> Any:
+    """``run_once`` is :func:`boardstream.reconcile.run.reconcile_once` (one run, recorded from
+    start to verdict), imported on first use."""
+    if name == "run_once":
+        from boardstream.reconcile.run import reconcile_once
 
-    return reconcile_once(spark, settings, run_by, join_checkpoint, sink_checkpoint, options)
+        return reconcile_once
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def repair_run(
