@@ -18,6 +18,14 @@ logger = logging.getLogger(__name__)
 FINISHED = {"success", "failed"}
 
 
+class AirflowApiError(BoardstreamError):
+    """An HTTP error answer of the API, with its status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class AirflowApi:
     def __init__(self, base_url: str, user: str, password: str) -> None:
         self.base_url = base_url.rstrip("/")
@@ -38,7 +46,9 @@ class AirflowApi:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace")[:500]
-            raise BoardstreamError(f"Airflow API {method} {path}: {error.code} {detail}") from None
+            raise AirflowApiError(
+                f"Airflow API {method} {path}: {error.code} {detail}", error.code
+            ) from None
         except OSError as error:
             raise BoardstreamError(f"Airflow API at {self.base_url} unreachable: {error}") from None
 
@@ -96,7 +106,16 @@ class AirflowApi:
         )
         deadline = time.monotonic() + timeout_s
         while True:
-            found = triggered_run(self._call("GET", f"/api/v2/assets/events?{query}"), dag_id)
+            try:
+                events = self._call("GET", f"/api/v2/assets/events?{query}")
+            except AirflowApiError as error:
+                # Airflow 3.3 answers 500 while a run the event created has no start_date yet
+                # (its response model requires one): the run is queued, ask again.
+                if error.status != 500 or time.monotonic() > deadline:
+                    raise
+                logger.debug("asset events not readable yet (%s); asking again", error)
+                events = {"asset_events": []}
+            found = triggered_run(events, dag_id)
             if found is not None or time.monotonic() > deadline:
                 return found
             time.sleep(3)
