@@ -23,7 +23,7 @@ import time
 
 from backlog import backlog_settings, produce_backlog
 
-from boardstream import joins, reconcile, sink
+from boardstream import joins, logs, reconcile, sink
 from boardstream.joins.job import JoinJobConfig
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.replay import replay
@@ -54,6 +54,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="leave the drained backlog in place")
     parser.add_argument("--reuse", metavar="RUN", help="reconcile a kept backlog again")
     args = parser.parse_args()
+    logs.configure(verbose=False)  # the reconciliation's phase timings, as the CLI shows them
     if args.reuse:
         settings = backlog_settings(NAME, args.reuse)
     else:
