@@ -254,33 +254,14 @@ def _generator_arguments(
         help="442,128 members and 447,017 boards (overrides --members/--boards)",
     )
     parser.add_argument("--seed", type=int, default=default("seed"), help="same seed, same records")
-    parser.add_argument(
-        "--update-ratio",
-        type=ratio,
-        default=default("update_ratio"),
-        help="member updates per member (e.g. 0.2)",
-    )
-    parser.add_argument(
-        "--deletes", type=count, default=default("deletes"), help="member tombstones"
-    )
-    parser.add_argument(
-        "--late-members",
-        type=count,
-        default=default("late_members"),
-        help="members produced after their boards",
-    )
-    parser.add_argument(
-        "--orphans",
-        type=count,
-        default=default("orphans"),
-        help="boards whose member never comes",
-    )
-    parser.add_argument(
-        "--malformed",
-        type=count,
-        default=default("malformed"),
-        help="records a job must dead-letter",
-    )
+    for flag, kind, text in (
+        ("--update-ratio", ratio, "member updates per member (e.g. 0.2)"),
+        ("--deletes", count, "member tombstones"),
+        ("--late-members", count, "members produced after their boards"),
+        ("--orphans", count, "boards whose member never comes"),
+        ("--malformed", count, "records a job must dead-letter"),
+    ):
+        parser.add_argument(flag, type=kind, default=default(flag[2:].replace("-", "_")), help=text)
 
 
 # A reStructuredText literal (``x``) or a Markdown one (`x`), as docstrings and help texts write it.
