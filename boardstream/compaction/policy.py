@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from boardstream.errors import InvalidOptionError
+
 MS_PER_MINUTE = 60_000
 MS_PER_HOUR = 60 * MS_PER_MINUTE
 MS_PER_DAY = 24 * MS_PER_HOUR
@@ -37,18 +39,22 @@ class Targets:
     reconciliation_interval_ms: int = 15 * MS_PER_MINUTE
     reconciled: bool = False  # a topic reconciliation reads: nothing compacted before it is
 
-    def validate(self) -> None:
-        """Raise ValueError naming the first target that makes no sense."""
+    def __post_init__(self) -> None:
+        """Refuse the first target that makes no sense, before anything is read or changed."""
         if not 0 < self.max_replay_waste < 1:
-            raise ValueError(f"max replay waste must be in (0, 1), got {self.max_replay_waste}")
+            raise _invalid(f"max replay waste must be in (0, 1), got {self.max_replay_waste}")
         for name in ("restore_rate", "restore_budget_s"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name.replace('_', ' ')} must be positive")
+                raise _invalid(f"{name.replace('_', ' ')} must be positive")
         if self.update_rate is not None and self.update_rate <= 0:
-            raise ValueError(f"update rate must be positive, got {self.update_rate}")
+            raise _invalid(f"update rate must be positive, got {self.update_rate}")
         for name in ("max_consumer_downtime_ms", "reconciliation_interval_ms"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name.replace('_', ' ')} must not be negative")
+                raise _invalid(f"{name.replace('_', ' ')} must not be negative")
+
+
+def _invalid(problem: str) -> InvalidOptionError:
+    return InvalidOptionError(f"invalid target: {problem}")
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,6 @@ def recommend(
     shape: TopicShape, targets: Targets, guardrails: Guardrails | None = None
 ) -> list[Recommendation]:
     """One recommendation per setting in :data:`SETTINGS`, each with its reason."""
-    targets.validate()
     rails = guardrails or Guardrails()
     keys = max(shape.live_keys, 1)
     avg_bytes = shape.bytes / shape.records if shape.records else 1024.0

@@ -67,10 +67,6 @@ def tune(
     show_progress: bool = True,
 ) -> list[TopicTuning]:
     """Measure and plan every selected topic; with ``execute``, apply and log the plan."""
-    try:
-        targets.validate()  # before anything is read, let alone changed
-    except ValueError as error:
-        raise BoardstreamError(f"invalid target: {error}") from None
     if execute and engine is None:
         raise BoardstreamError("applying changes needs the database for compaction_tuning_log")
     tunings = []
