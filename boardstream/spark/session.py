@@ -29,43 +29,41 @@ def spark_session(
     lines even on a terminal."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     connector = jars.require(jars.SPARK_KAFKA, settings.jars_dir)
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .config("spark.jars", ",".join(str(jar) for jar in connector))
-        .config("spark.driver.memory", settings.spark_driver_memory)
-        .config("spark.sql.shuffle.partitions", str(settings.partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config(
-            "spark.sql.streaming.stateStore.providerClass",
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        )
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+    options = {
+        "spark.app.name": app_name,
+        "spark.jars": ",".join(str(jar) for jar in connector),
+        "spark.driver.memory": settings.spark_driver_memory,
+        "spark.sql.shuffle.partitions": str(settings.partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.sql.streaming.stateStore.providerClass": (
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+        ),
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         # base64() would break a dead letter's original bytes into 76-character MIME lines.
-        .config("spark.sql.chunkBase64String.enabled", "false")
-    )
+        "spark.sql.chunkBase64String.enabled": "false",
+    }
     # Under spark-submit (which exports SPARK_ENV_LOADED) its --master wins, and its JVM, already
     # running, was given boardstream's logging; otherwise this session starts the JVM.
     under_submit = bool(os.environ.get("SPARK_ENV_LOADED"))
     if master or not under_submit:
-        builder = builder.master(master or settings.spark_master)
+        options["spark.master"] = master or settings.spark_master
     if not under_submit:
-        console = progress and sys.stderr.isatty()
-        for name, value in logs.spark_conf(console=console).items():
-            builder = builder.config(name, value)
-        if not sys.stderr.isatty():
-            _launch_jvm_into_logging(builder)
-    return builder.getOrCreate()
+        terminal = sys.stderr.isatty()
+        options |= logs.spark_conf(console=progress and terminal)
+        if not terminal:
+            _launch_jvm_into_logging(options)
+    return SparkSession.builder.config(map=options).getOrCreate()
 
 
-def _launch_jvm_into_logging(builder: SparkSession.Builder) -> None:
-    """Start the driver's JVM (as getOrCreate would, with the builder's options) with its
+def _launch_jvm_into_logging(options: dict[str, str]) -> None:
+    """Start the driver's JVM (as getOrCreate would, with the session's options) with its
     stderr read into logging (:mod:`.jvm_stderr`); a terminal keeps the inherited stderr and
     its progress bars. A JVM already running in this process is left as it is."""
     if SparkContext._gateway is not None:
         return
     conf = SparkConf(loadDefaults=False)
-    conf.setAll(list(builder._options.items()))
+    conf.setAll(list(options.items()))
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
     jvm_stderr.forward(gateway.proc.stderr)
     SparkContext._ensure_initialized(gateway=gateway)
