@@ -15,6 +15,7 @@ from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
 from boardstream import database
 from boardstream.compaction import tuning_log
+from boardstream.compaction.policy import SETTINGS
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.generator.producer import produce
 from boardstream.kafka.clients import admin_client
@@ -28,15 +29,7 @@ pytestmark = pytest.mark.integration
 MEMBERS, DELETES, VERSIONS = 500, 10, 4
 RECORDS = MEMBERS * VERSIONS + DELETES  # 2,010 records, 490 live keys: waste 75.6%
 OTHER = "member-other"
-# The settings recommend/apply change (boardstream/compaction/policy.py).
-TUNED = {
-    "segment.bytes",
-    "segment.ms",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "max.compaction.lag.ms",
-    "delete.retention.ms",
-}
+TUNED = set(SETTINGS)  # the settings recommend/apply change
 
 
 @pytest.fixture(scope="module")
