@@ -38,9 +38,7 @@ from boardstream.aggregations.event_time import (
 from boardstream.aggregations.output import (
     DLQ,
     OUTPUT,
-    OUTPUT_DDL,
-    dlq_topic,
-    kafka_rows,
+    processed_rows,
     split_batch,
     start_output,
 )
@@ -145,19 +143,8 @@ def event_time_output(
     parsed = source.read_source(spark, settings, options)
     if config.group_by == "key":
         parsed = parsed.withColumn("attribute", F.col("entity"))
-    counted = (
-        parsed.withColumn("clock", F.lit(0))  # one stream time per job
-        .groupBy("clock")
-        .transformWithStateInPandas(
-            statefulProcessor=EventTimeCount(config.aggregation, config.source.topic),
-            outputStructType=OUTPUT_DDL,
-            outputMode="Append",
-            timeMode="None",
-        )
-    )
-    return kafka_rows(
-        counted, config.output_topic, dlq_topic(config.output_topic, config.dlq_topic)
-    )
+    processor = EventTimeCount(config.aggregation, config.source.topic)
+    return processed_rows(parsed, processor, "None", config, "clock")  # one stream time
 
 
 def start_event_time_count(

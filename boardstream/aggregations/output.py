@@ -16,6 +16,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from boardstream import dead_letters
 from boardstream.aggregations import source
@@ -48,6 +49,31 @@ def kafka_rows(results: DataFrame, output_topic: str, dlq_topic: str) -> DataFra
         F.when(dead, F.lit(dlq_topic)).otherwise(F.lit(output_topic)).alias("topic"),
         F.when(dead, F.unbase64("key")).otherwise(F.col("key").cast("binary")).alias("key"),
         F.col("value"),
+    )
+
+
+def processed_rows(
+    parsed: DataFrame,
+    processor: StatefulProcessor,
+    time_mode: str,
+    config: OutputConfig,
+    group_column: str,
+) -> DataFrame:
+    """Run one processor over the whole parsed stream (a single group, so one stream time and
+    one order) and route its rows to the output topic or the job's DLQ. ``group_column`` names
+    the constant grouping key: it is part of the state's key schema, so a job keeps its name."""
+    results = (
+        parsed.withColumn(group_column, F.lit(0))
+        .groupBy(group_column)
+        .transformWithStateInPandas(
+            statefulProcessor=processor,
+            outputStructType=OUTPUT_DDL,
+            outputMode="Append",
+            timeMode=time_mode,
+        )
+    )
+    return kafka_rows(
+        results, config.output_topic, dlq_topic(config.output_topic, config.dlq_topic)
     )
 
 

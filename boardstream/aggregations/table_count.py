@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessor,
@@ -29,9 +28,7 @@ from pyspark.sql.streaming.stateful_processor import (
 from boardstream.aggregations import source
 from boardstream.aggregations.holdings import ARRIVAL, Holding, retarget
 from boardstream.aggregations.output import (
-    OUTPUT_DDL,
-    dlq_topic,
-    kafka_rows,
+    processed_rows,
     split_batch,
     start_output,
 )
@@ -118,19 +115,9 @@ def table_count_output(
     spark: SparkSession, settings: Settings, config: TableCountConfig
 ) -> DataFrame:
     parsed = source.read_source(spark, settings, config.source)
-    counted = (
-        parsed.withColumn("group", F.lit(0))
-        .groupBy("group")
-        .transformWithStateInPandas(
-            statefulProcessor=TableCount(config.order, config.state_ttl_ms),
-            outputStructType=OUTPUT_DDL,
-            outputMode="Append",
-            timeMode="ProcessingTime" if config.state_ttl_ms else "None",
-        )
-    )
-    return kafka_rows(
-        counted, config.output_topic, dlq_topic(config.output_topic, config.dlq_topic)
-    )
+    time_mode = "ProcessingTime" if config.state_ttl_ms else "None"
+    processor = TableCount(config.order, config.state_ttl_ms)
+    return processed_rows(parsed, processor, time_mode, config, "group")
 
 
 def start_table_count(

@@ -1,9 +1,12 @@
-"""argparse types for boardstream's commands and jobs: each names the bad value it refuses."""
+"""argparse glue for boardstream's commands and jobs: types that name the bad value they refuse,
+and options objects built from the parsed flags."""
 
 from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import fields
+from typing import Any, TypeVar
 
 from boardstream.durations import parse_ms
 from boardstream.errors import InvalidOptionError
@@ -88,3 +91,13 @@ def flag_message(error: InvalidOptionError) -> str:
         flag = "--" + option.replace(" ", "-").replace("_", "-")
         message = re.sub(rf"(?<![\w-]){re.escape(option)}(?![\w-])", flag, message)
     return message
+
+
+Options = TypeVar("Options")
+
+
+def options_from(cls: type[Options], args: argparse.Namespace, **given: Any) -> Options:
+    """An options dataclass from the flags whose dest is one of its fields (the rest keep their
+    defaults), with ``given`` taking precedence."""
+    parsed = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}  # type: ignore[arg-type]
+    return cls(**{**parsed, **given})

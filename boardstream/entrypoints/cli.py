@@ -26,6 +26,7 @@ from boardstream.entrypoints.argtypes import (
     duration_ms,
     flag_message,
     fraction,
+    options_from,
     positive,
     positive_number,
     ratio,
@@ -111,16 +112,7 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.generator.producer import produce
 
     counts = production_scale() if args.production_scale else {}
-    options = GeneratorOptions(
-        members=counts.get("members", args.members),
-        boards=counts.get("boards", args.boards),
-        seed=args.seed,
-        update_ratio=args.update_ratio,
-        deletes=args.deletes,
-        late_members=args.late_members,
-        orphans=args.orphans,
-        malformed=args.malformed,
-    )
+    options = options_from(GeneratorOptions, args, **counts)
     manifest_path = args.manifest or default_path(settings.var_dir, args.seed)
     manifest = produce(settings, options, manifest_path)
     for kind, number in manifest.counts.items():

@@ -25,7 +25,7 @@ from boardstream.aggregations.holdings import ARRIVAL, ORDERS
 from boardstream.aggregations.source import SourceOptions
 from boardstream.aggregations.table_count import JOB as TABLE_COUNT
 from boardstream.aggregations.table_count import TableCountConfig, start_table_count
-from boardstream.entrypoints.argtypes import duration_ms, flag_message, positive
+from boardstream.entrypoints.argtypes import duration_ms, flag_message, options_from, positive
 from boardstream.errors import InvalidOptionError
 from boardstream.joins import job as join_job
 from boardstream.joins.job import QUERY_NAME as JOIN
@@ -50,11 +50,6 @@ def _query_arguments(parser: argparse.ArgumentParser, max_offsets: int | None) -
     parser.add_argument("--checkpoint", type=Path, default=None)
 
 
-def _query_options(args: argparse.Namespace) -> dict[str, object]:
-    """What :func:`_query_arguments` parsed, as a job config takes it."""
-    return {"trigger": args.trigger, "interval": args.interval, "checkpoint": args.checkpoint}
-
-
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -66,20 +61,11 @@ def field_name(text: str) -> str:
 
 
 def _source_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source-topic", required=True)
+    parser.add_argument("--source-topic", dest="topic", metavar="SOURCE_TOPIC", required=True)
     parser.add_argument("--output-topic", required=True, help="compacted, keyed by group")
     parser.add_argument("--value-field", type=field_name, help="JSON field instead of the value")
     parser.add_argument("--time-field", type=field_name, help="JSON field instead of record time")
     parser.add_argument("--dlq-topic", help="default: <output topic>-dlq")
-
-
-def _source_options(args: argparse.Namespace) -> SourceOptions:
-    return SourceOptions(
-        topic=args.source_topic,
-        value_field=args.value_field,
-        time_field=args.time_field,
-        max_offsets_per_trigger=args.max_offsets_per_trigger,
-    )
 
 
 def _refuse(parser: argparse.ArgumentParser, error: InvalidOptionError) -> NoReturn:
@@ -88,11 +74,17 @@ def _refuse(parser: argparse.ArgumentParser, error: InvalidOptionError) -> NoRet
 
 def join_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_join", description=_first_line(join_job))
-    parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
+    parser.add_argument("--join-mode", dest="mode", choices=[LATEST, AS_OF], default=LATEST)
     _query_arguments(parser, max_offsets=None)
-    parser.add_argument("--unmatched-timeout", type=duration_ms, default="10m")
-    parser.add_argument("--history-retention", type=duration_ms, default="7d", help="as-of mode")
-    parser.add_argument("--deleted-retention", type=duration_ms, default="7d")
+    for flag, default, text in (
+        ("--unmatched-timeout", "10m", "how long a board waits for its member"),
+        ("--history-retention", "7d", "as-of mode"),
+        ("--deleted-retention", "7d", "how long a deleted member is remembered"),
+    ):
+        dest = flag[2:].replace("-", "_") + "_ms"
+        parser.add_argument(
+            flag, dest=dest, metavar="DURATION", type=duration_ms, default=default, help=text
+        )
     parser.add_argument("--max-pending-per-member", type=positive, default=10_000)
     parser.add_argument("--max-record-bytes", type=positive, default=256 * 1024)
     parser.add_argument(
@@ -108,19 +100,7 @@ def join_main(argv: Sequence[str] | None = None) -> int:
     parser = join_parser()
     args = parser.parse_args(argv)
     try:
-        config = JoinJobConfig(
-            options=JoinOptions(
-                mode=args.join_mode,
-                unmatched_timeout_ms=args.unmatched_timeout,
-                max_pending_per_member=args.max_pending_per_member,
-                history_retention_ms=args.history_retention,
-                deleted_retention_ms=args.deleted_retention,
-            ),
-            max_record_bytes=args.max_record_bytes,
-            max_offsets_per_trigger=args.max_offsets_per_trigger,
-            state_buckets=args.state_buckets,
-            **_query_options(args),
-        )
+        config = options_from(JoinJobConfig, args, options=options_from(JoinOptions, args))
     except InvalidOptionError as error:
         _refuse(parser, error)
     return streaming.run_job(JOIN, lambda spark, settings: joins.start(spark, settings, config))
@@ -134,9 +114,7 @@ def sink_parser() -> argparse.ArgumentParser:
 
 def sink_main(argv: Sequence[str] | None = None) -> int:
     args = sink_parser().parse_args(argv)
-    config = SinkJobConfig(
-        args.trigger, args.interval, args.max_offsets_per_trigger, args.checkpoint
-    )
+    config = options_from(SinkJobConfig, args)
     return streaming.run_job(SINK, lambda spark, settings: sink.start(spark, settings, config))
 
 
@@ -144,21 +122,20 @@ def table_count_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="table_count", description=_first_line(table_count))
     _source_arguments(parser)
     parser.add_argument("--order", choices=ORDERS, default=ARRIVAL)
-    parser.add_argument("--state-ttl", type=duration_ms, help="forget entities not updated for")
+    parser.add_argument(
+        "--state-ttl",
+        dest="state_ttl_ms",
+        metavar="STATE_TTL",
+        type=duration_ms,
+        help="forget entities not updated for",
+    )
     _query_arguments(parser, max_offsets=None)
     return parser
 
 
 def table_count_main(argv: Sequence[str] | None = None) -> int:
     args = table_count_parser().parse_args(argv)
-    config = TableCountConfig(
-        source=_source_options(args),
-        output_topic=args.output_topic,
-        order=args.order,
-        dlq_topic=args.dlq_topic,
-        state_ttl_ms=args.state_ttl,
-        **_query_options(args),
-    )
+    config = options_from(TableCountConfig, args, source=options_from(SourceOptions, args))
     return streaming.run_job(
         TABLE_COUNT, lambda spark, settings: start_table_count(spark, settings, config)
     )
@@ -193,15 +170,8 @@ def _event_time_main(
         chosen = spec(args)
     except InvalidOptionError as error:
         _refuse(parser, error)
-    config = EventTimeConfig(
-        job=job,
-        source=_source_options(args),
-        output_topic=args.output_topic,
-        spec=chosen,
-        group_by=args.group_by,
-        dlq_topic=args.dlq_topic,
-        **_query_options(args),
-    )
+    source = options_from(SourceOptions, args)
+    config = options_from(EventTimeConfig, args, job=job, source=source, spec=chosen)
     return streaming.run_job(
         job, lambda spark, settings: start_event_time_count(spark, settings, config)
     )
@@ -214,13 +184,12 @@ def session_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _session_spec(args: argparse.Namespace) -> SessionSpec:
+    return SessionSpec(args.gap, args.grace, args.retention)
+
+
 def session_main(argv: Sequence[str] | None = None) -> int:
-    return _event_time_main(
-        session_parser(),
-        argv,
-        lambda args: SessionSpec(args.gap, args.grace, args.retention),
-        "session-count",
-    )
+    return _event_time_main(session_parser(), argv, _session_spec, "session-count")
 
 
 def window_parser() -> argparse.ArgumentParser:
@@ -233,10 +202,9 @@ def window_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _window_spec(args: argparse.Namespace) -> WindowSpec:
+    return WindowSpec(args.size, args.grace, args.retention, args.emit)
+
+
 def window_main(argv: Sequence[str] | None = None) -> int:
-    return _event_time_main(
-        window_parser(),
-        argv,
-        lambda args: WindowSpec(args.size, args.grace, args.retention, args.emit),
-        "window-count",
-    )
+    return _event_time_main(window_parser(), argv, _window_spec, "window-count")
