@@ -13,7 +13,7 @@ loads, applies and saves them), with Kafka Streams' rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from boardstream.errors import InvalidOptionError
 
@@ -87,6 +87,9 @@ def _require_grace(grace_ms: int) -> None:
 
 @dataclass(frozen=True)
 class WindowSpec:
+    """Tumbling windows of ``size_ms``, open to records ``grace_ms`` late, kept in state for
+    ``retention_ms``; ``emit`` final counts once closed, or every update."""
+
     size_ms: int
     grace_ms: int
     retention_ms: int
@@ -113,6 +116,9 @@ class WindowSpec:
 
 @dataclass(frozen=True)
 class SessionSpec:
+    """Sessions of activity ended by ``gap_ms`` without a record, open to records ``grace_ms``
+    late, kept in state for ``retention_ms``."""
+
     gap_ms: int
     grace_ms: int
     retention_ms: int
@@ -131,12 +137,21 @@ class SessionSpec:
             )
 
 
+Spec = TypeVar("Spec", WindowSpec, SessionSpec)
+
+
 @dataclass
-class Windows:
+class _Counts(Generic[Spec]):
+    """What windows and sessions share: their spec and the stream's clock."""
+
+    spec: Spec
+    clock: Clock = field(default_factory=Clock)
+
+
+@dataclass
+class Windows(_Counts[WindowSpec]):
     """Tumbling windows: (group, start) → [count, closed]."""
 
-    spec: WindowSpec
-    clock: Clock = field(default_factory=Clock)
     windows: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
 
     COLUMNS = (
@@ -187,11 +202,9 @@ class Windows:
 
 
 @dataclass
-class Sessions:
+class Sessions(_Counts[SessionSpec]):
     """Per group, its sessions: [start, end, count, closed]."""
 
-    spec: SessionSpec
-    clock: Clock = field(default_factory=Clock)
     sessions: dict[str, list[list[Any]]] = field(default_factory=dict)
 
     COLUMNS = (

@@ -150,14 +150,6 @@ def event_time_output(
 def start_event_time_count(
     spark: SparkSession, settings: Settings, config: EventTimeConfig
 ) -> StreamingQuery:
-    return start_output(
-        spark,
-        settings,
-        config,
-        config.query_name,
-        lambda: event_time_output(spark, settings, config),
-        {
-            "group_by": config.group_by,
-            "spec": {"kind": type(config.spec).__name__, **asdict(config.spec)},
-        },
-    )
+    spec = {"kind": type(config.spec).__name__, **asdict(config.spec)}
+    identity = {"group_by": config.group_by, "spec": spec}
+    return start_output(spark, settings, config, event_time_output, identity)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -117,6 +117,9 @@ class OutputConfig(Protocol):
     trigger: str
     interval: str
 
+    @property
+    def query_name(self) -> str: ...
+
     def checkpoint_dir(self, settings: Settings) -> Path: ...
 
 
@@ -124,8 +127,7 @@ def start_output(
     spark: SparkSession,
     settings: Settings,
     config: OutputConfig,
-    name: str,
-    rows: Callable[[], DataFrame],
+    rows: Callable[[SparkSession, Settings, Any], DataFrame],
     identity: dict[str, object],
 ) -> StreamingQuery:
     """What every aggregation's start shares: its compacted output topic, timers fired in
@@ -135,9 +137,9 @@ def start_output(
     )
     streaming.configure_no_data_batches(spark, config.trigger)
     return streaming.start_to_kafka(
-        rows(),
+        rows(spark, settings, config),
         settings,
-        name,
+        config.query_name,
         config.checkpoint_dir(settings),
         config.trigger,
         config.interval,

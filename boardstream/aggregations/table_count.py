@@ -49,8 +49,12 @@ class TableCountConfig:
     interval: str = "1 second"
     checkpoint: Path | None = None
 
+    @property
+    def query_name(self) -> str:
+        return f"{JOB}-{self.output_topic}"
+
     def checkpoint_dir(self, settings: Settings) -> Path:
-        return self.checkpoint or settings.checkpoints / f"{JOB}-{self.output_topic}"
+        return self.checkpoint or settings.checkpoints / self.query_name
 
 
 class TableCount(StatefulProcessor):
@@ -123,11 +127,4 @@ def table_count_output(
 def start_table_count(
     spark: SparkSession, settings: Settings, config: TableCountConfig
 ) -> StreamingQuery:
-    return start_output(
-        spark,
-        settings,
-        config,
-        f"{JOB}-{config.output_topic}",
-        lambda: table_count_output(spark, settings, config),
-        {"order": config.order},
-    )
+    return start_output(spark, settings, config, table_count_output, {"order": config.order})

@@ -11,10 +11,10 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -273,6 +273,18 @@ class _Parser(argparse.ArgumentParser):
         return _LITERAL.sub(r"\1", super().format_help())
 
 
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+def _command(
+    commands: argparse._SubParsersAction, name: str, handler: Handler, **kwargs: Any
+) -> argparse.ArgumentParser:
+    """A subcommand whose parsed arguments are run by ``handler``."""
+    parser = commands.add_parser(name, **kwargs)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="boardstream", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -283,19 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    setup = commands.add_parser("setup", help="fetch the Kafka broker and Spark connector jars")
-    setup.set_defaults(handler=_setup)
+    _command(commands, "setup", _setup, help="fetch the Kafka broker and Spark connector jars")
 
-    stack = commands.add_parser("stack", help="start, stop or show the local services")
+    stack = _command(commands, "stack", _stack, help="start, stop or show the local services")
     stack.add_argument("action", choices=["up", "down", "status"])
     stack.add_argument("--postgres", action="store_true", help="also start PostgreSQL (up)")
     stack.add_argument(
         "--airflow", action="store_true", help="also start Airflow standalone with its UI (up)"
     )
-    stack.set_defaults(handler=_stack)
 
-    topics = commands.add_parser(
+    topics = _command(
+        commands,
         "topics",
+        _topics,
         help="create or describe topics (by default the platform's)",
         description="create without --topic creates the platform's topics; with --topic it "
         "creates that topic (repeatable), e.g. topics create --topic orders --partitions 6 "
@@ -318,25 +330,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="a topic config of the topics --topic creates (repeatable)",
     )
     topics.add_argument("--all-configs", action="store_true", help="also print default configs")
-    topics.set_defaults(handler=_topics)
 
-    produce = commands.add_parser("produce", help="produce seeded member and board records")
+    produce = _command(
+        commands, "produce", _produce, help="produce seeded member and board records"
+    )
     _generator_arguments(produce, GeneratorOptions())
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
-    produce.set_defaults(handler=_produce)
 
-    demo = commands.add_parser(
+    demo = _command(
+        commands,
         "demo",
+        _demo,
         help="through the local Airflow: load demo data, run the pipeline, reconcile",
         description="Needs the local Airflow (boardstream stack up --airflow). Generator flags "
         "left out take the demo_data DAG's defaults (5,000 members, 8,000 boards, every join "
         "case).",
     )
     _generator_arguments(demo, None)
-    demo.set_defaults(handler=_demo)
 
-    aggregate = commands.add_parser(
+    aggregate = _command(
+        commands,
         "aggregate",
+        _aggregate,
         help="run one of the board domain's aggregations (spark-submit)",
         description="boards-per-member (table count), member-sessions (30-minute sessions), "
         "boards-per-city (per minute); arguments after -- go to the job, e.g. -- --trigger "
@@ -344,14 +359,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     aggregate.add_argument("name", choices=list(PRESETS))
     aggregate.add_argument("job_args", nargs=argparse.REMAINDER)
-    aggregate.set_defaults(handler=_aggregate)
 
-    job = commands.add_parser(
+    job = _command(
+        commands,
         "job",
+        _job,
         help="run a Spark job with spark-submit (arguments after -- go to the job)",
         description="e.g. boardstream job run board-detail-join -- --trigger continuous",
     )
-    job.set_defaults(handler=_job)
     job_actions = job.add_subparsers(dest="action", required=True, metavar="ACTION")
     job_actions.add_parser("list", help="print the jobs")
     job_run = job_actions.add_parser(
@@ -367,8 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
     job_run.add_argument("name", metavar="JOB", choices=sorted(JOBS), help="the job to run")
     job_run.add_argument("job_args", nargs=argparse.REMAINDER, help="the job's own arguments")
 
-    compaction = commands.add_parser(
+    compaction = _command(
+        commands,
         "compaction",
+        _compaction,
         help="measure compacted topics and tune their cleaner settings",
         description="apply is a dry run unless --execute is given; every applied change is"
         " logged in compaction_tuning_log and can be rolled back with --change ID",
@@ -395,10 +412,11 @@ def build_parser() -> argparse.ArgumentParser:
     compaction.add_argument("--reconciliation-interval", type=duration_ms, default="15m")
     compaction.add_argument("--execute", action="store_true", help="apply: really alter configs")
     compaction.add_argument("--change", type=positive, help="rollback/verify: the change id")
-    compaction.set_defaults(handler=_compaction)
 
-    state = commands.add_parser(
+    state = _command(
+        commands,
         "state",
+        _state,
         help="show what a streaming job holds in its state store (from its checkpoint)",
         description="e.g. boardstream state show --checkpoint var/checkpoints/board-detail-join",
     )
@@ -407,10 +425,11 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--key", help="only the rows with this key")
     state.add_argument("--var", help="only this state variable (timers included)")
     state.add_argument("--limit", type=positive, default=20, help="rows shown per variable")
-    state.set_defaults(handler=_state)
 
-    reconcile = commands.add_parser(
+    reconcile = _command(
+        commands,
         "reconcile",
+        _reconcile,
         help="prove board-detail and board_detail hold every source board (exit 1 if not)",
     )
     reconcile.add_argument(
@@ -423,15 +442,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="10m",
         help="the join's unmatched timeout: boards waiting past it plus the stall age are overdue",
     )
-    repair = commands.add_parser(
-        "repair", help="re-join what a reconciliation run found missing, then reconcile again"
+    repair = _command(
+        commands,
+        "repair",
+        _reconcile,
+        help="re-join what a reconciliation run found missing, then reconcile again",
     )
     repair.add_argument("--run", type=positive, required=True, help="reconciliation run id")
     repair.add_argument("--join-mode", choices=["latest", "as-of"], default="latest")
     for command in (reconcile, repair):
         command.add_argument("--join-checkpoint", type=Path, help="default: the join job's")
         command.add_argument("--sink-checkpoint", type=Path, help="default: the sink job's")
-        command.set_defaults(handler=_reconcile)
     return parser
 
 

@@ -13,35 +13,22 @@ out-of-order member updates still give the right answer.
 
 This module knows nothing of Spark: :mod:`boardstream.joins.processor` loads an entry dict from
 the state store, calls :meth:`MemberTable.apply` / :meth:`MemberTable.expire`, and saves it.
-Entries and rows are tuples in the column orders of :mod:`boardstream.joins.schema`.
+Entries and rows are the named records of :mod:`boardstream.joins.records`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from boardstream.errors import InvalidOptionError
-from boardstream.joins import schema
+from boardstream.joins.records import Entry, InputRow, OutputRow, Version, WaitingBoard
 
 LATEST, AS_OF = "latest", "as-of"
 MISSING, DELETED, OVERFLOW = "member_missing", "member_deleted", "pending_overflow"
 
-_IN = {name: i for i, name in enumerate(schema.names(schema.INPUT))}
-_KIND, _MEMBER_ID, _EVENT, _TS, _PART, _OFFSET = (
-    _IN[c] for c in ("kind", "member_id", "event_ms", "timestamp_ms", "partition", "offset")
-)
-_BOARD_ID, _TITLE, _BODY, _CREATED_TS = (
-    _IN[c] for c in ("board_id", "title", "body", "created_ts")
-)
-_PROFILE = [_IN[c] for c in ("nickname", "city", "phone", "created_at", "modified_at")]
-_CREATED_AT, _MODIFIED_AT = _IN["created_at"], _IN["modified_at"]
+# Tables before streams on equal timestamps.
 _TABLES_FIRST = {"member": 0, "tombstone": 0, "board": 1}
-
-# Positions inside a member version (schema.MEMBER) and a pending board (schema.PENDING).
-V_VALID_FROM, V_PARTITION, V_OFFSET, V_DELETED = 5, 6, 7, 8
-P_CREATED_TS, P_ARRIVED = 3, 9
 
 
 @dataclass(frozen=True)
@@ -67,54 +54,78 @@ class JoinOptions:
                 raise InvalidOptionError(f"{name} must be > 0, got {getattr(self, name)}", name)
 
 
-# An entry: [versions (list of MEMBER tuples, oldest first), deleted_at_ms or None,
-#            pending (list of PENDING tuples, oldest first)]
-Entry = list[Any]
-
-
-def _joined(member_id: int, board: tuple, version: tuple) -> tuple:
-    return (
+def _joined(member_id: int, board: WaitingBoard, version: Version) -> OutputRow:
+    return OutputRow(
         "joined",
         None,
-        board[0],
+        board.board_id,
         member_id,
-        version[0],
-        version[1],
-        version[2],
-        board[1],
-        board[2],
-        board[3],
-        board[4],
-        board[5],
-        version[4],
-        board[6],
-        board[7],
-        board[8],
-        version[V_PARTITION],
-        version[V_OFFSET],
+        version.nickname,
+        version.city,
+        version.phone,
+        board.title,
+        board.body,
+        board.created_ts,
+        board.created_at,
+        board.modified_at,
+        version.modified_at,
+        board.partition,
+        board.offset,
+        board.timestamp_ms,
+        version.partition,
+        version.offset,
     )
 
 
-def _unmatched(member_id: int, board: tuple, reason: str) -> tuple:
-    return (
+def _unmatched(member_id: int, board: WaitingBoard, reason: str) -> OutputRow:
+    return OutputRow(
         "unmatched",
         reason,
-        board[0],
+        board.board_id,
         member_id,
         None,
         None,
         None,
-        board[1],
-        board[2],
-        board[3],
-        board[4],
-        board[5],
+        board.title,
+        board.body,
+        board.created_ts,
+        board.created_at,
+        board.modified_at,
         None,
-        board[6],
-        board[7],
-        board[8],
+        board.partition,
+        board.offset,
+        board.timestamp_ms,
         None,
         None,
+    )
+
+
+def _waiting(row: InputRow, now_ms: int) -> WaitingBoard:
+    return WaitingBoard(
+        row.board_id,
+        row.title,
+        row.body,
+        row.created_ts,
+        row.created_at,
+        row.modified_at,
+        row.partition,
+        row.offset,
+        row.timestamp_ms,
+        now_ms,
+    )
+
+
+def _version(row: InputRow, deleted: bool) -> Version:
+    return Version(
+        row.nickname,
+        row.city,
+        row.phone,
+        row.created_at,
+        row.modified_at,
+        row.event_ms,
+        row.partition,
+        row.offset,
+        deleted,
     )
 
 
@@ -128,33 +139,22 @@ class MemberTable:
         # their member changes nothing, and the state need not be written back.
         self.changed = False
 
-    def apply(self, rows: Iterable[tuple], now_ms: int) -> tuple[list[tuple], bool]:
-        """Apply input rows (schema.INPUT tuples); return (output rows, whether a board was
-        left pending, which needs a timer at now + timeout)."""
-        out: list[tuple] = []
+    def apply(self, rows: Iterable[InputRow], now_ms: int) -> tuple[list[OutputRow], bool]:
+        """Apply input rows; return (output rows, whether a board was left waiting, which
+        needs a timer at now + timeout)."""
+        out: list[OutputRow] = []
         waiting = False
         touched: set[int] = set()
-        for row in sorted(rows, key=lambda r: (r[_TS], _TABLES_FIRST[r[_KIND]], r[_OFFSET])):
-            member_id = row[_MEMBER_ID]
+        for row in sorted(rows, key=lambda r: (r.timestamp_ms, _TABLES_FIRST[r.kind], r.offset)):
+            member_id = row.member_id
             entry = self.entries.get(member_id)
             if entry is None:
-                entry = self.entries[member_id] = [[], None, []]
-            if row[_KIND] == "board":
-                board = (
-                    row[_BOARD_ID],
-                    row[_TITLE],
-                    row[_BODY],
-                    row[_CREATED_TS],
-                    row[_CREATED_AT],
-                    row[_MODIFIED_AT],
-                    row[_PART],
-                    row[_OFFSET],
-                    row[_TS],
-                    now_ms,
-                )
-                version = self._version_for(entry, board[P_CREATED_TS])
+                entry = self.entries[member_id] = Entry()
+            if row.kind == "board":
+                board = _waiting(row, now_ms)
+                version = self._version_for(entry, board.created_ts)
                 if version is None:
-                    entry[2].append(board)
+                    entry.waiting.append(board)
                     waiting = self.changed = True
                     touched.add(member_id)
                 else:
@@ -168,78 +168,72 @@ class MemberTable:
         self._compact(now_ms)
         return out, waiting
 
-    def expire(self, now_ms: int) -> list[tuple]:
+    def expire(self, now_ms: int) -> list[OutputRow]:
         """Boards that have waited ``unmatched_timeout_ms`` or more leave as unmatched."""
         cutoff = now_ms - self.options.unmatched_timeout_ms
-        out: list[tuple] = []
+        out: list[OutputRow] = []
         for member_id, entry in self.entries.items():
-            pending = entry[2]
-            if not pending or pending[0][P_ARRIVED] > cutoff:
+            waiting = entry.waiting
+            if not waiting or waiting[0].arrived_ms > cutoff:
                 continue
-            reason = DELETED if entry[1] is not None else MISSING
-            out.extend(_unmatched(member_id, b, reason) for b in pending if b[P_ARRIVED] <= cutoff)
-            entry[2] = [b for b in pending if b[P_ARRIVED] > cutoff]
+            reason = DELETED if entry.deleted_at_ms is not None else MISSING
+            out.extend(_unmatched(member_id, b, reason) for b in waiting if b.arrived_ms <= cutoff)
+            entry.waiting = [b for b in waiting if b.arrived_ms > cutoff]
             self.changed = True
         self._compact(now_ms)
         return out
 
     def next_expiry_ms(self) -> int | None:
         """When the oldest waiting board times out, if any board waits."""
-        arrivals = [entry[2][0][P_ARRIVED] for entry in self.entries.values() if entry[2]]
+        arrivals = [e.waiting[0].arrived_ms for e in self.entries.values() if e.waiting]
         return min(arrivals) + self.options.unmatched_timeout_ms if arrivals else None
 
     # -- members ------------------------------------------------------------------------------
 
-    def _apply_member(self, entry: Entry, row: tuple) -> None:
-        deleted = row[_KIND] == "tombstone"
-        version = (
-            *(row[i] for i in _PROFILE),
-            row[_EVENT],
-            row[_PART],
-            row[_OFFSET],
-            deleted,
-        )
-        entry[1] = row[_TS] if deleted else None
+    def _apply_member(self, entry: Entry, row: InputRow) -> None:
+        deleted = row.kind == "tombstone"
+        version = _version(row, deleted)
+        entry.deleted_at_ms = row.timestamp_ms if deleted else None
         if self.options.mode == LATEST:
-            entry[0] = [] if deleted else [version]
+            entry.versions = [] if deleted else [version]
             return
-        versions = [v for v in entry[0] if v[V_VALID_FROM] != version[V_VALID_FROM]]
+        versions = [v for v in entry.versions if v.valid_from_ms != version.valid_from_ms]
         versions.append(version)
-        versions.sort(key=lambda v: v[V_VALID_FROM])
-        horizon = versions[-1][V_VALID_FROM] - self.options.history_retention_ms
-        older = [v for v in versions if v[V_VALID_FROM] < horizon]
+        versions.sort(key=lambda v: v.valid_from_ms)
+        horizon = versions[-1].valid_from_ms - self.options.history_retention_ms
+        older = [v for v in versions if v.valid_from_ms < horizon]
         # Keep the version in force at the retention's edge: boards inside it may need it.
-        entry[0] = older[-1:] + [v for v in versions if v[V_VALID_FROM] >= horizon]
+        entry.versions = older[-1:] + [v for v in versions if v.valid_from_ms >= horizon]
 
-    def _version_for(self, entry: Entry, board_event_ms: int) -> tuple | None:
-        versions = entry[0]
+    def _version_for(self, entry: Entry, board_event_ms: int) -> Version | None:
+        versions = entry.versions
         if not versions:
             return None
         if self.options.mode == LATEST:
             return versions[-1]
         valid = None
         for version in versions:
-            if version[V_VALID_FROM] > board_event_ms:
+            if version.valid_from_ms > board_event_ms:
                 break
             valid = version
-        return None if valid is None or valid[V_DELETED] else valid
+        return None if valid is None or valid.deleted else valid
 
-    def _release(self, member_id: int, entry: Entry, out: list[tuple]) -> None:
+    def _release(self, member_id: int, entry: Entry, out: list[OutputRow]) -> None:
         """After a member change, join every waiting board that now has a profile."""
         keep = []
-        for board in entry[2]:
-            version = self._version_for(entry, board[P_CREATED_TS])
+        for board in entry.waiting:
+            version = self._version_for(entry, board.created_ts)
             if version is None:
                 keep.append(board)
             else:
                 out.append(_joined(member_id, board, version))
-        entry[2] = keep
+        entry.waiting = keep
 
-    def _bound(self, member_id: int, entry: Entry, out: list[tuple]) -> None:
-        excess = len(entry[2]) - self.options.max_pending_per_member
+    def _bound(self, member_id: int, entry: Entry, out: list[OutputRow]) -> None:
+        excess = len(entry.waiting) - self.options.max_pending_per_member
         if excess > 0:
-            out.extend(_unmatched(member_id, b, OVERFLOW) for b in entry[2][:excess])
-            entry[2] = entry[2][excess:]
+            out.extend(_unmatched(member_id, b, OVERFLOW) for b in entry.waiting[:excess])
+            entry.waiting = entry.waiting[excess:]
 
     def _compact(self, now_ms: int) -> None:
         """Drop entries that hold nothing, and those of members deleted longer ago than the
@@ -248,9 +242,12 @@ class MemberTable:
         horizon = now_ms - self.options.deleted_retention_ms
         for member_id in [
             m
-            for m, (versions, deleted_at, pending) in self.entries.items()
-            if not pending
-            and ((deleted_at is None and not versions) or (deleted_at or horizon) < horizon)
+            for m, e in self.entries.items()
+            if not e.waiting
+            and (
+                (e.deleted_at_ms is None and not e.versions)
+                or (e.deleted_at_ms or horizon) < horizon
+            )
         ]:
             del self.entries[member_id]
             self.changed = True

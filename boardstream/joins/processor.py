@@ -15,6 +15,7 @@ columnar conversion).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +29,7 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from boardstream.joins import schema
 from boardstream.joins.member_table import JoinOptions, MemberTable
+from boardstream.joins.records import Entry, InputRow, OutputRow, Version, WaitingBoard
 
 # A bucket's state is three column-wise tables (arrays of primitives): member versions,
 # deletions, waiting boards, each row led by its member_id. Arrays of structs would be
@@ -53,18 +55,19 @@ _INTEGER_COLUMNS = [name for name, kind in schema.INPUT if kind in ("bigint", "i
 _NO_DEAD_LETTER = (None, None)
 
 
-def _tuples(frame: pd.DataFrame) -> Iterator[tuple]:
-    """Rows as tuples of plain Python values, column by column (``tolist`` turns numpy scalars
+def input_rows(frame: pd.DataFrame) -> Iterator[InputRow]:
+    """Rows as records of plain Python values, column by column (``tolist`` turns numpy scalars
     into ints and strs at C speed). The JVM side sends no nulls in integer columns (see
     :func:`~boardstream.joins.parse.routed`); if one ever did, pandas would have made the column
     floats, and the join must stop rather than store rounded member ids."""
     floats = [n for n in _INTEGER_COLUMNS if frame[n].dtype.kind == "f"]
     if floats:
         raise ValueError(f"integer input columns arrived as floats (a null?): {floats}")
-    return zip(*(frame[name].tolist() for name in INPUT_COLUMNS), strict=True)
+    columns = (frame[name].tolist() for name in INPUT_COLUMNS)
+    return map(InputRow._make, zip(*columns, strict=True))
 
 
-def _frame(out: list[tuple]) -> Iterator[pd.DataFrame]:
+def _frame(out: list[OutputRow]) -> Iterator[pd.DataFrame]:
     if out:
         yield pd.DataFrame([(*row, *_NO_DEAD_LETTER) for row in out], columns=OUTPUT_COLUMNS)
 
@@ -105,7 +108,7 @@ class BucketedMemberJoin(StatefulProcessor):
             return
         now = timerValues.getCurrentProcessingTimeInMs()
         table = MemberTable(self.options, self._load())
-        out, waiting = table.apply((row for frame in frames for row in _tuples(frame)), now)
+        out, waiting = table.apply((row for frame in frames for row in input_rows(frame)), now)
         if table.changed:
             self._save(table)
         if waiting:
@@ -121,19 +124,19 @@ class BucketedMemberJoin(StatefulProcessor):
             self._save(table)
         yield from _frame(out)
 
-    def _load(self) -> dict[int, list[Any]]:
+    def _load(self) -> dict[int, Entry]:
         stored = self.state.get()
         if stored is None:
             return {}
-        versions, deleted, pending = _split(stored)
-        entries: dict[int, list[Any]] = {}
+        versions, deleted, waiting = _split(stored)
+        entries: dict[int, Entry] = defaultdict(Entry)
         for member_id, *version in zip(*versions, strict=True):
-            entries.setdefault(member_id, [[], None, []])[0].append(tuple(version))
+            entries[member_id].versions.append(Version._make(version))
         for member_id, at_ms in zip(*deleted, strict=True):
-            entries.setdefault(member_id, [[], None, []])[1] = at_ms
-        for member_id, *board in zip(*pending, strict=True):
-            entries.setdefault(member_id, [[], None, []])[2].append(tuple(board))
-        return entries
+            entries[member_id].deleted_at_ms = at_ms
+        for member_id, *board in zip(*waiting, strict=True):
+            entries[member_id].waiting.append(WaitingBoard._make(board))
+        return dict(entries)
 
     def _save(self, table: MemberTable) -> None:
         if not table.entries:
@@ -141,9 +144,9 @@ class BucketedMemberJoin(StatefulProcessor):
             return
         items = table.entries.items()
         rows = (
-            [(m, *version) for m, (versions, _, _) in items for version in versions],
-            [(m, at_ms) for m, (_, at_ms, _) in items if at_ms is not None],
-            [(m, *board) for m, (_, _, pending) in items for board in pending],
+            [(m, *version) for m, entry in items for version in entry.versions],
+            [(m, e.deleted_at_ms) for m, e in items if e.deleted_at_ms is not None],
+            [(m, *board) for m, entry in items for board in entry.waiting],
         )
         columns: list[list[Any]] = []
         for width, table_rows in zip(_WIDTHS, rows, strict=True):

@@ -21,7 +21,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.joins.job import kafka_rows
 from boardstream.joins.member_table import JoinOptions, MemberTable
 from boardstream.joins.parse import parse, routed
-from boardstream.joins.processor import INPUT_COLUMNS, OUTPUT_COLUMNS, OUTPUT_DDL
+from boardstream.joins.processor import OUTPUT_COLUMNS, OUTPUT_DDL, input_rows
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import describe_topics
 from boardstream.reconcile import ledger
@@ -95,7 +95,7 @@ def _rejoin(
     valid = rows[rows["dead_letter"].isna()]
     now = int(snapshot.taken_at.timestamp() * 1000)
     table = MemberTable(options, {})
-    out, _ = table.apply(zip(*(valid[c].tolist() for c in INPUT_COLUMNS), strict=True), now)
+    out, _ = table.apply(input_rows(valid), now)
     out += table.expire(now + options.unmatched_timeout_ms)  # their members never came
     dead = [
         ("dead_letter", *([None] * (len(OUTPUT_COLUMNS) - 3)), key, letter)

@@ -23,7 +23,7 @@ from pathlib import Path
 from boardstream.errors import BoardstreamError
 from boardstream.logs import progress_logger
 from boardstream.settings import PROJECT_ROOT, Settings
-from boardstream.stack.processes import ManagedProcess
+from boardstream.stack.processes import LocalService
 
 progress_log = progress_logger("airflow")
 
@@ -40,20 +40,15 @@ def airflow_connections(settings: Settings) -> dict[str, str]:
     }
 
 
-class AirflowStandalone:
+class AirflowStandalone(LocalService):
     name = "airflow"
+    stop_signal = signal.SIGINT  # standalone stops its components on Ctrl-C
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.home = settings.var_dir / "airflow"
+        executable = Path(sys.executable).parent / "airflow"
+        super().__init__(settings, marker=f"{executable} standalone")
+        self.executable = executable
         self.passwords_file = self.home / "passwords.json"
-        self.executable = Path(sys.executable).parent / "airflow"
-        self.process = ManagedProcess(
-            "airflow",
-            settings.var_dir / "run" / "airflow.pid",
-            marker=f"{self.executable} standalone",
-            stop_signal=signal.SIGINT,  # standalone stops its components on Ctrl-C
-        )
 
     @property
     def address(self) -> str:
@@ -92,9 +87,10 @@ class AirflowStandalone:
         if not self.executable.exists():
             raise BoardstreamError(f"{self.executable} not found; run bin/setup first")
         self.password()
-        log = self.settings.var_dir / "log" / "airflow-standalone.log"
-        process = self.process.start([str(self.executable), "standalone"], log, self.env())
-        self._wait_until_ready(process, log)
+        process = self.process.start(
+            [str(self.executable), "standalone"], self.log_file, self.env()
+        )
+        self._wait_until_ready(process, self.log_file)
         return process.pid
 
     def _wait_until_ready(

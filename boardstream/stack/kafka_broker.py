@@ -18,7 +18,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client, cluster_metadata
 from boardstream.settings import Settings
 from boardstream.stack import jars
-from boardstream.stack.processes import ManagedProcess
+from boardstream.stack.processes import LocalService
 
 LOG4J2 = """\
 status = warn
@@ -51,18 +51,14 @@ def broker_policy(settings: Settings) -> dict[str, str]:
     }
 
 
-class KafkaBroker:
+class KafkaBroker(LocalService):
     name = "kafka"
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.home = settings.var_dir / "kafka"
+        config_file = settings.var_dir / self.name / "server.properties"
+        super().__init__(settings, marker=str(config_file))
+        self.config_file = config_file
         self.data_dir = self.home / "data"
-        self.config_file = self.home / "server.properties"
-        self.log_file = settings.var_dir / "log" / "kafka.log"
-        self.process = ManagedProcess(
-            "kafka", settings.var_dir / "run" / "kafka.pid", marker=str(self.config_file)
-        )
         self.tls = BrokerCertificate(self.home / "tls")
 
     @property

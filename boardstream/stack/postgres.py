@@ -17,7 +17,7 @@ from pathlib import Path
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
-from boardstream.stack.processes import ManagedProcess
+from boardstream.stack.processes import LocalService
 
 DATABASE = "boardstream"
 USER = "boardstream"
@@ -41,21 +41,15 @@ def _version_key(path: str) -> int:
     return int(version) if version.isdigit() else 0
 
 
-class Postgres:
+class Postgres(LocalService):
     name = "postgres"
+    stop_signal = signal.SIGINT  # "fast" shutdown: SIGTERM would wait for every client
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.home = settings.var_dir / "postgres"
-        self.data_dir = self.home / "data"
+        data_dir = settings.var_dir / self.name / "data"
+        super().__init__(settings, marker=str(data_dir))
+        self.data_dir = data_dir
         self.socket_dir = self.home / "run"
-        self.log_file = settings.var_dir / "log" / "postgres.log"
-        self.process = ManagedProcess(
-            "postgres",
-            settings.var_dir / "run" / "postgres.pid",
-            marker=str(self.data_dir),
-            stop_signal=signal.SIGINT,  # "fast" shutdown: SIGTERM would wait for every client
-        )
 
     @property
     def address(self) -> str:

@@ -13,6 +13,9 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
+
+from boardstream.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,22 @@ class ManagedProcess:
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
         return True
+
+
+class LocalService:
+    """A service of the local stack: its home ``var/<name>``, its log ``var/log/<name>.log``
+    and its process, recognised by ``marker`` in its command line."""
+
+    name: ClassVar[str]
+    stop_signal: ClassVar[signal.Signals] = signal.SIGTERM
+
+    def __init__(self, settings: Settings, marker: str) -> None:
+        self.settings = settings
+        self.home = settings.var_dir / self.name
+        self.log_file = settings.var_dir / "log" / f"{self.name}.log"
+        self.process = ManagedProcess(
+            self.name, settings.var_dir / "run" / f"{self.name}.pid", marker, self.stop_signal
+        )
 
 
 def _cmdline(pid: int) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from boardstream.joins import schema
 from boardstream.joins.member_table import AS_OF, JoinOptions, MemberTable
+from boardstream.joins.records import InputRow
 
 COLUMNS = schema.names(schema.INPUT)
 OUT = schema.names(schema.OUTPUT)
@@ -12,7 +13,7 @@ TIMEOUT = 1_000
 
 def member(
     member_id: int, ts: int, nickname: str, event_ms: int | None = None, offset: int = 0
-) -> tuple:
+) -> InputRow:
     values = dict.fromkeys(COLUMNS)
     values |= {
         "kind": "member",
@@ -22,17 +23,17 @@ def member(
     }
     values |= {"partition": 0, "offset": offset or ts, "nickname": nickname, "city": "Seoul"}
     values |= {"phone": "010", "created_at": "c", "modified_at": f"m-{nickname}"}
-    return tuple(values[c] for c in COLUMNS)
+    return InputRow(**values)
 
 
-def tombstone(member_id: int, ts: int) -> tuple:
+def tombstone(member_id: int, ts: int) -> InputRow:
     values = dict.fromkeys(COLUMNS)
     values |= {"kind": "tombstone", "member_id": member_id, "event_ms": ts, "timestamp_ms": ts}
     values |= {"partition": 0, "offset": ts}
-    return tuple(values[c] for c in COLUMNS)
+    return InputRow(**values)
 
 
-def board(board_id: str, member_id: int, ts: int, created_ts: int | None = None) -> tuple:
+def board(board_id: str, member_id: int, ts: int, created_ts: int | None = None) -> InputRow:
     values = dict.fromkeys(COLUMNS)
     values |= {
         "kind": "board",
@@ -42,7 +43,7 @@ def board(board_id: str, member_id: int, ts: int, created_ts: int | None = None)
     }
     values |= {"partition": 1, "offset": ts, "board_id": board_id, "title": "t", "body": "b"}
     values |= {"created_ts": created_ts or ts, "created_at": "c", "modified_at": "m"}
-    return tuple(values[c] for c in COLUMNS)
+    return InputRow(**values)
 
 
 def outcomes(rows: list[tuple]) -> list[tuple]:
@@ -83,7 +84,7 @@ def test_late_member_releases_waiting_boards_in_order() -> None:
     assert out == [] and waiting
     out, _ = t.apply([member(7, 3, "late")], now_ms=200)
     assert outcomes(out) == [("joined", "a", "late"), ("joined", "b", "late")]
-    assert t.entries[7][2] == []
+    assert t.entries[7].waiting == []
 
 
 def test_missing_member_times_out_as_unmatched() -> None:
@@ -117,7 +118,7 @@ def test_pending_is_bounded_per_member() -> None:
     t = table(max_pending_per_member=2)
     out, _ = t.apply([board("a", 3, 1), board("b", 3, 2), board("c", 3, 3)], now_ms=0)
     assert outcomes(out) == [("unmatched", "a", "pending_overflow")]
-    assert [b[0] for b in t.entries[3][2]] == ["b", "c"]
+    assert [b.board_id for b in t.entries[3].waiting] == ["b", "c"]
 
 
 def test_deletions_are_forgotten_after_their_retention() -> None:
@@ -149,14 +150,14 @@ def test_as_of_uses_the_version_valid_at_the_board_event_time() -> None:
 def test_as_of_history_is_pruned_to_the_retention_but_keeps_the_edge_version() -> None:
     t = table(mode=AS_OF, history_retention_ms=100)
     t.apply([member(1, i, f"v{i}", event_ms=i * 60) for i in range(1, 6)], now_ms=0)
-    kept = [v[5] for v in t.entries[1][0]]
+    kept = [v.valid_from_ms for v in t.entries[1].versions]
     assert kept == [180, 240, 300]  # 300 - 100 = 200: versions from 200 on, plus the one at 180
 
 
 def test_latest_mode_keeps_one_version() -> None:
     t = table()
     t.apply([member(1, i, f"v{i}") for i in range(1, 5)], now_ms=0)
-    assert [v[0] for v in t.entries[1][0]] == ["v4"]
+    assert [v.nickname for v in t.entries[1].versions] == ["v4"]
 
 
 def test_changed_says_whether_the_state_must_be_written_back() -> None:

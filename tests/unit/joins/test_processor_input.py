@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from boardstream.joins.processor import INPUT_COLUMNS, _tuples
+from boardstream.joins.processor import INPUT_COLUMNS, input_rows
 
 
 def frame(member_ids: list) -> pd.DataFrame:
@@ -15,10 +15,10 @@ def frame(member_ids: list) -> pd.DataFrame:
 
 
 def test_integer_columns_come_through_exact() -> None:
-    (row,) = list(_tuples(frame([2**63 - 1])))
+    (row,) = list(input_rows(frame([2**63 - 1])))
     assert row[INPUT_COLUMNS.index("member_id")] == 2**63 - 1
 
 
 def test_a_float_member_id_column_stops_the_join() -> None:
     with pytest.raises(ValueError, match=r"integer input columns arrived as floats.*member_id"):
-        list(_tuples(frame([1, None])))
+        list(input_rows(frame([1, None])))
