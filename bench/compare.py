@@ -352,7 +352,7 @@ def systems(
     )
     classpath = f"{JAVA_PEER / 'kafka-streams-join-1.jar'}:{JAVA_PEER / 'dependency' / '*'}"
     java = ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
-    join_args = [*join_args, "--trigger", "continuous", "--interval", "0 seconds"]
+    join_args = [*join_args, "--trigger", "processing-time", "--interval", "0 seconds"]
     join_args += ["--unmatched-timeout", "5s", "--checkpoint", str(run_dir / "boardstream-ckpt")]
 
     def peer(name: str, main: list[str], expected: int, input_records: int) -> System:

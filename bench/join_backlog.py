@@ -39,7 +39,7 @@ from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig
 from boardstream.spark.progress import JsonlProgressListener, read_progress
 from boardstream.spark.session import spark_session
-from boardstream.spark.streaming import CONTINUOUS
+from boardstream.spark.streaming import PROCESSING_TIME
 
 MODES = ("pipelined", "sequential")
 
@@ -63,7 +63,9 @@ def sequential(spark: SparkSession, settings: Settings, join: JoinJobConfig) -> 
 
 def pipelined(spark: SparkSession, settings: Settings, join: JoinJobConfig) -> dict[str, float]:
     began = time.perf_counter()
-    loading = sink.start(spark, settings, SinkJobConfig(trigger=CONTINUOUS, interval="2 seconds"))
+    loading = sink.start(
+        spark, settings, SinkJobConfig(trigger=PROCESSING_TIME, interval="2 seconds")
+    )
     await_clean(joins.start(spark, settings, join))
     join_s = time.perf_counter() - began
     loading.processAllAvailable()  # everything the join wrote is loaded

@@ -18,26 +18,21 @@ Too-late and malformed records go to the DLQ topic. Inspect a job's state with
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from airflow.sdk import dag
-
 from boardstream.aggregations.presets import PRESETS
+from boardstream_airflow.dags import boardstream_dag
 from boardstream_airflow.operators.spark_submit import (
     RESUMABLE_JOB_ARGS,
     BoardstreamSparkSubmitOperator,
 )
 
 
-@dag(
+@boardstream_dag(
+    __doc__,
+    "spark",
+    "aggregations",
     dag_id="board_aggregations",
     schedule="@hourly",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     default_args=RESUMABLE_JOB_ARGS,
-    doc_md=__doc__,
-    tags=["boardstream", "spark", "aggregations"],
 )
 def board_aggregations() -> None:
     for name in PRESETS:

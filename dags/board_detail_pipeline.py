@@ -16,26 +16,23 @@ Params: `unmatched_timeout` (how long a board waits for its member) and `join_mo
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from airflow.sdk import Param, dag
+from airflow.sdk import Param
 
 from boardstream_airflow.assets import BOARD_DETAIL
+from boardstream_airflow.dags import boardstream_dag
 from boardstream_airflow.operators.spark_submit import (
     RESUMABLE_JOB_ARGS,
     BoardstreamSparkSubmitOperator,
 )
 
 
-@dag(
+@boardstream_dag(
+    __doc__,
+    "spark",
+    "pipeline",
     dag_id="board_detail_pipeline",
     schedule="*/10 * * * *",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     default_args=RESUMABLE_JOB_ARGS,
-    doc_md=__doc__,
-    tags=["boardstream", "spark", "pipeline"],
     params={
         "unmatched_timeout": Param("10m", type="string", pattern=r"^[0-9]+(ms|s|m|h|d)$"),
         "join_mode": Param("latest", enum=["latest", "as-of"]),

@@ -9,20 +9,17 @@ again; fails if the new run does not pass.
 
 from __future__ import annotations
 
-from datetime import datetime
+from airflow.sdk import Param, task
 
-from airflow.sdk import Param, dag, task
+from boardstream_airflow.dags import boardstream_dag
 
 
-@dag(
+@boardstream_dag(
+    __doc__,
+    "reconciliation",
     dag_id="board_detail_repair",
     schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     default_args={"retries": 0},
-    doc_md=__doc__,
-    tags=["boardstream", "reconciliation"],
     params={
         "run_id": Param(type="integer", minimum=1, description="reconciliation run to repair"),
         "join_mode": Param("latest", enum=["latest", "as-of"]),

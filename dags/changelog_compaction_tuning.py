@@ -13,22 +13,20 @@ Params: `dry_run` (measure and recommend only), `topics` / `exclude` (name patte
 
 from __future__ import annotations
 
-from datetime import datetime
+from airflow.sdk import Param, get_current_context, task
 
-from airflow.sdk import Param, dag, get_current_context, task
+from boardstream_airflow.dags import boardstream_dag
 
 KAFKA_CONNECTION = "kafka_default"
 
 
-@dag(
+@boardstream_dag(
+    __doc__,
+    "kafka",
+    "compaction",
     dag_id="changelog_compaction_tuning",
     schedule="@daily",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     default_args={"retries": 1},
-    doc_md=__doc__,
-    tags=["boardstream", "kafka", "compaction"],
     params={
         "dry_run": Param(False, type="boolean", description="recommend only, alter nothing"),
         "topics": Param([], type="array", description="topic name patterns (empty: all)"),

@@ -12,20 +12,17 @@ Returns the counts per kind; the manifest (every key per kind) is written under
 
 from __future__ import annotations
 
-from datetime import datetime
+from airflow.sdk import Param, get_current_context, task
 
-from airflow.sdk import Param, dag, get_current_context, task
+from boardstream_airflow.dags import boardstream_dag
 
 
-@dag(
+@boardstream_dag(
+    __doc__,
+    "demo",
     dag_id="demo_data",
     schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     default_args={"retries": 0},  # a retry would produce the load twice
-    doc_md=__doc__,
-    tags=["boardstream", "demo"],
     params={
         "members": Param(5_000, type="integer", minimum=0),
         "boards": Param(8_000, type="integer", minimum=0),

@@ -11,24 +11,20 @@ Repair a failed run with the `board_detail_repair` DAG (param `run_id`).
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, dag, task
+from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, task
 
 from boardstream_airflow.assets import BOARD_DETAIL
+from boardstream_airflow.dags import boardstream_dag
 
 
-@dag(
+@boardstream_dag(
+    __doc__,
+    "reconciliation",
     dag_id="reconciliation",
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("*/15 * * * *", timezone="UTC"), assets=BOARD_DETAIL
     ),
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     default_args={"retries": 0},  # a failed reconciliation is a verdict, not a glitch
-    doc_md=__doc__,
-    tags=["boardstream", "reconciliation"],
 )
 def reconciliation() -> None:
     @task

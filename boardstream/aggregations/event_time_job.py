@@ -13,7 +13,6 @@ import base64
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -50,23 +49,17 @@ GROUP_BY = ("value", "key")
 
 
 @dataclass(frozen=True)
-class EventTimeConfig:
+class EventTimeConfig(streaming.QueryConfig):
     job: str  # "session-count" or "window-count"
     source: source.SourceOptions
     output_topic: str
     spec: WindowSpec | SessionSpec
     group_by: str = "value"
     dlq_topic: str | None = None
-    trigger: str = streaming.AVAILABLE_NOW
-    interval: str = "1 second"
-    checkpoint: Path | None = None
 
     @property
     def query_name(self) -> str:
         return f"{self.job}-{self.output_topic}"
-
-    def checkpoint_dir(self, settings: Settings) -> Path:
-        return self.checkpoint or settings.checkpoints / self.query_name
 
     def aggregation(self) -> Aggregation:
         if isinstance(self.spec, WindowSpec):

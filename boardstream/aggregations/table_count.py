@@ -13,7 +13,6 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -39,22 +38,16 @@ JOB = "table-count"
 
 
 @dataclass(frozen=True)
-class TableCountConfig:
+class TableCountConfig(streaming.QueryConfig):
     source: source.SourceOptions
     output_topic: str
     order: str = ARRIVAL
     dlq_topic: str | None = None
     state_ttl_ms: int | None = None
-    trigger: str = streaming.AVAILABLE_NOW
-    interval: str = "1 second"
-    checkpoint: Path | None = None
 
     @property
     def query_name(self) -> str:
         return f"{JOB}-{self.output_topic}"
-
-    def checkpoint_dir(self, settings: Settings) -> Path:
-        return self.checkpoint or settings.checkpoints / self.query_name
 
 
 class TableCount(StatefulProcessor):

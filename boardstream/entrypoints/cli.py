@@ -355,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run one of the board domain's aggregations (spark-submit)",
         description="boards-per-member (table count), member-sessions (30-minute sessions), "
         "boards-per-city (per minute); arguments after -- go to the job, e.g. -- --trigger "
-        "continuous",
+        "processing-time",
     )
     aggregate.add_argument("name", choices=list(PRESETS))
     aggregate.add_argument("job_args", nargs=argparse.REMAINDER)
@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         "job",
         _job,
         help="run a Spark job with spark-submit (arguments after -- go to the job)",
-        description="e.g. boardstream job run board-detail-join -- --trigger continuous",
+        description="e.g. boardstream job run board-detail-join -- --trigger processing-time",
     )
     job_actions = job.add_subparsers(dest="action", required=True, metavar="ACTION")
     job_actions.add_parser("list", help="print the jobs")
@@ -376,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cache and the master from the settings; arguments after -- go to the job.",
         epilog="jobs:\n"
         + "".join(f"  {name}\n" for name in sorted(JOBS))
-        + "\ne.g. boardstream job run board-detail-join -- --trigger continuous",
+        + "\ne.g. boardstream job run board-detail-join -- --trigger processing-time",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     job_run.add_argument("name", metavar="JOB", choices=sorted(JOBS), help="the job to run")

@@ -45,7 +45,9 @@ def _first_line(module: ModuleType) -> str:
 def _query_arguments(parser: argparse.ArgumentParser, max_offsets: int | None) -> None:
     """The options every streaming job takes."""
     parser.add_argument("--trigger", choices=streaming.TRIGGERS, default=streaming.AVAILABLE_NOW)
-    parser.add_argument("--interval", default="1 second", help="micro-batch interval (continuous)")
+    parser.add_argument(
+        "--interval", default="1 second", help="micro-batch interval (processing-time)"
+    )
     parser.add_argument("--max-offsets-per-trigger", type=positive, default=max_offsets)
     parser.add_argument("--checkpoint", type=Path, default=None)
 

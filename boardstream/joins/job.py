@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -48,19 +47,17 @@ OUTPUT_OVERHEAD_BYTES = 4_096
 
 
 @dataclass(frozen=True)
-class JoinJobConfig:
+class JoinJobConfig(streaming.QueryConfig):
     options: JoinOptions = field(default_factory=JoinOptions)
-    trigger: str = streaming.AVAILABLE_NOW
-    interval: str = "1 second"
     max_record_bytes: int = 256 * 1024
     max_offsets_per_trigger: int | None = None
-    checkpoint: Path | None = None
     # Members share a state row per bucket: fewer, larger rows mean fewer state round trips per
     # micro-batch (docs/BENCHMARKS.md: 128 beat 32 and 1,024 on drain time and steady latency).
     state_buckets: int = 128
 
-    def checkpoint_dir(self, settings: Settings) -> Path:
-        return self.checkpoint or settings.checkpoints / QUERY_NAME
+    @property
+    def query_name(self) -> str:
+        return QUERY_NAME
 
 
 def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> DataFrame:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from boardstream.errors import InvalidOptionError
 from boardstream.joins.records import Entry, InputRow, OutputRow, Version, WaitingBoard
@@ -54,24 +55,27 @@ class JoinOptions:
                 raise InvalidOptionError(f"{name} must be > 0, got {getattr(self, name)}", name)
 
 
+# The fields a record copies from another, read by name in one C call each.
+_WAITING = attrgetter(*WaitingBoard._fields[:-1])  # a board's fields, but arrived_ms
+_PROFILE = attrgetter("nickname", "city", "phone")
+_BOARD = attrgetter("title", "body", "created_ts", "created_at", "modified_at")
+_BOARD_SOURCE = attrgetter("partition", "offset", "timestamp_ms")
+_VERSION = attrgetter(
+    "nickname", "city", "phone", "created_at", "modified_at", "event_ms", "partition", "offset"
+)
+_NO_PROFILE = (None, None, None)
+
+
 def _joined(member_id: int, board: WaitingBoard, version: Version) -> OutputRow:
     return OutputRow(
         "joined",
         None,
         board.board_id,
         member_id,
-        version.nickname,
-        version.city,
-        version.phone,
-        board.title,
-        board.body,
-        board.created_ts,
-        board.created_at,
-        board.modified_at,
+        *_PROFILE(version),
+        *_BOARD(board),
         version.modified_at,
-        board.partition,
-        board.offset,
-        board.timestamp_ms,
+        *_BOARD_SOURCE(board),
         version.partition,
         version.offset,
     )
@@ -83,49 +87,12 @@ def _unmatched(member_id: int, board: WaitingBoard, reason: str) -> OutputRow:
         reason,
         board.board_id,
         member_id,
+        *_NO_PROFILE,
+        *_BOARD(board),
+        None,
+        *_BOARD_SOURCE(board),
         None,
         None,
-        None,
-        board.title,
-        board.body,
-        board.created_ts,
-        board.created_at,
-        board.modified_at,
-        None,
-        board.partition,
-        board.offset,
-        board.timestamp_ms,
-        None,
-        None,
-    )
-
-
-def _waiting(row: InputRow, now_ms: int) -> WaitingBoard:
-    return WaitingBoard(
-        row.board_id,
-        row.title,
-        row.body,
-        row.created_ts,
-        row.created_at,
-        row.modified_at,
-        row.partition,
-        row.offset,
-        row.timestamp_ms,
-        now_ms,
-    )
-
-
-def _version(row: InputRow, deleted: bool) -> Version:
-    return Version(
-        row.nickname,
-        row.city,
-        row.phone,
-        row.created_at,
-        row.modified_at,
-        row.event_ms,
-        row.partition,
-        row.offset,
-        deleted,
     )
 
 
@@ -151,7 +118,7 @@ class MemberTable:
             if entry is None:
                 entry = self.entries[member_id] = Entry()
             if row.kind == "board":
-                board = _waiting(row, now_ms)
+                board = WaitingBoard(*_WAITING(row), now_ms)
                 version = self._version_for(entry, board.created_ts)
                 if version is None:
                     entry.waiting.append(board)
@@ -192,7 +159,7 @@ class MemberTable:
 
     def _apply_member(self, entry: Entry, row: InputRow) -> None:
         deleted = row.kind == "tombstone"
-        version = _version(row, deleted)
+        version = Version(*_VERSION(row), deleted)
         entry.deleted_at_ms = row.timestamp_ms if deleted else None
         if self.options.mode == LATEST:
             entry.versions = [] if deleted else [version]

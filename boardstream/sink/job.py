@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import sqlalchemy as sa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -37,15 +36,13 @@ _CORRUPT = "_boardstream_corrupt_record"  # from_json's column for text that is 
 
 
 @dataclass(frozen=True)
-class SinkJobConfig:
-    trigger: str = streaming.AVAILABLE_NOW
-    interval: str = "1 second"
+class SinkJobConfig(streaming.QueryConfig):
     # Each batch is collected to the driver for the upsert: bound it.
     max_offsets_per_trigger: int | None = 100_000
-    checkpoint: Path | None = None
 
-    def checkpoint_dir(self, settings: Settings) -> Path:
-        return self.checkpoint or settings.checkpoints / QUERY_NAME
+    @property
+    def query_name(self) -> str:
+        return QUERY_NAME
 
 
 def _table_error(detail: Column) -> Column:

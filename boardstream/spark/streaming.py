@@ -1,11 +1,13 @@
 """What every boardstream streaming job shares: the Kafka source, triggers, and running a query
-until it is done (available-now) or stopped (continuous, SIGTERM stops it cleanly)."""
+until it is done (available-now) or stopped (processing-time: micro-batches every interval until
+SIGTERM stops it cleanly)."""
 
 from __future__ import annotations
 
 import logging
 import signal
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -21,8 +23,25 @@ from boardstream.spark.session import spark_session
 
 logger = logging.getLogger(__name__)
 
-AVAILABLE_NOW, CONTINUOUS = "available-now", "continuous"
-TRIGGERS = (AVAILABLE_NOW, CONTINUOUS)
+AVAILABLE_NOW, PROCESSING_TIME = "available-now", "processing-time"
+TRIGGERS = (AVAILABLE_NOW, PROCESSING_TIME)
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryConfig:
+    """How a streaming job runs: its trigger, the micro-batch interval (processing-time), and
+    its checkpoint (default: ``<checkpoint root>/<query name>``). Job configs extend it."""
+
+    trigger: str = AVAILABLE_NOW
+    interval: str = "1 second"
+    checkpoint: Path | None = None
+
+    @property
+    def query_name(self) -> str:
+        raise NotImplementedError
+
+    def checkpoint_dir(self, settings: Settings) -> Path:
+        return self.checkpoint or settings.checkpoints / self.query_name
 
 
 def kafka_stream(
@@ -46,17 +65,17 @@ def kafka_stream(
 
 def configure_no_data_batches(spark: SparkSession, trigger: str) -> None:
     """A processing-time ``transformWithState`` always asks for another (no-data) batch, so
-    timers fire on an idle stream. That is right for a continuous query, but an available-now
-    query would then never finish: it runs only data batches, and timers that expired since the
-    last run fire in the first batch of the next run that has data."""
-    enabled = "true" if trigger == CONTINUOUS else "false"
+    timers fire on an idle stream. That is right for a query that keeps running, but an
+    available-now query would then never finish: it runs only data batches, and timers that
+    expired since the last run fire in the first batch of the next run that has data."""
+    enabled = "true" if trigger == PROCESSING_TIME else "false"
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", enabled)
 
 
 def with_trigger(writer: DataStreamWriter, trigger: str, interval: str) -> DataStreamWriter:
     if trigger == AVAILABLE_NOW:
         return writer.trigger(availableNow=True)
-    if trigger == CONTINUOUS:
+    if trigger == PROCESSING_TIME:
         return writer.trigger(processingTime=interval)
     raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, got {trigger!r}")
 

@@ -117,7 +117,13 @@ class Scenario:
         self, job: str, args: list[str], extra_env: dict[str, str] | None = None
     ) -> subprocess.Popen:
         return self.start(
-            job, "--trigger", "continuous", "--interval", "0 seconds", *args, extra_env=extra_env
+            job,
+            "--trigger",
+            "processing-time",
+            "--interval",
+            "0 seconds",
+            *args,
+            extra_env=extra_env,
         )
 
     def batches(self, job: str) -> int:

@@ -58,7 +58,7 @@ def test_job_run_help_lists_the_jobs_and_usage() -> None:
     assert result.stdout.endswith(
         "jobs:\n"
         + "".join(f"  {name}\n" for name in sorted(JOBS))
-        + "\ne.g. boardstream job run board-detail-join -- --trigger continuous\n"
+        + "\ne.g. boardstream job run board-detail-join -- --trigger processing-time\n"
     )
     assert len(JOBS) == 7
 

@@ -49,7 +49,7 @@ RUN_BY: dict[str, str | None] = {
         # without the job's arguments
         "tests/integration/test_kafka_auth.py::test_right_credentials_run_the_pipeline"
     ),
-    f"{BS} job run board-detail-sink [-- --trigger continuous]": (
+    f"{BS} job run board-detail-sink [-- --trigger processing-time]": (
         "tests/faults/test_process_kills.py::test_kill_9_join_and_sink_mid_backlog"
     ),
     f"{BS} reconcile": (

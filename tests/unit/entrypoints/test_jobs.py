@@ -17,7 +17,7 @@ from boardstream.joins.member_table import JoinOptions
 from boardstream.sink.job import SinkJobConfig
 from boardstream.spark import streaming
 
-QUERY = ["--trigger", "continuous", "--interval", "5 seconds", "--checkpoint", "/tmp/cp"]
+QUERY = ["--trigger", "processing-time", "--interval", "5 seconds", "--checkpoint", "/tmp/cp"]
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_join_flags(started) -> None:
                 history_retention_ms=3 * 86_400_000,
                 deleted_retention_ms=3_600_000,
             ),
-            trigger="continuous",
+            trigger="processing-time",
             interval="5 seconds",
             max_record_bytes=1000,
             max_offsets_per_trigger=500,
@@ -75,7 +75,14 @@ def test_join_defaults(started) -> None:
 
 def test_sink_flags(started) -> None:
     assert jobs.sink_main([*QUERY, "--max-offsets-per-trigger=9"]) == 0
-    assert started == [SinkJobConfig("continuous", "5 seconds", 9, Path("/tmp/cp"))]
+    assert started == [
+        SinkJobConfig(
+            trigger="processing-time",
+            interval="5 seconds",
+            max_offsets_per_trigger=9,
+            checkpoint=Path("/tmp/cp"),
+        )
+    ]
 
 
 def test_table_count_flags(started) -> None:
@@ -99,9 +106,9 @@ def test_table_count_flags(started) -> None:
             "event-time",
             "bad",
             86_400_000,
-            "continuous",
-            "5 seconds",
-            Path("/tmp/cp"),
+            trigger="processing-time",
+            interval="5 seconds",
+            checkpoint=Path("/tmp/cp"),
         )
     ]
 
