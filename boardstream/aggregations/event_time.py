@@ -142,10 +142,29 @@ Spec = TypeVar("Spec", WindowSpec, SessionSpec)
 
 @dataclass
 class _Counts(Generic[Spec]):
-    """What windows and sessions share: their spec and the stream's clock."""
+    """What windows and sessions share: their spec, the stream's clock, and one batch's steps:
+    each record counted unless too late for its window or session (``_count`` says which),
+    then the clock advanced and what closed (or changed) emitted (``_emit``)."""
 
     spec: Spec
     clock: Clock = field(default_factory=Clock)
+
+    def apply(self, rows: list[tuple[str, int, int, int]]) -> tuple[list[Result], list[Late]]:
+        """``rows``: (group, event_ms, partition, offset) in arrival order."""
+        late: list[Late] = []
+        for group, event_ms, partition, offset in rows:
+            own = self.clock.observe(partition, event_ms)
+            if not self._count(group, event_ms, own):
+                late.append(Late(group, event_ms, partition, offset, own))
+        self.clock.late += len(late)
+        self.clock.advance()
+        return self._emit(), late
+
+    def _count(self, group: str, event_ms: int, own_ms: int) -> bool:
+        raise NotImplementedError
+
+    def _emit(self) -> list[Result]:
+        raise NotImplementedError
 
 
 @dataclass
@@ -161,23 +180,22 @@ class Windows(_Counts[WindowSpec]):
         ("closed", "boolean"),
     )
 
-    def apply(self, rows: list[tuple[str, int, int, int]]) -> tuple[list[Result], list[Late]]:
-        """``rows``: (group, event_ms, partition, offset) in arrival order."""
+    # windows counted into since the last emit (UPDATES emits each once per batch)
+    _changed: set[tuple[str, int]] = field(default_factory=set, init=False, repr=False)
+
+    def _count(self, group: str, event_ms: int, own_ms: int) -> bool:
         size, grace = self.spec.size_ms, self.spec.grace_ms
-        changed: set[tuple[str, int]] = set()
-        late: list[Late] = []
-        for group, event_ms, partition, offset in rows:
-            own = self.clock.observe(partition, event_ms)
-            start = event_ms - event_ms % size
-            emitted = self.windows.get((group, start), [0, False])[1]
-            expired = start + self.spec.retention_ms <= self.clock.stream_ms
-            if emitted or expired or start + size + grace <= own:
-                late.append(Late(group, event_ms, partition, offset, own))
-                continue
-            self.windows.setdefault((group, start), [0, False])[0] += 1
-            changed.add((group, start))
-        self.clock.late += len(late)
-        self.clock.advance()
+        start = event_ms - event_ms % size
+        emitted = self.windows.get((group, start), [0, False])[1]
+        expired = start + self.spec.retention_ms <= self.clock.stream_ms
+        if emitted or expired or start + size + grace <= own_ms:
+            return False
+        self.windows.setdefault((group, start), [0, False])[0] += 1
+        self._changed.add((group, start))
+        return True
+
+    def _emit(self) -> list[Result]:
+        size, grace = self.spec.size_ms, self.spec.grace_ms
         out = []
         for (group, start), window in sorted(self.windows.items()):
             closes = start + size + grace <= self.clock.stream_ms and not window[1]
@@ -185,14 +203,15 @@ class Windows(_Counts[WindowSpec]):
                 window[1] = True
             if closes and self.spec.emit == FINAL:
                 out.append(Result(group, start, start + size, window[0], True))
-            elif (group, start) in changed and self.spec.emit == UPDATES:
+            elif (group, start) in self._changed and self.spec.emit == UPDATES:
                 out.append(Result(group, start, start + size, window[0], closes))
+        self._changed.clear()
         self.windows = {
             key: w
             for key, w in self.windows.items()
             if key[1] + self.spec.retention_ms > self.clock.stream_ms
         }
-        return out, late
+        return out
 
     def rows(self) -> list[tuple]:
         return [(g, s, w[0], w[1]) for (g, s), w in self.windows.items()]
@@ -215,25 +234,23 @@ class Sessions(_Counts[SessionSpec]):
         ("closed", "boolean"),
     )
 
-    def apply(self, rows: list[tuple[str, int, int, int]]) -> tuple[list[Result], list[Late]]:
+    def _count(self, group: str, event_ms: int, own_ms: int) -> bool:
         gap, grace = self.spec.gap_ms, self.spec.grace_ms
-        late: list[Late] = []
-        for group, event_ms, partition, offset in rows:
-            own = self.clock.observe(partition, event_ms)
-            sessions = self.sessions.setdefault(group, [])
-            touching = [s for s in sessions if s[0] - gap <= event_ms <= s[1] + gap]
-            start = min([event_ms, *(s[0] for s in touching)])
-            end = max([event_ms, *(s[1] for s in touching)])
-            # Closed by the clock, flagged or not yet: the same verdict however batches fall.
-            closed = any(s[3] or s[1] + gap + grace <= own for s in touching)
-            expired = end + self.spec.retention_ms <= self.clock.stream_ms
-            if closed or expired or end + gap + grace <= own:
-                late.append(Late(group, event_ms, partition, offset, own))
-                continue
-            count = 1 + sum(s[2] for s in touching)
-            sessions[:] = [s for s in sessions if s not in touching] + [[start, end, count, False]]
-        self.clock.late += len(late)
-        self.clock.advance()
+        sessions = self.sessions.setdefault(group, [])
+        touching = [s for s in sessions if s[0] - gap <= event_ms <= s[1] + gap]
+        start = min([event_ms, *(s[0] for s in touching)])
+        end = max([event_ms, *(s[1] for s in touching)])
+        # Closed by the clock, flagged or not yet: the same verdict however batches fall.
+        closed = any(s[3] or s[1] + gap + grace <= own_ms for s in touching)
+        expired = end + self.spec.retention_ms <= self.clock.stream_ms
+        if closed or expired or end + gap + grace <= own_ms:
+            return False
+        count = 1 + sum(s[2] for s in touching)
+        sessions[:] = [s for s in sessions if s not in touching] + [[start, end, count, False]]
+        return True
+
+    def _emit(self) -> list[Result]:
+        gap, grace = self.spec.gap_ms, self.spec.grace_ms
         out = []
         for group, sessions in sorted(self.sessions.items()):
             for session in sorted(sessions):
@@ -244,7 +261,7 @@ class Sessions(_Counts[SessionSpec]):
                 s for s in sessions if s[1] + self.spec.retention_ms > self.clock.stream_ms
             ]
         self.sessions = {g: s for g, s in self.sessions.items() if s}
-        return out, late
+        return out
 
     def rows(self) -> list[tuple]:
         return [(g, *s) for g, sessions in self.sessions.items() for s in sessions]

@@ -63,36 +63,24 @@ _BOARD_SOURCE = attrgetter("partition", "offset", "timestamp_ms")
 _VERSION = attrgetter(
     "nickname", "city", "phone", "created_at", "modified_at", "event_ms", "partition", "offset"
 )
-_NO_PROFILE = (None, None, None)
+_SOURCE = attrgetter("partition", "offset")
+_NO_PROFILE, _NO_SOURCE = (None, None, None), (None, None)
 
 
-def _joined(member_id: int, board: WaitingBoard, version: Version) -> OutputRow:
+def _outcome(member_id: int, board: WaitingBoard, found: Version | str) -> OutputRow:
+    """The board joined with the member version ``found``, or unmatched for the reason
+    ``found`` names."""
+    joined = isinstance(found, Version)
     return OutputRow(
-        "joined",
-        None,
+        "joined" if joined else "unmatched",
+        None if joined else found,
         board.board_id,
         member_id,
-        *_PROFILE(version),
+        *(_PROFILE(found) if joined else _NO_PROFILE),
         *_BOARD(board),
-        version.modified_at,
+        found.modified_at if joined else None,
         *_BOARD_SOURCE(board),
-        version.partition,
-        version.offset,
-    )
-
-
-def _unmatched(member_id: int, board: WaitingBoard, reason: str) -> OutputRow:
-    return OutputRow(
-        "unmatched",
-        reason,
-        board.board_id,
-        member_id,
-        *_NO_PROFILE,
-        *_BOARD(board),
-        None,
-        *_BOARD_SOURCE(board),
-        None,
-        None,
+        *(_SOURCE(found) if joined else _NO_SOURCE),
     )
 
 
@@ -125,7 +113,7 @@ class MemberTable:
                     waiting = self.changed = True
                     touched.add(member_id)
                 else:
-                    out.append(_joined(member_id, board, version))
+                    out.append(_outcome(member_id, board, version))
             else:
                 self._apply_member(entry, row)
                 self._release(member_id, entry, out)
@@ -144,7 +132,7 @@ class MemberTable:
             if not waiting or waiting[0].arrived_ms > cutoff:
                 continue
             reason = DELETED if entry.deleted_at_ms is not None else MISSING
-            out.extend(_unmatched(member_id, b, reason) for b in waiting if b.arrived_ms <= cutoff)
+            out.extend(_outcome(member_id, b, reason) for b in waiting if b.arrived_ms <= cutoff)
             entry.waiting = [b for b in waiting if b.arrived_ms > cutoff]
             self.changed = True
         self._compact(now_ms)
@@ -193,13 +181,13 @@ class MemberTable:
             if version is None:
                 keep.append(board)
             else:
-                out.append(_joined(member_id, board, version))
+                out.append(_outcome(member_id, board, version))
         entry.waiting = keep
 
     def _bound(self, member_id: int, entry: Entry, out: list[OutputRow]) -> None:
         excess = len(entry.waiting) - self.options.max_pending_per_member
         if excess > 0:
-            out.extend(_unmatched(member_id, b, OVERFLOW) for b in entry.waiting[:excess])
+            out.extend(_outcome(member_id, b, OVERFLOW) for b in entry.waiting[:excess])
             entry.waiting = entry.waiting[excess:]
 
     def _compact(self, now_ms: int) -> None:

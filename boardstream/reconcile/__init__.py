@@ -8,42 +8,25 @@ not start Spark's imports.
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
+    from boardstream.reconcile.repair import repair as repair_run  # noqa: F401
     from boardstream.reconcile.run import reconcile_once as run_once  # noqa: F401
-    from boardstream.settings import Settings
+
+
+_FRONT_DOOR = {
+    # one run, recorded from start to verdict
+    "run_once": ("boardstream.reconcile.run", "reconcile_once"),
+    # a run's findings repaired with the join's own code
+    "repair_run": ("boardstream.reconcile.repair", "repair"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    """``run_once`` is :func:`boardstream.reconcile.run.reconcile_once` (one run, recorded from
-    start to verdict), imported on first use."""
-    if name == "run_once":
-        from boardstream.reconcile.run import reconcile_once
-
-        return reconcile_once
+    """The front door's functions, imported on first use."""
+    if name in _FRONT_DOOR:
+        module, function = _FRONT_DOOR[name]
+        return getattr(importlib.import_module(module), function)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def repair_run(
-    spark: SparkSession,
-    settings: Settings,
-    run_id: int,
-    join_mode: str,
-    join_checkpoint: Path | None = None,
-) -> dict[str, int]:
-    """Repair run ``run_id``'s findings with the join's code; how many ids each step touched."""
-    from boardstream.joins.member_table import JoinOptions
-    from boardstream.reconcile import repair as repairing
-    from boardstream.reconcile.run import checkpoints
-
-    return repairing.repair(
-        spark,
-        settings,
-        run_id,
-        join_checkpoint or checkpoints(settings)[0],
-        JoinOptions(mode=join_mode),
-    )

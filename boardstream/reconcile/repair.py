@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import kafka_rows
-from boardstream.joins.member_table import JoinOptions, MemberTable
+from boardstream.joins.member_table import LATEST, JoinOptions, MemberTable
 from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import OUTPUT_COLUMNS, OUTPUT_DDL, input_rows
 from boardstream.kafka.clients import admin_client
@@ -27,6 +27,7 @@ from boardstream.kafka.topics import describe_topics
 from boardstream.reconcile import ledger
 from boardstream.reconcile.checks import ReconcileOptions, reconcile
 from boardstream.reconcile.readers import read_topic
+from boardstream.reconcile.run import checkpoints
 from boardstream.reconcile.snapshot import Snapshot
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
@@ -46,17 +47,21 @@ def repair(
     spark: SparkSession,
     settings: Settings,
     run_id: int,
-    join_checkpoint: Path,
-    options: JoinOptions | None = None,
+    join_mode: str = LATEST,
+    join_checkpoint: Path | None = None,
 ) -> dict[str, int]:
-    """Fix the findings of run ``run_id``; returns how many ids each step touched."""
+    """Fix the findings of run ``run_id`` with the join's own code (in ``join_mode``, reading
+    pending boards from ``join_checkpoint``, by default the join job's); returns how many ids
+    each step touched."""
+    join_checkpoint = join_checkpoint or checkpoints(settings)[0]
+    options = JoinOptions(mode=join_mode)
     engine = database.engine(settings.database)
     snapshot = stored_snapshot(engine, run_id)
     found = reconcile(
         spark, settings, snapshot, str(join_checkpoint), ReconcileOptions(examples=None)
     )
     ids = {kind: f.examples for kind, f in found.findings.items()}
-    rejoined = _rejoin(spark, settings, snapshot, set(ids["missing"]), options or JoinOptions())
+    rejoined = _rejoin(spark, settings, snapshot, set(ids["missing"]), options)
     reload = {
         board_id
         for kind in ("missing_in_table", "mismatched", "stale_in_table", "duplicates")

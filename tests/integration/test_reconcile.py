@@ -140,7 +140,9 @@ def test_table_faults_are_named_exactly(pipeline: Pipeline, database_url: str) -
         "DELETE FROM board_detail WHERE board_id = 'b4'",
         "ALTER TABLE board_detail ADD PRIMARY KEY (board_id)",
     )
-    repaired = repair(pipeline.spark, pipeline.settings, result.run_id, join_checkpoint(pipeline))
+    repaired = repair(
+        pipeline.spark, pipeline.settings, result.run_id, join_checkpoint=join_checkpoint(pipeline)
+    )
     assert repaired == {"rejoined": 0, "reloaded": 4, "deleted_extra": 1}
     after = reconcile(pipeline)
     assert after.passed, "\n".join(after.summary())
@@ -183,7 +185,9 @@ def test_a_board_detail_record_lost_from_the_topic_is_missing(pipeline: Pipeline
     result = reconcile(pipeline, copy, sink=tmp_path / "copy-sink")
     assert failures(result) == {"missing": ["b5"]}
 
-    repaired = repair(pipeline.spark, copy, result.run_id, join_checkpoint(pipeline))
+    repaired = repair(
+        pipeline.spark, copy, result.run_id, join_checkpoint=join_checkpoint(pipeline)
+    )
     assert repaired == {"rejoined": 1, "reloaded": 1, "deleted_extra": 0}
     after = reconcile(pipeline, copy, sink=tmp_path / "copy-sink")
     assert after.passed, "\n".join(after.summary())

@@ -177,3 +177,56 @@ def test_changed_says_whether_the_state_must_be_written_back() -> None:
     updated = MemberTable(t.options, expiring.entries)
     updated.apply([member(1, 30, "ann2")], now_ms=30)
     assert updated.changed
+
+
+def test_output_rows_carry_every_field_in_place() -> None:
+    """Whole rows, field by field: the board's own fields, the member's profile and where each
+    came from (a field copied into the wrong place would show here, not only in Spark tests)."""
+    t = table()
+    t.apply([member(7, 100, "ann", offset=3)], now_ms=100)
+    joined, _ = t.apply([board("b1", 7, 200, created_ts=150)], now_ms=200)
+    waiting, _ = t.apply([board("b2", 8, 300)], now_ms=300)
+    unmatched = t.expire(300 + TIMEOUT)
+    assert waiting == []
+    assert [row._asdict() for row in joined + unmatched] == [
+        {
+            "outcome": "joined",
+            "reason": None,
+            "board_id": "b1",
+            "member_id": 7,
+            "nickname": "ann",
+            "city": "Seoul",
+            "phone": "010",
+            "title": "t",
+            "body": "b",
+            "created_ts": 150,
+            "created_at": "c",
+            "modified_at": "m",
+            "member_modified_at": "m-ann",
+            "board_partition": 1,
+            "board_offset": 200,
+            "board_timestamp_ms": 200,
+            "member_partition": 0,
+            "member_offset": 3,
+        },
+        {
+            "outcome": "unmatched",
+            "reason": "member_missing",
+            "board_id": "b2",
+            "member_id": 8,
+            "nickname": None,
+            "city": None,
+            "phone": None,
+            "title": "t",
+            "body": "b",
+            "created_ts": 300,
+            "created_at": "c",
+            "modified_at": "m",
+            "member_modified_at": None,
+            "board_partition": 1,
+            "board_offset": 300,
+            "board_timestamp_ms": 300,
+            "member_partition": None,
+            "member_offset": None,
+        },
+    ]
