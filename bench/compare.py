@@ -67,6 +67,18 @@ class System:
 
 
 @dataclass
+class Steady:
+    """The steady phase: records sent at the fixed rate, received, and their end-to-end
+    latency percentiles."""
+
+    sent: int = 0
+    received: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+
+
+@dataclass
 class Result:
     name: str
     reads: int
@@ -77,11 +89,7 @@ class Result:
     distinct: int = 0
     duplicates: int = 0
     peak_rss_mb: float = 0.0
-    steady_sent: int = 0
-    steady_received: int = 0
-    p50_ms: float | None = None
-    p95_ms: float | None = None
-    p99_ms: float | None = None
+    steady: Steady = field(default_factory=Steady)
     note: str = ""
 
     @property
@@ -321,10 +329,14 @@ def steady(
     finally:
         stop(process)
     latencies = list(received.values())
-    result.steady_sent, result.steady_received = len(sent), len(latencies)
+    result.steady.sent, result.steady.received = len(sent), len(latencies)
     if len(latencies) >= 2:
         cuts = statistics.quantiles(latencies, n=100, method="inclusive")
-        result.p50_ms, result.p95_ms, result.p99_ms = cuts[49], cuts[94], cuts[98]
+        result.steady.p50_ms, result.steady.p95_ms, result.steady.p99_ms = (
+            cuts[49],
+            cuts[94],
+            cuts[98],
+        )
 
 
 def boardstream_env(settings: Settings, run_dir: Path) -> dict[str, str]:
@@ -394,7 +406,7 @@ def table(results: list[Result]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        dropped = r.boards - r.distinct
+        dropped, s = r.boards - r.distinct, r.steady
         cells = [
             r.name,
             f"{r.drain_s:.1f}",
@@ -405,8 +417,8 @@ def table(results: list[Result]) -> str:
             f"{dropped:,}",
             f"{r.duplicates:,}",
             f"{r.peak_rss_mb:,.0f}",
-            f"{r.steady_received:,}/{r.steady_sent:,}",
-            *(f"{v:,.0f}" if v is not None else "-" for v in (r.p50_ms, r.p95_ms, r.p99_ms)),
+            f"{s.received:,}/{s.sent:,}",
+            *(f"{v:,.0f}" if v is not None else "-" for v in (s.p50_ms, s.p95_ms, s.p99_ms)),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -80,9 +80,21 @@ class Clock:
         return cls(dict(zip(partitions, clocks, strict=True)), stream_ms, late)
 
 
-def _require_grace(grace_ms: int) -> None:
+def _require_spans(span: str, span_ms: int, grace_ms: int, retention_ms: int) -> None:
+    """A window's size or a session's gap (``span``) is positive, grace not negative, and the
+    retention covers both: state must outlive the lateness it allows."""
+    if span_ms <= 0:
+        raise InvalidOptionError(f"{span} must be > 0, got {span_ms} ms", span)
     if grace_ms < 0:
         raise InvalidOptionError(f"grace must be >= 0, got {grace_ms} ms", "grace")
+    if retention_ms < span_ms + grace_ms:
+        raise InvalidOptionError(
+            f"retention ({retention_ms} ms) must be at least {span} + grace "
+            f"({span_ms + grace_ms} ms): state must outlive the lateness it allows",
+            "retention",
+            span,
+            "grace",
+        )
 
 
 @dataclass(frozen=True)
@@ -96,18 +108,7 @@ class WindowSpec:
     emit: str = FINAL
 
     def __post_init__(self) -> None:
-        if self.size_ms <= 0:
-            raise InvalidOptionError(f"size must be > 0, got {self.size_ms} ms", "size")
-        _require_grace(self.grace_ms)
-        if self.retention_ms < self.size_ms + self.grace_ms:
-            raise InvalidOptionError(
-                f"retention ({self.retention_ms} ms) must be at least size + grace "
-                f"({self.size_ms + self.grace_ms} ms): a window's state must outlive the "
-                "lateness it allows",
-                "retention",
-                "size",
-                "grace",
-            )
+        _require_spans("size", self.size_ms, self.grace_ms, self.retention_ms)
         if self.emit not in (FINAL, UPDATES):
             raise InvalidOptionError(
                 f"emit must be {FINAL} or {UPDATES}, got {self.emit!r}", "emit"
@@ -124,17 +125,7 @@ class SessionSpec:
     retention_ms: int
 
     def __post_init__(self) -> None:
-        if self.gap_ms <= 0:
-            raise InvalidOptionError(f"gap must be > 0, got {self.gap_ms} ms", "gap")
-        _require_grace(self.grace_ms)
-        if self.retention_ms < self.gap_ms + self.grace_ms:
-            raise InvalidOptionError(
-                f"retention ({self.retention_ms} ms) must be at least gap + grace "
-                f"({self.gap_ms + self.grace_ms} ms)",
-                "retention",
-                "gap",
-                "grace",
-            )
+        _require_spans("gap", self.gap_ms, self.grace_ms, self.retention_ms)
 
 
 Spec = TypeVar("Spec", WindowSpec, SessionSpec)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from pydantic import ValidationError
 
@@ -285,6 +285,62 @@ def _command(
     return parser
 
 
+class _Command(NamedTuple):
+    handler: Handler
+    help: str
+    description: str | None = None
+
+
+_COMMANDS = {
+    "setup": _Command(_setup, "fetch the Kafka broker and Spark connector jars"),
+    "stack": _Command(_stack, "start, stop or show the local services"),
+    "topics": _Command(
+        _topics,
+        "create or describe topics (by default the platform's)",
+        "create without --topic creates the platform's topics; with --topic it "
+        "creates that topic (repeatable), e.g. topics create --topic orders --partitions 6 "
+        "--config cleanup.policy=compact --config retention.ms=86400000",
+    ),
+    "produce": _Command(_produce, "produce seeded member and board records"),
+    "demo": _Command(
+        _demo,
+        "through the local Airflow: load demo data, run the pipeline, reconcile",
+        "Needs the local Airflow (boardstream stack up --airflow). Generator flags "
+        "left out take the demo_data DAG's defaults (5,000 members, 8,000 boards, every join "
+        "case).",
+    ),
+    "aggregate": _Command(
+        _aggregate,
+        "run one of the board domain's aggregations (spark-submit)",
+        "boards-per-member (table count), member-sessions (30-minute sessions), "
+        "boards-per-city (per minute); arguments after -- go to the job, e.g. -- --trigger "
+        "processing-time",
+    ),
+    "job": _Command(
+        _job,
+        "run a Spark job with spark-submit (arguments after -- go to the job)",
+        "e.g. boardstream job run board-detail-join -- --trigger processing-time",
+    ),
+    "compaction": _Command(
+        _compaction,
+        "measure compacted topics and tune their cleaner settings",
+        "apply is a dry run unless --execute is given; every applied change is"
+        " logged in compaction_tuning_log and can be rolled back with --change ID",
+    ),
+    "state": _Command(
+        _state,
+        "show what a streaming job holds in its state store (from its checkpoint)",
+        "e.g. boardstream state show --checkpoint var/checkpoints/board-detail-join",
+    ),
+    "reconcile": _Command(
+        _reconcile, "prove board-detail and board_detail hold every source board (exit 1 if not)"
+    ),
+    "repair": _Command(
+        _reconcile, "re-join what a reconciliation run found missing, then reconcile again"
+    ),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="boardstream", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -294,25 +350,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="also show the Kafka client's, Spark's and Great Expectations' own logs",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parsers = {
+        name: _command(commands, name, handler, help=text, description=description)
+        for name, (handler, text, description) in _COMMANDS.items()
+    }
 
-    _command(commands, "setup", _setup, help="fetch the Kafka broker and Spark connector jars")
-
-    stack = _command(commands, "stack", _stack, help="start, stop or show the local services")
+    stack = parsers["stack"]
     stack.add_argument("action", choices=["up", "down", "status"])
     stack.add_argument("--postgres", action="store_true", help="also start PostgreSQL (up)")
     stack.add_argument(
         "--airflow", action="store_true", help="also start Airflow standalone with its UI (up)"
     )
 
-    topics = _command(
-        commands,
-        "topics",
-        _topics,
-        help="create or describe topics (by default the platform's)",
-        description="create without --topic creates the platform's topics; with --topic it "
-        "creates that topic (repeatable), e.g. topics create --topic orders --partitions 6 "
-        "--config cleanup.policy=compact --config retention.ms=86400000",
-    )
+    topics = parsers["topics"]
     topics.add_argument("action", choices=["create", "describe"])
     topics.add_argument(
         "--topic", action="append", help="create or describe only this topic (repeatable)"
@@ -331,42 +381,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     topics.add_argument("--all-configs", action="store_true", help="also print default configs")
 
-    produce = _command(
-        commands, "produce", _produce, help="produce seeded member and board records"
-    )
+    produce = parsers["produce"]
     _generator_arguments(produce, GeneratorOptions())
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
 
-    demo = _command(
-        commands,
-        "demo",
-        _demo,
-        help="through the local Airflow: load demo data, run the pipeline, reconcile",
-        description="Needs the local Airflow (boardstream stack up --airflow). Generator flags "
-        "left out take the demo_data DAG's defaults (5,000 members, 8,000 boards, every join "
-        "case).",
-    )
+    demo = parsers["demo"]
     _generator_arguments(demo, None)
 
-    aggregate = _command(
-        commands,
-        "aggregate",
-        _aggregate,
-        help="run one of the board domain's aggregations (spark-submit)",
-        description="boards-per-member (table count), member-sessions (30-minute sessions), "
-        "boards-per-city (per minute); arguments after -- go to the job, e.g. -- --trigger "
-        "processing-time",
-    )
+    aggregate = parsers["aggregate"]
     aggregate.add_argument("name", choices=list(PRESETS))
     aggregate.add_argument("job_args", nargs=argparse.REMAINDER)
 
-    job = _command(
-        commands,
-        "job",
-        _job,
-        help="run a Spark job with spark-submit (arguments after -- go to the job)",
-        description="e.g. boardstream job run board-detail-join -- --trigger processing-time",
-    )
+    job = parsers["job"]
     job_actions = job.add_subparsers(dest="action", required=True, metavar="ACTION")
     job_actions.add_parser("list", help="print the jobs")
     job_run = job_actions.add_parser(
@@ -382,14 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     job_run.add_argument("name", metavar="JOB", choices=sorted(JOBS), help="the job to run")
     job_run.add_argument("job_args", nargs=argparse.REMAINDER, help="the job's own arguments")
 
-    compaction = _command(
-        commands,
-        "compaction",
-        _compaction,
-        help="measure compacted topics and tune their cleaner settings",
-        description="apply is a dry run unless --execute is given; every applied change is"
-        " logged in compaction_tuning_log and can be rolled back with --change ID",
-    )
+    compaction = parsers["compaction"]
     compaction.add_argument(
         "action", choices=["measure", "recommend", "apply", "rollback", "verify"]
     )
@@ -413,25 +432,14 @@ def build_parser() -> argparse.ArgumentParser:
     compaction.add_argument("--execute", action="store_true", help="apply: really alter configs")
     compaction.add_argument("--change", type=positive, help="rollback/verify: the change id")
 
-    state = _command(
-        commands,
-        "state",
-        _state,
-        help="show what a streaming job holds in its state store (from its checkpoint)",
-        description="e.g. boardstream state show --checkpoint var/checkpoints/board-detail-join",
-    )
+    state = parsers["state"]
     state.add_argument("action", choices=["show"])
     state.add_argument("--checkpoint", type=Path, required=True, help="the query's checkpoint")
     state.add_argument("--key", help="only the rows with this key")
     state.add_argument("--var", help="only this state variable (timers included)")
     state.add_argument("--limit", type=positive, default=20, help="rows shown per variable")
 
-    reconcile = _command(
-        commands,
-        "reconcile",
-        _reconcile,
-        help="prove board-detail and board_detail hold every source board (exit 1 if not)",
-    )
+    reconcile = parsers["reconcile"]
     reconcile.add_argument(
         "--stall-after",
         default="20m",
@@ -442,12 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="10m",
         help="the join's unmatched timeout: boards waiting past it plus the stall age are overdue",
     )
-    repair = _command(
-        commands,
-        "repair",
-        _reconcile,
-        help="re-join what a reconciliation run found missing, then reconcile again",
-    )
+    repair = parsers["repair"]
     repair.add_argument("--run", type=positive, required=True, help="reconciliation run id")
     repair.add_argument("--join-mode", choices=["latest", "as-of"], default="latest")
     for command in (reconcile, repair):
