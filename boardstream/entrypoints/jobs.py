@@ -7,11 +7,16 @@ domain; a config the domain refuses is reported under the flags' names (exit 2, 
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
+
+from pydantic import ValidationError
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 from boardstream import joins, sink
 from boardstream.aggregations import table_count
@@ -26,15 +31,47 @@ from boardstream.aggregations.source import SourceOptions
 from boardstream.aggregations.table_count import JOB as TABLE_COUNT
 from boardstream.aggregations.table_count import TableCountConfig, start_table_count
 from boardstream.entrypoints.argtypes import duration_ms, flag_message, options_from, positive
-from boardstream.errors import InvalidOptionError
+from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.joins import job as join_job
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
+from boardstream.logs import configure, verbose_requested
+from boardstream.settings import Settings
 from boardstream.sink import job as sink_job
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.sink.job import SinkJobConfig
 from boardstream.spark import streaming
+from boardstream.spark.session import spark_session
+
+logger = logging.getLogger(__name__)
+
+
+def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]) -> int:
+    """A job's main: settings, a session, the query run to its end; the exit code says how
+    (2: the job refused to start, naming the flag to change; 1: the query failed)."""
+    configure(verbose_requested())  # the CLI passes --verbose on in the environment
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        logger.error("%s: bad settings: %s", name, error)
+        return 2
+    spark = spark_session(settings, name)
+    # spark-submit logs at INFO, whole query plans included; per-batch progress is in
+    # var/progress/<job>.jsonl instead.
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        query = streaming.run(spark, settings, lambda: start(spark, settings))
+    except InvalidOptionError as error:  # e.g. a record that could outgrow a topic's limit
+        logger.error("%s: %s", name, flag_message(error))
+        return 2
+    except BoardstreamError as error:  # e.g. a checkpoint written under other settings
+        logger.error("%s: %s", name, error)
+        return 2
+    if query.exception() is not None:
+        logger.error("%s failed: %s", name, query.exception())
+        return 1
+    return 0
 
 
 def _first_line(module: ModuleType) -> str:
@@ -105,7 +142,7 @@ def join_main(argv: Sequence[str] | None = None) -> int:
         config = options_from(JoinJobConfig, args, options=options_from(JoinOptions, args))
     except InvalidOptionError as error:
         _refuse(parser, error)
-    return streaming.run_job(JOIN, lambda spark, settings: joins.start(spark, settings, config))
+    return run_job(JOIN, lambda spark, settings: joins.start(spark, settings, config))
 
 
 def sink_parser() -> argparse.ArgumentParser:
@@ -117,7 +154,7 @@ def sink_parser() -> argparse.ArgumentParser:
 def sink_main(argv: Sequence[str] | None = None) -> int:
     args = sink_parser().parse_args(argv)
     config = options_from(SinkJobConfig, args)
-    return streaming.run_job(SINK, lambda spark, settings: sink.start(spark, settings, config))
+    return run_job(SINK, lambda spark, settings: sink.start(spark, settings, config))
 
 
 def table_count_parser() -> argparse.ArgumentParser:
@@ -138,9 +175,7 @@ def table_count_parser() -> argparse.ArgumentParser:
 def table_count_main(argv: Sequence[str] | None = None) -> int:
     args = table_count_parser().parse_args(argv)
     config = options_from(TableCountConfig, args, source=options_from(SourceOptions, args))
-    return streaming.run_job(
-        TABLE_COUNT, lambda spark, settings: start_table_count(spark, settings, config)
-    )
+    return run_job(TABLE_COUNT, lambda spark, settings: start_table_count(spark, settings, config))
 
 
 def _event_time_parser(job: str, description: str) -> argparse.ArgumentParser:
@@ -174,9 +209,7 @@ def _event_time_main(
         _refuse(parser, error)
     source = options_from(SourceOptions, args)
     config = options_from(EventTimeConfig, args, job=job, source=source, spec=chosen)
-    return streaming.run_job(
-        job, lambda spark, settings: start_event_time_count(spark, settings, config)
-    )
+    return run_job(job, lambda spark, settings: start_event_time_count(spark, settings, config))
 
 
 def session_parser() -> argparse.ArgumentParser:

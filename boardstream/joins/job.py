@@ -40,6 +40,8 @@ from boardstream.spark import streaming
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 
 QUERY_NAME = "board-detail-join"
+# The option that bounds every input record's size, as messages name it.
+MAX_RECORD_BYTES = "max record bytes"
 # A joined or unmatched record holds at most one board's and one member's text (parsing keeps
 # strings as they are and to_json escapes no more than valid input JSON must), plus field
 # names, provenance numbers, the key (an id of up to 64 characters) and Kafka's framing.
@@ -115,7 +117,7 @@ def require_output_fits(settings: Settings, config: JoinJobConfig) -> None:
     topic's size limit (it would fail its batch on every run)."""
     bound = config.max_record_bytes
     joined = 2 * bound + OUTPUT_OVERHEAD_BYTES
-    inputs = f"a board and a member of up to --max-record-bytes {bound:,} each"
+    inputs = f"a board and a member of up to {bound:,} bytes each, the {MAX_RECORD_BYTES}"
     require_fit(
         admin_client(settings),
         settings,
@@ -123,11 +125,13 @@ def require_output_fits(settings: Settings, config: JoinJobConfig) -> None:
         {
             settings.dlq_topic: (
                 dead_letters.largest_dead_letter(bound),
-                f"a dead letter (keeping up to --max-record-bytes {bound:,} of key and value)",
+                f"a dead letter (keeping up to {bound:,} bytes of key and value, the "
+                f"{MAX_RECORD_BYTES})",
             ),
             settings.board_detail_topic: (joined, f"a joined record ({inputs})"),
             settings.unmatched_topic: (joined, f"an unmatched record ({inputs})"),
         },
+        bound_by=MAX_RECORD_BYTES,
     )
 
 

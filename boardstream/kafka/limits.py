@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from boardstream.errors import BoardstreamError
+from boardstream.errors import InvalidOptionError
 from boardstream.kafka.clients import require_topics
 from boardstream.settings import Settings
 
@@ -54,9 +54,11 @@ def require_fit(
     settings: Settings,
     producer: tuple[str, int],
     largest: Mapping[str, tuple[int, str]],
+    bound_by: str | None = None,
 ) -> None:
     """Raise unless every topic's largest record (``topic -> (bytes, what it is)``) fits the
-    producer's limit and the topic's ``max.message.bytes``."""
+    producer's limit and the topic's ``max.message.bytes``; ``bound_by`` names the option that
+    bounds the records, if one does (the error then names it as the other remedy)."""
     producer_name, producer_limit = producer
     topic_limits = topic_message_limits(admin, settings, sorted(largest))
     problems = []
@@ -69,9 +71,9 @@ def require_fit(
             if size > limit:
                 problems.append(f"{what} can be {size:,} bytes, more than {name} ({limit:,})")
     if problems:
-        raise BoardstreamError(
+        remedy = f"Raise the limit, or lower the {bound_by}" if bound_by else "Raise the limit"
+        raise InvalidOptionError(
             "refusing to start: a record could be too large to write, which would fail its "
-            "batch on every run: "
-            + "; ".join(problems)
-            + ". Raise the limit (or, for the join, lower --max-record-bytes)."
+            f"batch on every run: {'; '.join(problems)}. {remedy}.",
+            *([bound_by] if bound_by else []),
         )

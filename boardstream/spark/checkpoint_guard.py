@@ -42,7 +42,7 @@ def guard_checkpoint(checkpoint: Path, identity: Mapping[str, object]) -> None:
             raise CheckpointMismatchError(
                 f"refusing to resume checkpoint {checkpoint}: it was written with other settings "
                 f"({differences}). Run with the original settings, or start from a new "
-                "--checkpoint (which reprocesses the sources from the beginning)."
+                "checkpoint (which reprocesses the sources from the beginning)."
             )
         return
     checkpoint.mkdir(parents=True, exist_ok=True)

@@ -10,16 +10,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from boardstream.errors import BoardstreamError
-from boardstream.logs import configure, verbose_requested
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 from boardstream.spark.progress import JsonlProgressListener
-from boardstream.spark.session import spark_session
 
 logger = logging.getLogger(__name__)
 
@@ -119,26 +115,3 @@ def run(
         signal.signal(signal.SIGTERM, previous)
         spark.streams.removeListener(listener)
     return query
-
-
-def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]) -> int:
-    """A job's main: settings, a session, the query run to its end; the exit code says how."""
-    configure(verbose_requested())  # the CLI passes --verbose on in the environment
-    try:
-        settings = Settings()
-    except ValidationError as error:
-        logger.error("%s: bad settings: %s", name, error)
-        return 2
-    spark = spark_session(settings, name)
-    # spark-submit logs at INFO, whole query plans included; per-batch progress is in
-    # var/progress/<job>.jsonl instead.
-    spark.sparkContext.setLogLevel("WARN")
-    try:
-        query = run(spark, settings, lambda: start(spark, settings))
-    except BoardstreamError as error:  # e.g. a checkpoint written under other settings
-        logger.error("%s: %s", name, error)
-        return 2
-    if query.exception() is not None:
-        logger.error("%s failed: %s", name, query.exception())
-        return 1
-    return 0

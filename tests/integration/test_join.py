@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from boardstream.entrypoints.argtypes import flag_message
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
 from tests.pipeline import Pipeline, consume_all, query
@@ -259,3 +260,6 @@ def test_the_join_refuses_to_start_when_a_dead_letter_could_not_fit(pipeline) ->
     assert f"max.message.bytes of topic {pipeline.settings.dlq_topic} (1,048,588)" in message
     assert "max.request.size (kafka.max.request.size) (1,048,576)" in message
     assert not (pipeline.workdir / f"{pipeline.settings.board_topic}-join").exists()  # no query
+    # Said in the domain's words, which the job's command line turns into its flag.
+    assert message.endswith("Raise the limit, or lower the max record bytes.")
+    assert flag_message(refused.value).endswith("or lower the --max-record-bytes.")

@@ -1,5 +1,6 @@
-"""Every flag of a Spark job reaches the job's config under its own field (flag dests are the
-config's field names; a renamed flag that fell back to a default would show here)."""
+"""The Spark jobs' command lines: every flag reaches the job's config under its own field (flag
+dests are the config's field names; a renamed flag that fell back to a default would show
+here), and bad flags fail before any Spark starts, naming the problem (exit 2)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from boardstream.entrypoints import jobs
 from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import JoinOptions
 from boardstream.sink.job import SinkJobConfig
-from boardstream.spark import streaming
 
 QUERY = ["--trigger", "processing-time", "--interval", "5 seconds", "--checkpoint", "/tmp/cp"]
 
@@ -28,7 +28,7 @@ def started(monkeypatch) -> list[object]:
     def capture(_spark, _settings, config):
         configs.append(config)
 
-    monkeypatch.setattr(streaming, "run_job", lambda _name, start: start(None, None) or 0)
+    monkeypatch.setattr(jobs, "run_job", lambda _name, start: start(None, None) or 0)
     monkeypatch.setattr(jobs.joins, "start", capture)
     monkeypatch.setattr(jobs.sink, "start", capture)
     monkeypatch.setattr(jobs, "start_table_count", capture)
@@ -126,3 +126,70 @@ def test_window_and_session_flags(started) -> None:
             "session-count", source, "out", SessionSpec(1_800_000, 0, 172_800_000), group_by="key"
         ),
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--join-mode", "newest"], "invalid choice: 'newest'"),
+        (["--unmatched-timeout", "soon"], "expected a duration like 500ms"),
+        (["--state-buckets", "0"], "argument --state-buckets: must be > 0, got 0"),
+        (
+            ["--max-pending-per-member", "-1"],
+            "argument --max-pending-per-member: must be > 0, got -1",
+        ),
+        (["--trigger", "once"], "invalid choice: 'once'"),
+    ],
+)
+def test_join_arguments(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        jobs.join_main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_sink_arguments(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        jobs.sink_main(["--max-offsets-per-trigger", "many"])
+    assert exit_info.value.code == 2
+    assert "expected a whole number, got 'many'" in capsys.readouterr().err
+
+
+TOPICS = ["--source-topic", "board", "--output-topic", "out"]
+
+
+@pytest.mark.parametrize(
+    ("main", "args", "message"),
+    [
+        (jobs.window_main, ["--size=-5s"], "expected a duration like 500ms"),
+        (jobs.window_main, ["--size", "0s"], "must be > 0"),
+        (
+            jobs.window_main,
+            ["--size", "1m", "--grace", "30s", "--retention", "1m"],
+            "--retention (60000 ms) must be at least --size + --grace (90000 ms)",
+        ),
+        (jobs.window_main, ["--size", "1m", "--emit", "sometimes"], "invalid choice: 'sometimes'"),
+        (
+            jobs.session_main,
+            ["--gap", "1m", "--retention", "30s"],
+            "must be at least --gap + --grace",
+        ),
+        (jobs.session_main, ["--gap", "1m", "--group-by", "city"], "invalid choice: 'city'"),
+        (jobs.table_count_main, ["--value-field", "member id"], "not a field name"),
+        (jobs.table_count_main, ["--order", "random"], "invalid choice: 'random'"),
+    ],
+)
+def test_bad_flags_exit_2_naming_the_problem(main, args, message, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(jobs, "run_job", lambda *_: pytest.fail("Spark was started"))
+    with pytest.raises(SystemExit) as exit_:
+        main([*TOPICS, *args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_good_flags_reach_the_job(monkeypatch) -> None:
+    """The same seam, so the test above can fail: valid flags do start the job."""
+    started = []
+    monkeypatch.setattr(jobs, "run_job", lambda name, start: started.append(name) or 0)
+    assert jobs.window_main([*TOPICS, "--size", "1m", "--grace", "30s", "--retention", "2m"]) == 0
+    assert started == ["window-count"]
