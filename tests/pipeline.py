@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from boardstream.joins.job import JoinJobConfig, start_join
+from boardstream.joins.job import PYTHON, JoinJobConfig, start_join
 from boardstream.joins.member_table import JoinOptions
 from boardstream.kafka.clients import DeliveryErrors, admin_client
 from boardstream.kafka.limits import topic_message_limits
@@ -56,7 +56,10 @@ def query(database_url: str, sql: str) -> list[Any]:
 
 
 class Pipeline:
-    def __init__(self, kafka: Settings, spark: Any, workdir: Path, **settings: Any) -> None:
+    def __init__(
+        self, kafka: Settings, spark: Any, workdir: Path, engine: str = PYTHON, **settings: Any
+    ) -> None:
+        self.engine = engine  # the join's stateful operator
         self.settings = kafka.with_topic_prefix(f"p{next(_names)}", **settings)
         create_topics(admin_client(self.settings), self.settings, platform_topics(self.settings))
         self.spark = spark
@@ -128,9 +131,11 @@ class Pipeline:
         max_record_bytes: int = JoinJobConfig.max_record_bytes,
         max_offsets_per_trigger: int | None = None,
         state_buckets: int = 8,
+        engine: str | None = None,
         **options: Any,
     ) -> None:
         config = JoinJobConfig(
+            engine=engine or self.engine,
             options=JoinOptions(**options),
             max_record_bytes=max_record_bytes,
             max_offsets_per_trigger=max_offsets_per_trigger,

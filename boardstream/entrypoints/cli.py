@@ -44,6 +44,8 @@ def _setup(args: argparse.Namespace, settings: Settings) -> int:
     for jar_set in jars.ALL:
         found = jars.fetch(jar_set, settings.jars_dir)
         print(f"{jar_set.name}: {len(found)} jars in {jar_set.target(settings.jars_dir)}")
+    built = jars.build(jars.JOIN_OPERATOR, settings.jars_dir)
+    print(f"{jars.JOIN_OPERATOR.name}: built {', '.join(jar.name for jar in built)}")
     return 0
 
 

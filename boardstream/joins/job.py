@@ -23,8 +23,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from boardstream import dead_letters
-from boardstream.errors import BoardstreamError
+from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.joins import schema
+from boardstream.joins.jvm_operator import member_join
 from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import (
@@ -40,6 +41,8 @@ from boardstream.spark import streaming
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 
 QUERY_NAME = "board-detail-join"
+JVM, PYTHON = "jvm", "python"
+ENGINES = (JVM, PYTHON)
 # The option that bounds every input record's size, as messages name it.
 MAX_RECORD_BYTES = "max record bytes"
 # A joined or unmatched record holds at most one board's and one member's text (parsing keeps
@@ -53,9 +56,18 @@ class JoinJobConfig(streaming.QueryConfig):
     options: JoinOptions = field(default_factory=JoinOptions)
     max_record_bytes: int = 256 * 1024
     max_offsets_per_trigger: int | None = None
-    # Members share a state row per bucket: fewer, larger rows mean fewer state round trips per
-    # micro-batch (docs/BENCHMARKS.md: 128 beat 32 and 1,024 on drain time and steady latency).
+    # The stateful operator: the JVM's, keyed by member (joins/jvm_operator.py), or Python's,
+    # keyed by bucket (joins/processor.py). Fixed for the life of a checkpoint.
+    engine: str = PYTHON
+    # Python engine: members share a state row per bucket; fewer, larger rows mean fewer state
+    # round trips per micro-batch (docs/BENCHMARKS.md: 128 beat 32 and 1,024).
     state_buckets: int = 128
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise InvalidOptionError(
+                f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}", "engine"
+            )
 
     @property
     def query_name(self) -> str:
@@ -77,6 +89,8 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
         config.max_record_bytes,
         tick_topic=settings.join_tick_topic,
     )
+    if config.engine == JVM:
+        return kafka_rows(member_join(routed(parsed), config.options), settings)
     bucket = (
         F.when(F.col("dead_letter").isNotNull(), F.lit(DEAD_LETTER_BUCKET))
         .when(F.col("kind") == "tick", F.lit(TICK_BUCKET))
@@ -156,8 +170,9 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         # and read from the start).
         "sources": [settings.member_topic, settings.board_topic],
         "outputs": [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
-        "state_buckets": config.state_buckets,
         "join_mode": config.options.mode,
+        # A Python-engine checkpoint keeps the identity it had before the JVM engine existed.
+        **({"engine": JVM} if config.engine == JVM else {"state_buckets": config.state_buckets}),
     }
     require_output_fits(settings, config)  # before the guard, which creates a new checkpoint
     # A checkpoint of another configuration is refused before anything is written (a tick).

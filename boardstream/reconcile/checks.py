@@ -11,7 +11,6 @@ accounts for, a stall, content or types that differ.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from functools import reduce
@@ -28,7 +27,7 @@ from boardstream.reconcile.snapshot import Snapshot
 from boardstream.reconcile.waiting import waiting_lines
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
-from boardstream.spark.checkpoint_guard import IDENTITY_FILE
+from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.spark.columns import below
 from boardstream.timing import phase
 
@@ -226,8 +225,7 @@ def reconcile(
 
 def _join_mode(checkpoint: str) -> str | None:
     """The join mode the join's checkpoint was written with (its recorded identity)."""
-    identity = Path(checkpoint) / IDENTITY_FILE
-    return json.loads(identity.read_text()).get("join_mode") if identity.exists() else None
+    return recorded_identity(Path(checkpoint)).get("join_mode")
 
 
 def _stuck(

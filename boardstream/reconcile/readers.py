@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -20,8 +21,10 @@ from pyspark.sql import functions as F
 
 from boardstream import database
 from boardstream.joins import schema
+from boardstream.joins.job import JVM
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
+from boardstream.spark.checkpoint_guard import recorded_identity
 
 TABLE_CHUNK = 50_000  # rows per fetch from board_detail
 # The typed columns a board-detail record and its table row must agree on (provenance included).
@@ -181,31 +184,38 @@ def dead_letters(raw: DataFrame, source_topic: str) -> DataFrame:
 
 def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataFrame:
     """Boards the join has read and holds, waiting for their member (its RocksDB state, as of
-    ``batch_id``), with the member and when each arrived."""
+    ``batch_id``), with the member and when each arrived. The state's layout is the one its
+    engine wrote (the checkpoint's identity says which)."""
     if batch_id is None:
         return spark.createDataFrame([], f"{POSITIONS}, member_id bigint, arrived_ms bigint")
+    jvm = recorded_identity(Path(checkpoint)).get("engine") == JVM
     state = (
         spark.read.format("statestore")
-        .option("stateVarName", "members")
+        .option("stateVarName", "member" if jvm else "members")
         .option("batchId", str(batch_id))
         .load(checkpoint)
     )
-    waiting = F.explode(
-        F.arrays_zip(
-            "value.pending_board_id",
-            "value.pending_partition",
-            "value.pending_offset",
-            "value.pending_member_id",
-            "value.pending_arrived_ms",
+    if jvm:  # one member per key: its waiting boards in an array of structs
+        waiting = state.select(
+            F.col("key.value").alias("member_id"), F.explode("value.waiting").alias("w")
         )
+        member_id = F.col("member_id")
+        prefix = "w."
+    else:  # a bucket of members per key: column-wise arrays, each row led by its member id
+        zipped = F.arrays_zip(*(f"value.pending_{c}" for c in _PENDING_COLUMNS))
+        waiting = state.select(F.explode(zipped).alias("w"))
+        member_id = F.col("w.pending_member_id")
+        prefix = "w.pending_"
+    return waiting.select(
+        F.col(f"{prefix}board_id").alias("board_id"),
+        F.col(f"{prefix}partition").alias("source_partition"),
+        F.col(f"{prefix}offset").alias("source_offset"),
+        member_id.alias("member_id"),
+        F.col(f"{prefix}arrived_ms").alias("arrived_ms"),
     )
-    return state.select(waiting.alias("w")).select(
-        F.col("w.pending_board_id").alias("board_id"),
-        F.col("w.pending_partition").alias("source_partition"),
-        F.col("w.pending_offset").alias("source_offset"),
-        F.col("w.pending_member_id").alias("member_id"),
-        F.col("w.pending_arrived_ms").alias("arrived_ms"),
-    )
+
+
+_PENDING_COLUMNS = ("board_id", "partition", "offset", "member_id", "arrived_ms")
 
 
 @dataclass(frozen=True)

@@ -47,3 +47,9 @@ def guard_checkpoint(checkpoint: Path, identity: Mapping[str, object]) -> None:
         return
     checkpoint.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
+
+
+def recorded_identity(checkpoint: Path) -> dict[str, object]:
+    """The identity a checkpoint was written with ({} for none yet)."""
+    path = checkpoint / IDENTITY_FILE
+    return json.loads(path.read_text()) if path.exists() else {}

@@ -28,10 +28,10 @@ def spark_session(
     """``progress=False`` for a command whose output is a table: no progress bars between its
     lines even on a terminal."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    connector = jars.require(jars.SPARK_KAFKA, settings.jars_dir)
+    classpath = jars.spark_classpath(settings.jars_dir)
     options = {
         "spark.app.name": app_name,
-        "spark.jars": ",".join(str(jar) for jar in connector),
+        "spark.jars": ",".join(str(jar) for jar in classpath),
         "spark.driver.memory": settings.spark_driver_memory,
         "spark.sql.shuffle.partitions": str(settings.partitions),
         "spark.sql.session.timeZone": "UTC",

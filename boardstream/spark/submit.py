@@ -56,8 +56,9 @@ def submit_env(settings: Settings | None = None) -> dict[str, str]:
 
 
 def connector_jars(settings: Settings) -> str:
-    """The Kafka connector and its dependencies, from the local jar cache (no Ivy at run time)."""
-    return ",".join(str(jar) for jar in jars.require(jars.SPARK_KAFKA, settings.jars_dir))
+    """The Kafka connector and its dependencies, and the join's operator, from the local jar
+    cache (no Ivy at run time)."""
+    return ",".join(str(jar) for jar in jars.spark_classpath(settings.jars_dir))
 
 
 def submit_conf(console: bool) -> dict[str, str]:

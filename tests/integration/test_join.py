@@ -12,14 +12,17 @@ import pytest
 from boardstream.entrypoints.argtypes import flag_message
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
+from boardstream.joins.job import ENGINES
+from boardstream.reconcile.readers import pending
 from tests.pipeline import Pipeline, consume_all, query
 
 T0 = int(time.time() * 1000)
 
 
-@pytest.fixture
-def pipeline(kafka, spark, tmp_path):
-    return Pipeline(kafka, spark, tmp_path)
+@pytest.fixture(params=ENGINES)
+def pipeline(kafka, spark, tmp_path, request):
+    """Every join case, on each engine (the JVM operator and the Python one)."""
+    return Pipeline(kafka, spark, tmp_path, engine=request.param)
 
 
 def test_member_updates_before_a_board_reach_it_and_later_ones_do_not_rewrite(pipeline) -> None:
@@ -188,13 +191,12 @@ def test_every_source_board_is_joined_unmatched_or_dead_lettered(
 
 
 def pending_boards(pipeline) -> list[str]:
-    """Board ids waiting in the join's state store, as of its last committed batch."""
-    state = (
-        pipeline.spark.read.format("statestore")
-        .option("stateVarName", "members")
-        .load(str(pipeline.workdir / f"{pipeline.settings.board_topic}-join"))
-    )
-    return sorted(b for row in state.select("value.pending_board_id").collect() for b in row[0])
+    """Board ids waiting in the join's state store, as of its last committed batch (read as
+    reconciliation reads them)."""
+    checkpoint = pipeline.workdir / f"{pipeline.settings.board_topic}-join"
+    last_batch = max(int(f.name) for f in (checkpoint / "commits").iterdir() if f.name.isdigit())
+    waiting = pending(pipeline.spark, str(checkpoint), last_batch)
+    return sorted(row.board_id for row in waiting.collect())
 
 
 def test_boards_waiting_across_batches_meet_their_members_beside_a_tick(pipeline) -> None:

@@ -1,0 +1,191 @@
+package io.boardstream.join;
+
+import io.boardstream.join.Records.Input;
+import io.boardstream.join.Records.Version;
+import io.boardstream.join.Records.WaitingBoard;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.ExpiredTimerInfo;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StatefulProcessor;
+import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.sql.types.StructType;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * One member's entry per state key ({@code member}: versions, deletion time, waiting boards), so
+ * a micro-batch reads and writes only the members its records name: its cost follows the batch,
+ * not the member table.
+ */
+final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
+  private static final long serialVersionUID = 1L;
+
+  private final JoinOptions options;
+  private final StructType stateSchema;
+  private transient ValueState<Row> state;
+
+  MemberJoinProcessor(JoinOptions options, StructType stateSchema) {
+    this.options = options;
+    this.stateSchema = stateSchema;
+  }
+
+  @Override
+  public void init(OutputMode outputMode, TimeMode timeMode) {
+    state = getHandle().getValueState("member", Encoders.row(stateSchema), TTLConfig.NONE());
+  }
+
+  @Override
+  public scala.collection.Iterator<Row> handleInputRows(
+      Long key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+    Outputs out = new Outputs();
+    if (key == MemberJoin.DEAD_LETTER_KEY) {
+      int deadKey = MemberJoin.INPUT.indexOf("dead_key");
+      int letter = MemberJoin.INPUT.indexOf("dead_letter");
+      while (rows.hasNext()) {
+        Row row = rows.next();
+        out.deadLetter(row.getString(deadKey), row.getString(letter));
+      }
+      return emit(out);
+    }
+    List<Input> inputs = new ArrayList<>();
+    while (rows.hasNext()) {
+      inputs.add(input(rows.next()));
+    }
+    if (key == MemberJoin.TICK_KEY) {
+      return emit(out);
+    }
+    inputs.sort(MemberEntry.ORDER);
+    long now = timerValues.getCurrentProcessingTimeInMs();
+    MemberEntry entry = load(key);
+    if (entry.apply(inputs, now, options, out)) {
+      getHandle().registerTimer(now + options.unmatchedTimeoutMs());
+    }
+    save(entry, now);
+    return emit(out);
+  }
+
+  @Override
+  public scala.collection.Iterator<Row> handleExpiredTimer(
+      Long key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
+    long expiry = expiredTimerInfo.getExpiryTimeInMs();
+    Outputs out = new Outputs();
+    MemberEntry entry = load(key);
+    entry.expire(expiry, options, out);
+    save(entry, expiry);
+    return emit(out);
+  }
+
+  private static scala.collection.Iterator<Row> emit(Outputs out) {
+    return CollectionConverters.asScala(out.rows.iterator());
+  }
+
+  private static Input input(Row row) {
+    return new Input(
+        row.getString(0),
+        row.getLong(1),
+        row.getLong(2),
+        row.getLong(3),
+        row.getInt(4),
+        row.getLong(5),
+        row.getString(6),
+        row.getString(7),
+        row.getString(8),
+        row.getLong(9),
+        row.getString(10),
+        row.getString(11),
+        row.getString(12),
+        row.getString(13),
+        row.getString(14));
+  }
+
+  private MemberEntry load(long memberId) {
+    MemberEntry entry = new MemberEntry(memberId);
+    Row stored = state.get();
+    if (stored == null) {
+      return entry;
+    }
+    for (Row v : stored.<Row>getList(0)) {
+      entry.versions.add(
+          new Version(
+              v.getString(0),
+              v.getString(1),
+              v.getString(2),
+              v.getString(3),
+              v.getString(4),
+              v.getLong(5),
+              v.getInt(6),
+              v.getLong(7),
+              v.getBoolean(8)));
+    }
+    entry.deletedAtMs = stored.isNullAt(1) ? null : stored.getLong(1);
+    for (Row b : stored.<Row>getList(2)) {
+      entry.waiting.add(
+          new WaitingBoard(
+              b.getString(0),
+              b.getString(1),
+              b.getString(2),
+              b.getLong(3),
+              b.getString(4),
+              b.getString(5),
+              b.getInt(6),
+              b.getLong(7),
+              b.getLong(8),
+              b.getLong(9)));
+    }
+    return entry;
+  }
+
+  /**
+   * Write the entry back, or clear it when it can go. A deletion is remembered for the deleted
+   * retention: a timer then comes back to forget it even if the member is never named again.
+   */
+  private void save(MemberEntry entry, long nowMs) {
+    if (entry.disposable(nowMs, options)) {
+      state.clear();
+      return;
+    }
+    List<Row> versions = new ArrayList<>();
+    for (Version v : entry.versions) {
+      versions.add(
+          RowFactory.create(
+              v.nickname(),
+              v.city(),
+              v.phone(),
+              v.createdAt(),
+              v.modifiedAt(),
+              v.validFromMs(),
+              v.partition(),
+              v.offset(),
+              v.deleted()));
+    }
+    List<Row> waiting = new ArrayList<>();
+    for (WaitingBoard b : entry.waiting) {
+      waiting.add(
+          RowFactory.create(
+              b.boardId(),
+              b.title(),
+              b.body(),
+              b.createdTs(),
+              b.createdAt(),
+              b.modifiedAt(),
+              b.partition(),
+              b.offset(),
+              b.timestampMs(),
+              b.arrivedMs()));
+    }
+    state.update(
+        RowFactory.create(
+            CollectionConverters.asScala(versions).toSeq(),
+            entry.deletedAtMs,
+            CollectionConverters.asScala(waiting).toSeq()));
+    if (entry.deletedAtMs != null && entry.waiting.isEmpty()) {
+      getHandle().registerTimer(entry.deletedAtMs + options.deletedRetentionMs() + 1);
+    }
+  }
+}
