@@ -1,6 +1,6 @@
 # The boardstream image: Airflow 3 with Java 17 (spark-submit in client mode), this project and its
-# locked runtime dependencies (requirements-runtime.lock: no test or lint tools), and the Spark Kafka connector jars baked in, so no job start
-# downloads anything. The same image runs the Spark worker, so driver and Python workers have the
+# locked runtime dependencies (requirements-runtime.lock: no test or lint tools), the Spark Kafka connector jars and the
+# join's JVM operator (compiled here against the image's pyspark) baked in, so no job start downloads anything. The same image runs the Spark worker, so driver and Python workers have the
 # same Python and libraries (PySpark requires it).
 
 # The connector jars, resolved from the same pom `bin/setup` uses (deps/spark-kafka/pom.xml).
@@ -12,7 +12,7 @@ RUN mvn -B -q -f /deps/spark-kafka/pom.xml dependency:copy-dependencies \
 FROM apache/airflow:3.3.2-python3.11
 USER root
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+    && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps \
     && rm -rf /var/lib/apt/lists/*
 ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 RUN mkdir -p /opt/boardstream/var && chown -R airflow: /opt/boardstream
@@ -30,8 +30,11 @@ COPY --chown=airflow: plugins /opt/boardstream/plugins
 RUN pip install --no-cache-dir --no-deps -e /opt/boardstream
 RUN python -m boardstream.entrypoints.distribution
 COPY --from=jars --chown=airflow: /jars/spark-kafka /opt/boardstream/jars/spark-kafka
+COPY --chown=airflow: jvm /opt/boardstream/jvm
 ENV BOARDSTREAM_VAR_DIR=/opt/boardstream/var \
     BOARDSTREAM_JAR_CACHE=/opt/boardstream/jars \
     AIRFLOW__CORE__DAGS_FOLDER=/opt/boardstream/dags \
     AIRFLOW__CORE__PLUGINS_FOLDER=/opt/boardstream/plugins \
     AIRFLOW__CORE__LOAD_EXAMPLES=False
+# The join's operator, against this image's pyspark (the connector jars are already in place).
+RUN boardstream setup --no-fetch

@@ -41,7 +41,7 @@ from boardstream.spark.submit import JOBS, run_submit
 def _setup(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.stack import jars
 
-    for jar_set in jars.ALL:
+    for jar_set in [] if args.no_fetch else jars.ALL:
         found = jars.fetch(jar_set, settings.jars_dir)
         print(f"{jar_set.name}: {len(found)} jars in {jar_set.target(settings.jars_dir)}")
     built = jars.build(jars.JOIN_OPERATOR, settings.jars_dir)
@@ -356,6 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
         name: _command(commands, name, handler, help=text, description=description)
         for name, (handler, text, description) in _COMMANDS.items()
     }
+
+    parsers["setup"].add_argument(
+        "--no-fetch",
+        action="store_true",
+        help="only build the join's operator (the jars come from elsewhere, e.g. an image build)",
+    )
 
     stack = parsers["stack"]
     stack.add_argument("action", choices=["up", "down", "status"])
