@@ -28,7 +28,7 @@ def main(results_path: str, out_path: str) -> None:
     for offset, (label, key) in enumerate(
         (("p50", "p50_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
     ):
-        values = [r[key] or 0 for r in results]
+        values = [r["steady"][key] or 0 for r in results]
         latency.bar(
             [x + (offset - 1) * width for x in range(len(names))], values, width, label=label
         )

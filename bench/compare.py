@@ -42,7 +42,10 @@ from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.spark.submit import submit_command, submit_env
 
-SYSTEMS = ("boardstream", "kafka-streams", "quix-streams", "raw-pipe")
+# boardstream on each join engine (the JVM operator, keyed by member; the Python one, keyed by
+# bucket), then the peers.
+ENGINES = {"boardstream": "jvm", "boardstream-python": "python"}
+SYSTEMS = (*ENGINES, "kafka-streams", "quix-streams", "raw-pipe")
 PEERS = PROJECT_ROOT / "bench" / "peers"
 JAVA_PEER = PEERS / "kafka-streams-join" / "target"
 BENCH_PYTHON = PROJECT_ROOT / "var" / "bench" / "venv" / "bin" / "python"
@@ -95,6 +98,12 @@ class Result:
     @property
     def records_per_s(self) -> float:
         return self.reads / self.drain_s if self.drain_s else 0.0
+
+    @property
+    def warm_records_per_s(self) -> float:
+        """The rate once running: input records over the time from first to last output."""
+        running = self.drain_s - self.first_output_s
+        return self.reads / running if running > 0 else 0.0
 
 
 class Observer:
@@ -339,12 +348,12 @@ def steady(
         )
 
 
-def boardstream_env(settings: Settings, run_dir: Path) -> dict[str, str]:
+def boardstream_env(settings: Settings, var_dir: Path) -> dict[str, str]:
     """The job's own settings, as the environment spark-submit passes on to it."""
     names = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic", "dlq_topic")
     return {
         **submit_env(settings),
-        "BOARDSTREAM_VAR_DIR": str(run_dir / "boardstream"),
+        "BOARDSTREAM_VAR_DIR": str(var_dir),
         "BOARDSTREAM_JAR_CACHE": str(settings.jars_dir),
         **{f"BOARDSTREAM_{name.upper()}": getattr(settings, name) for name in names},
     }
@@ -365,7 +374,7 @@ def systems(
     classpath = f"{JAVA_PEER / 'kafka-streams-join-1.jar'}:{JAVA_PEER / 'dependency' / '*'}"
     java = ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
     join_args = [*join_args, "--trigger", "processing-time", "--interval", "0 seconds"]
-    join_args += ["--unmatched-timeout", "5s", "--checkpoint", str(run_dir / "boardstream-ckpt")]
+    join_args += ["--unmatched-timeout", "5s"]
 
     def peer(name: str, main: list[str], expected: int, input_records: int) -> System:
         out, group = f"{board}-out-{name}", f"{board}-{name}"
@@ -374,15 +383,17 @@ def systems(
             args = [bootstrap, member, board, out, group, str(run_dir / name)]
         return System(name, [*main, *args], [out], expected, input_records)
 
+    def boardstream(name: str, engine: str) -> System:
+        """One engine into its own copy of the output topics, from its own checkpoint."""
+        fields = ("board_detail_topic", "unmatched_topic", "dlq_topic")
+        own = settings.model_copy(update={f: f"{getattr(settings, f)}-{engine}" for f in fields})
+        args = [*join_args, "--engine", engine, "--checkpoint", str(run_dir / f"{name}-ckpt")]
+        command = submit_command(own, "board-detail-join", args)
+        topics = [getattr(own, f) for f in fields]
+        return System(name, command, topics, boards, reads, boardstream_env(own, run_dir / name))
+
     return [
-        System(
-            "boardstream",
-            submit_command(settings, "board-detail-join", join_args),
-            [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
-            boards,
-            reads,
-            boardstream_env(settings, run_dir),
-        ),
+        *(boardstream(name, engine) for name, engine in ENGINES.items()),
         peer("kafka-streams", [*java, "io.boardstream.bench.BoardDetailJoin"], inner, reads),
         peer(
             "quix-streams",
@@ -401,9 +412,10 @@ def ratio(value: float | None, base: float | None) -> str:
 def table(results: list[Result]) -> str:
     base = results[0] if results and results[0].name == "boardstream" else None
     lines = [
-        "| system | drain s | first output s | records/s | vs boardstream | boards out"
-        " | dropped | duplicates | peak RSS MB | steady out/sent | p50 ms | p95 ms | p99 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| system | drain s | first output s | records/s | warm records/s | vs boardstream"
+        " | boards out | dropped | duplicates | peak RSS MB | steady out/sent | p50 ms | p95 ms"
+        " | p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         dropped, s = r.boards - r.distinct, r.steady
@@ -412,6 +424,7 @@ def table(results: list[Result]) -> str:
             f"{r.drain_s:.1f}",
             f"{r.first_output_s:.1f}",
             f"{r.records_per_s:,.0f}",
+            f"{r.warm_records_per_s:,.0f}",
             ratio(r.records_per_s, base.records_per_s if base else None),
             f"{r.distinct:,}",
             f"{dropped:,}",
@@ -547,7 +560,8 @@ def main() -> int:
     if failures:
         print(f"compare: {', '.join(failures)} wrote fewer boards than owed", file=sys.stderr)
         return 1
-    shutil.rmtree(run_dir / "boardstream-ckpt", ignore_errors=True)
+    for name in ENGINES:
+        shutil.rmtree(run_dir / f"{name}-ckpt", ignore_errors=True)
     return 0
 
 

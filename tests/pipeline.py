@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from boardstream.joins.job import PYTHON, JoinJobConfig, start_join
+from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.joins.member_table import JoinOptions
 from boardstream.kafka.clients import DeliveryErrors, admin_client
 from boardstream.kafka.limits import topic_message_limits
@@ -57,7 +57,12 @@ def query(database_url: str, sql: str) -> list[Any]:
 
 class Pipeline:
     def __init__(
-        self, kafka: Settings, spark: Any, workdir: Path, engine: str = PYTHON, **settings: Any
+        self,
+        kafka: Settings,
+        spark: Any,
+        workdir: Path,
+        engine: str = JoinJobConfig.engine,
+        **settings: Any,
     ) -> None:
         self.engine = engine  # the join's stateful operator
         self.settings = kafka.with_topic_prefix(f"p{next(_names)}", **settings)

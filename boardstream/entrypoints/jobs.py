@@ -33,8 +33,8 @@ from boardstream.aggregations.table_count import TableCountConfig, start_table_c
 from boardstream.entrypoints.argtypes import duration_ms, flag_message, options_from, positive
 from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.joins import job as join_job
+from boardstream.joins.job import ENGINES, JoinJobConfig
 from boardstream.joins.job import QUERY_NAME as JOIN
-from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
 from boardstream.logs import configure, verbose_requested
 from boardstream.settings import Settings
@@ -127,10 +127,17 @@ def join_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-pending-per-member", type=positive, default=10_000)
     parser.add_argument("--max-record-bytes", type=positive, default=256 * 1024)
     parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=JoinJobConfig.engine,
+        help="the stateful operator: jvm (state per member) or python (state per bucket); "
+        "fixed for the life of a checkpoint",
+    )
+    parser.add_argument(
         "--state-buckets",
         type=positive,
         default=JoinJobConfig.state_buckets,
-        help="fixed for the life of a checkpoint",
+        help="python engine; fixed for the life of a checkpoint",
     )
     return parser
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -38,7 +39,7 @@ from boardstream.kafka.clients import DeliveryErrors, admin_client, reliable_pro
 from boardstream.kafka.limits import require_fit, spark_producer_limit
 from boardstream.settings import Settings
 from boardstream.spark import streaming
-from boardstream.spark.checkpoint_guard import guard_checkpoint
+from boardstream.spark.checkpoint_guard import guard_checkpoint, record_identity, recorded_identity
 
 QUERY_NAME = "board-detail-join"
 JVM, PYTHON = "jvm", "python"
@@ -51,14 +52,25 @@ MAX_RECORD_BYTES = "max record bytes"
 OUTPUT_OVERHEAD_BYTES = 4_096
 
 
+# An engine's state cannot be read by the other: per bucket (python) or per member (jvm).
+ENGINE_ADVICE = {
+    "engine": "The two join engines keep their state in different layouts and neither reads "
+    "the other's (a checkpoint without an engine was written by the python engine): resume it "
+    "with the engine that wrote it, or rebuild the state by running the new engine on a new "
+    "checkpoint, which re-reads member and board from the beginning (board-detail consumers "
+    "are idempotent: a rewritten record replaces its earlier copy)."
+}
+
+
 @dataclass(frozen=True)
 class JoinJobConfig(streaming.QueryConfig):
     options: JoinOptions = field(default_factory=JoinOptions)
     max_record_bytes: int = 256 * 1024
     max_offsets_per_trigger: int | None = None
     # The stateful operator: the JVM's, keyed by member (joins/jvm_operator.py), or Python's,
-    # keyed by bucket (joins/processor.py). Fixed for the life of a checkpoint.
-    engine: str = PYTHON
+    # keyed by bucket (joins/processor.py). Fixed for the life of a checkpoint. The JVM's is the
+    # default: a batch costs what its records cost (docs/BENCHMARKS.md).
+    engine: str = JVM
     # Python engine: members share a state row per bucket; fewer, larger rows mean fewer state
     # round trips per micro-batch (docs/BENCHMARKS.md: 128 beat 32 and 1,024).
     state_buckets: int = 128
@@ -163,6 +175,15 @@ def send_tick(settings: Settings) -> None:
         )
 
 
+def name_legacy_engine(checkpoint: Path) -> None:
+    """Checkpoints from before the JVM engine name no engine: their state is the python
+    engine's (per bucket). Say so in their identity, so that the guard compares engines by name
+    and reconciliation reads the state in the layout it has."""
+    identity = recorded_identity(checkpoint)
+    if identity and "engine" not in identity:
+        record_identity(checkpoint, {**identity, "engine": PYTHON})
+
+
 def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:
     identity = {
         # The tick topic is not listed: it is named after the board topic and holds no data,
@@ -171,12 +192,15 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         "sources": [settings.member_topic, settings.board_topic],
         "outputs": [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
         "join_mode": config.options.mode,
-        # A Python-engine checkpoint keeps the identity it had before the JVM engine existed.
-        **({"engine": JVM} if config.engine == JVM else {"state_buckets": config.state_buckets}),
+        "engine": config.engine,
+        **({"state_buckets": config.state_buckets} if config.engine == PYTHON else {}),
     }
     require_output_fits(settings, config)  # before the guard, which creates a new checkpoint
+    name_legacy_engine(config.checkpoint_dir(settings))
     # A checkpoint of another configuration is refused before anything is written (a tick).
-    guard_checkpoint(config.checkpoint_dir(settings), {"query": QUERY_NAME, **identity})
+    guard_checkpoint(
+        config.checkpoint_dir(settings), {"query": QUERY_NAME, **identity}, ENGINE_ADVICE
+    )
     streaming.configure_no_data_batches(spark, config.trigger)
     if config.trigger == streaming.AVAILABLE_NOW:
         send_tick(settings)

@@ -23,10 +23,13 @@ class CheckpointMismatchError(BoardstreamError):
     """A checkpoint was written under settings this run changes."""
 
 
-def guard_checkpoint(checkpoint: Path, identity: Mapping[str, object]) -> None:
+def guard_checkpoint(
+    checkpoint: Path, identity: Mapping[str, object], advice: Mapping[str, str] | None = None
+) -> None:
     """Record ``identity`` in a new checkpoint; in an existing one, raise if it differs.
 
-    ``identity`` must hold only JSON values (and no secrets: the file is plain text)."""
+    ``identity`` must hold only JSON values (and no secrets: the file is plain text);
+    ``advice`` says, per setting, what to do when that one differs (added to the message)."""
     path = checkpoint / IDENTITY_FILE
     current = json.loads(json.dumps(dict(identity)))  # tuples → lists, as they will be read
     if path.exists():
@@ -39,14 +42,21 @@ def guard_checkpoint(checkpoint: Path, identity: Mapping[str, object]) -> None:
                 f"{key}: checkpoint has {stored.get(key)!r}, this run asks for {current.get(key)!r}"
                 for key in changed
             )
+            advised = "".join(f" {(advice or {})[key]}" for key in changed if key in (advice or {}))
             raise CheckpointMismatchError(
                 f"refusing to resume checkpoint {checkpoint}: it was written with other settings "
-                f"({differences}). Run with the original settings, or start from a new "
+                f"({differences}).{advised} Run with the original settings, or start from a new "
                 "checkpoint (which reprocesses the sources from the beginning)."
             )
         return
+    record_identity(checkpoint, current)
+
+
+def record_identity(checkpoint: Path, identity: Mapping[str, object]) -> None:
+    """Write ``identity`` as the checkpoint's (JSON values only)."""
     checkpoint.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(dict(identity), indent=2, sort_keys=True)
+    (checkpoint / IDENTITY_FILE).write_text(text + "\n")
 
 
 def recorded_identity(checkpoint: Path) -> dict[str, object]:

@@ -47,6 +47,17 @@ def summarize(progress: dict[str, Any]) -> dict[str, Any]:
             for op in progress.get("stateOperators", [])
         ),
         "max_offsets_behind_latest": max(lag, default=0),
+        # Where a batch's time goes (Spark's phases: latestOffset, queryPlanning, addBatch,
+        # walCommit, commitOffsets, triggerExecution) and the state operators' own part of it.
+        "durations_ms": progress.get("durationMs", {}),
+        "state_times_ms": [
+            {
+                "operator": op.get("operatorName"),
+                **{k: op.get(k, 0) for k in ("allUpdatesTimeMs", "allRemovalsTimeMs")},
+                "commitTimeMs": op.get("commitTimeMs", 0),
+            }
+            for op in progress.get("stateOperators", [])
+        ],
         "sources": [
             {k: source.get(k) for k in ("description", "startOffset", "endOffset", "latestOffset")}
             for source in sources

@@ -40,7 +40,7 @@ JOB_SETTINGS = (
     "unmatched_topic",
     "dlq_topic",
 )
-JOIN_ARGS = ["--max-offsets-per-trigger", "1500", "--state-buckets", "16"]
+JOIN_ARGS = ["--max-offsets-per-trigger", "1500"]  # the default engine (jvm)
 SINK_ARGS = ["--max-offsets-per-trigger", "1000"]
 
 

@@ -30,10 +30,11 @@ def test_changed_configuration_is_refused(services, tmp_path: Path) -> None:
     s.run_to_end("board-detail-join", JOIN_ARGS)
     s.run_to_end("board-detail-sink", SINK_ARGS)
 
-    buckets = ["--max-offsets-per-trigger", "1500", "--state-buckets", "32"]
-    output = refused(s, "board-detail-join", buckets)
+    engine = ["--max-offsets-per-trigger", "1500", "--engine", "python"]
+    output = refused(s, "board-detail-join", engine)
     assert "refusing to resume checkpoint" in output
-    assert "state_buckets: checkpoint has 16, this run asks for 32" in output
+    assert "engine: checkpoint has 'jvm', this run asks for 'python'" in output
+    assert "neither reads the other's" in output
     output = refused(s, "board-detail-join", JOIN_ARGS, BOARDSTREAM_BOARD_TOPIC="another-board")
     assert (
         f"sources: checkpoint has ['{s.settings.member_topic}', '{s.settings.board_topic}']"

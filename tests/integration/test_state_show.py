@@ -1,10 +1,13 @@
 """`boardstream state show` on a real join checkpoint: the operator, its state variable with
-rows per partition, and a board waiting for its member, found by its bucket's key."""
+rows per partition, and a board waiting for its member, found by its key (the member id in the
+jvm engine, its bucket in the python engine)."""
 
 from __future__ import annotations
 
 import json
 import time
+
+import pytest
 
 from tests.fixtures import cli
 from tests.pipeline import Pipeline
@@ -12,37 +15,48 @@ from tests.pipeline import Pipeline
 T0 = int(time.time() * 1000)
 
 
-def test_shows_the_joins_state_and_finds_a_waiting_board(kafka, spark, tmp_path) -> None:
-    pipeline = Pipeline(kafka, spark, tmp_path)
+@pytest.mark.parametrize("engine", ["jvm", "python"])
+def test_shows_the_joins_state_and_finds_a_waiting_board(kafka, spark, tmp_path, engine) -> None:
+    pipeline = Pipeline(kafka, spark, tmp_path, engine=engine)
     pipeline.member(1, "here", T0)
     pipeline.board("joined0000000000000000000", 1, T0 + 1)
     pipeline.board("waiting000000000000000000", 99, T0 + 2)  # member 99 never comes
     pipeline.join()
     checkpoint = tmp_path / f"{pipeline.settings.board_topic}-join"
-    bucket = spark.sql("SELECT pmod(xxhash64(CAST(99 AS BIGINT)), 8) AS b").first().b
 
     shown = cli(pipeline.settings, "state", "show", "--checkpoint", str(checkpoint))
     assert shown.returncode == 0, shown.stderr
     assert "[Stage" not in shown.stdout + shown.stderr  # no progress bars in or around the table
     lines = shown.stdout.splitlines()
-    assert lines[0].startswith("operator 0 transformWithStateInPandasExec (3 partitions")
-    assert lines[1].startswith("  state members: 2 rows (per partition ")  # two buckets in use
+    if engine == "jvm":  # one key per member: members 1 and 99
+        assert lines[0].startswith("operator 0 transformWithStateExec (3 partitions")
+        assert lines[1].startswith("  state member: 2 rows (per partition ")
+        key = 99
+    else:  # one key per bucket of members: two buckets in use
+        assert lines[0].startswith("operator 0 transformWithStateInPandasExec (3 partitions")
+        assert lines[1].startswith("  state members: 2 rows (per partition ")
+        key = spark.sql("SELECT pmod(xxhash64(CAST(99 AS BIGINT)), 8) AS b").first().b
     assert len([line for line in lines if line.startswith("    key ")]) == 2
 
     found = cli(
-        pipeline.settings, "state", "show", "--checkpoint", str(checkpoint), "--key", str(bucket)
+        pipeline.settings, "state", "show", "--checkpoint", str(checkpoint), "--key", str(key)
     )
     assert found.returncode == 0, found.stderr
     rows = [line for line in found.stdout.splitlines() if line.startswith("    key ")]
-    assert len(rows) == 1 and rows[0].startswith(f"    key {bucket} → ")
+    assert len(rows) == 1 and rows[0].startswith(f"    key {key} → ")
     value = json.loads(rows[0].split(" → ", 1)[1])
-    assert value["pending_board_id"] == ["waiting000000000000000000"]
-    assert value["pending_member_id"] == [99]
+    if engine == "jvm":
+        assert [board["board_id"] for board in value["waiting"]] == ["waiting000000000000000000"]
+        assert value["versions"] == []
+    else:
+        assert value["pending_board_id"] == ["waiting000000000000000000"]
+        assert value["pending_member_id"] == [99]
 
     unknown = cli(
         pipeline.settings, "state", "show", "--checkpoint", str(checkpoint), "--var", "nope"
     )
     assert unknown.returncode != 0
-    assert "no state variable 'nope'" in unknown.stderr and "members" in unknown.stderr
+    variable = "member" if engine == "jvm" else "members"
+    assert "no state variable 'nope'" in unknown.stderr and variable in unknown.stderr
     missing = cli(pipeline.settings, "state", "show", "--checkpoint", str(tmp_path / "none"))
     assert missing.returncode != 0 and "no checkpoint at" in missing.stderr

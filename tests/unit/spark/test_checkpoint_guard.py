@@ -46,3 +46,13 @@ def test_changed_identity_is_refused_naming_every_difference(tmp_path: Path) -> 
     assert str(tmp_path) in message
     # The refusal leaves the recorded identity as it was.
     assert json.loads((tmp_path / IDENTITY_FILE).read_text())["state_buckets"] == 16
+
+
+def test_advice_is_given_for_the_settings_that_changed(tmp_path: Path) -> None:
+    advice = {"state_buckets": "Buckets re-key the state.", "sources": "Never shown."}
+    guard_checkpoint(tmp_path, IDENTITY, advice)
+    with pytest.raises(CheckpointMismatchError) as refused:
+        guard_checkpoint(tmp_path, {**IDENTITY, "state_buckets": 32}, advice)
+    message = str(refused.value)
+    assert "this run asks for 32). Buckets re-key the state. Run with the original" in message
+    assert "Never shown." not in message

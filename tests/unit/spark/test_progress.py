@@ -14,10 +14,12 @@ PROGRESS = {
     "numInputRows": 910,
     "inputRowsPerSecond": 450.5,
     "processedRowsPerSecond": 43.4,
-    "durationMs": {"triggerExecution": 2100},
+    "durationMs": {"triggerExecution": 2100, "addBatch": 1900},
     "stateOperators": [
         {
             "operatorName": "transformWithStateExec",
+            "allUpdatesTimeMs": 700,
+            "commitTimeMs": 300,
             "numRowsTotal": 208,
             "memoryUsedBytes": 73756,
             "customMetrics": {"rocksdbSstFileSize": 5000},
@@ -50,6 +52,19 @@ def test_summary_keeps_rates_state_and_lag() -> None:
     )
     assert summary["max_offsets_behind_latest"] == 11
     assert summary["sources"][0]["endOffset"] == {"board": {"0": 69}}
+
+
+def test_summary_says_where_the_batch_time_went() -> None:
+    summary = summarize(PROGRESS)
+    assert summary["durations_ms"] == {"triggerExecution": 2100, "addBatch": 1900}
+    assert summary["state_times_ms"] == [
+        {
+            "operator": "transformWithStateExec",
+            "allUpdatesTimeMs": 700,
+            "allRemovalsTimeMs": 0,
+            "commitTimeMs": 300,
+        }
+    ]
 
 
 def test_summary_of_a_stateless_idle_batch() -> None:
