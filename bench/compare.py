@@ -1,4 +1,4 @@
-"""Board ⋈ member side by side: boardstream, Kafka Streams, Quix Streams and the raw pipe.
+"""Board ⋈ member side by side: boardstream (both join engines), Kafka Streams, Quix, raw pipe.
 
     bench/compare            # production scale: 442,128 members, 447,017 boards
     bench/compare --small    # 2 % of that, a few minutes

@@ -94,7 +94,7 @@ def jvm_operator(spark, options: JoinOptions):
     )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_the_jvm_and_python_operators_emit_the_same_rows(spark, scenario) -> None:
     options, batches, gaps = scenario

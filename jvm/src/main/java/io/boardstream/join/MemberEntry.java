@@ -27,6 +27,9 @@ final class MemberEntry {
   List<Version> versions = new ArrayList<>(); // oldest first; at most one in latest mode
   Long deletedAtMs; // Kafka time of the tombstone, if the member's last record was one
   List<WaitingBoard> waiting = new ArrayList<>(); // oldest first
+  // Whether apply or expire changed the entry: a batch whose boards all find their member
+  // changes nothing, and its entries need not be written back.
+  boolean changed;
 
   MemberEntry(long memberId) {
     this.memberId = memberId;
@@ -62,12 +65,14 @@ final class MemberEntry {
         if (version == null) {
           waiting.add(board);
           waited = true;
+          changed = true;
         } else {
           out.joined(memberId, board, version);
         }
       } else {
         applyMember(row, options);
         release(options, out);
+        changed = true;
       }
     }
     if (waited) {
@@ -89,6 +94,7 @@ final class MemberEntry {
       return;
     }
     String reason = deletedAtMs != null ? DELETED : MISSING;
+    changed = true;
     List<WaitingBoard> keep = new ArrayList<>();
     for (WaitingBoard board : waiting) {
       if (board.arrivedMs() <= cutoff) {

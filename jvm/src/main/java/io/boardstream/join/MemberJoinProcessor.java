@@ -53,12 +53,15 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
       }
       return emit(out);
     }
+    if (key == MemberJoin.TICK_KEY) { // a tick only makes the batch happen
+      while (rows.hasNext()) {
+        rows.next();
+      }
+      return emit(out);
+    }
     List<Input> inputs = new ArrayList<>();
     while (rows.hasNext()) {
-      inputs.add(input(rows.next()));
-    }
-    if (key == MemberJoin.TICK_KEY) {
-      return emit(out);
+      inputs.add(RecordRows.fromRow(Input.class, rows.next()));
     }
     inputs.sort(MemberEntry.ORDER);
     long now = timerValues.getCurrentProcessingTimeInMs();
@@ -66,7 +69,9 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
     if (entry.apply(inputs, now, options, out)) {
       getHandle().registerTimer(now + options.unmatchedTimeoutMs());
     }
-    save(entry, now);
+    if (entry.changed) {
+      save(entry, now);
+    }
     return emit(out);
   }
 
@@ -85,25 +90,6 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
     return CollectionConverters.asScala(out.rows.iterator());
   }
 
-  private static Input input(Row row) {
-    return new Input(
-        row.getString(0),
-        row.getLong(1),
-        row.getLong(2),
-        row.getLong(3),
-        row.getInt(4),
-        row.getLong(5),
-        row.getString(6),
-        row.getString(7),
-        row.getString(8),
-        row.getLong(9),
-        row.getString(10),
-        row.getString(11),
-        row.getString(12),
-        row.getString(13),
-        row.getString(14));
-  }
-
   private MemberEntry load(long memberId) {
     MemberEntry entry = new MemberEntry(memberId);
     Row stored = state.get();
@@ -111,32 +97,11 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
       return entry;
     }
     for (Row v : stored.<Row>getList(0)) {
-      entry.versions.add(
-          new Version(
-              v.getString(0),
-              v.getString(1),
-              v.getString(2),
-              v.getString(3),
-              v.getString(4),
-              v.getLong(5),
-              v.getInt(6),
-              v.getLong(7),
-              v.getBoolean(8)));
+      entry.versions.add(RecordRows.fromRow(Version.class, v));
     }
     entry.deletedAtMs = stored.isNullAt(1) ? null : stored.getLong(1);
     for (Row b : stored.<Row>getList(2)) {
-      entry.waiting.add(
-          new WaitingBoard(
-              b.getString(0),
-              b.getString(1),
-              b.getString(2),
-              b.getLong(3),
-              b.getString(4),
-              b.getString(5),
-              b.getInt(6),
-              b.getLong(7),
-              b.getLong(8),
-              b.getLong(9)));
+      entry.waiting.add(RecordRows.fromRow(WaitingBoard.class, b));
     }
     return entry;
   }
@@ -150,35 +115,8 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
       state.clear();
       return;
     }
-    List<Row> versions = new ArrayList<>();
-    for (Version v : entry.versions) {
-      versions.add(
-          RowFactory.create(
-              v.nickname(),
-              v.city(),
-              v.phone(),
-              v.createdAt(),
-              v.modifiedAt(),
-              v.validFromMs(),
-              v.partition(),
-              v.offset(),
-              v.deleted()));
-    }
-    List<Row> waiting = new ArrayList<>();
-    for (WaitingBoard b : entry.waiting) {
-      waiting.add(
-          RowFactory.create(
-              b.boardId(),
-              b.title(),
-              b.body(),
-              b.createdTs(),
-              b.createdAt(),
-              b.modifiedAt(),
-              b.partition(),
-              b.offset(),
-              b.timestampMs(),
-              b.arrivedMs()));
-    }
+    List<Row> versions = entry.versions.stream().map(RecordRows::toRow).toList();
+    List<Row> waiting = entry.waiting.stream().map(RecordRows::toRow).toList();
     state.update(
         RowFactory.create(
             CollectionConverters.asScala(versions).toSeq(),

@@ -47,10 +47,13 @@ public final class MemberTables {
       List<Input> inputs = member.getValue();
       inputs.sort(MemberEntry.ORDER);
       MemberEntry entry = entries.computeIfAbsent(memberId, MemberEntry::new);
+      entry.changed = false; // as loaded from state
       if (entry.apply(inputs, nowMs, options, out)) {
         register(nowMs + options.unmatchedTimeoutMs(), memberId);
       }
-      save(entry, nowMs);
+      if (entry.changed) { // as the stream's processor, which writes back changed entries only
+        save(entry, nowMs);
+      }
     }
     // The timers due when the batch's timers are read: one registered while they fire waits
     // for the next batch, as a RocksDB iterator over the timers does not see it.
