@@ -43,9 +43,15 @@ from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.spark.submit import submit_command, submit_env
 
 # boardstream on each join engine (the JVM operator, keyed by member; the Python one, keyed by
-# bucket), then the peers.
-ENGINES = {"boardstream": "jvm", "boardstream-python": "python"}
-SYSTEMS = (*ENGINES, "kafka-streams", "quix-streams", "raw-pipe")
+# bucket) in micro-batches as fast as they go, the JVM one also under Spark's real-time trigger
+# (checkpointing every 5 s), then the peers.
+MICRO_BATCHES = ["--trigger", "processing-time", "--interval", "0 seconds"]
+BOARDSTREAMS = {
+    "boardstream": ["--engine", "jvm", *MICRO_BATCHES],
+    "boardstream-realtime": ["--engine", "jvm", "--trigger", "real-time"],
+    "boardstream-python": ["--engine", "python", *MICRO_BATCHES],
+}
+SYSTEMS = (*BOARDSTREAMS, "kafka-streams", "quix-streams", "raw-pipe")
 PEERS = PROJECT_ROOT / "bench" / "peers"
 JAVA_PEER = PEERS / "kafka-streams-join" / "target"
 BENCH_PYTHON = PROJECT_ROOT / "var" / "bench" / "venv" / "bin" / "python"
@@ -360,7 +366,11 @@ def boardstream_env(settings: Settings, var_dir: Path) -> dict[str, str]:
 
 
 def systems(
-    settings: Settings, run_dir: Path, counts: dict[str, int], join_args: list[str]
+    settings: Settings,
+    run_dir: Path,
+    counts: dict[str, int],
+    join_args: list[str],
+    real_time_interval: str,
 ) -> list[System]:
     """The four contenders on the same input topics, each with its own output and fresh state."""
     boards = sum(n for kind, n in counts.items() if kind.endswith("boards"))
@@ -373,8 +383,7 @@ def systems(
     )
     classpath = f"{JAVA_PEER / 'kafka-streams-join-1.jar'}:{JAVA_PEER / 'dependency' / '*'}"
     java = ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
-    join_args = [*join_args, "--trigger", "processing-time", "--interval", "0 seconds"]
-    join_args += ["--unmatched-timeout", "5s"]
+    join_args = [*join_args, "--unmatched-timeout", "5s"]
 
     def peer(name: str, main: list[str], expected: int, input_records: int) -> System:
         out, group = f"{board}-out-{name}", f"{board}-{name}"
@@ -383,17 +392,24 @@ def systems(
             args = [bootstrap, member, board, out, group, str(run_dir / name)]
         return System(name, [*main, *args], [out], expected, input_records)
 
-    def boardstream(name: str, engine: str) -> System:
-        """One engine into its own copy of the output topics, from its own checkpoint."""
+    def boardstream(name: str, options: list[str]) -> System:
+        """One way of running the join into its own copy of the output topics, from its own
+        checkpoint. Real-time mode runs every source and shuffle partition's task at once."""
         fields = ("board_detail_topic", "unmatched_topic", "dlq_topic")
-        own = settings.model_copy(update={f: f"{getattr(settings, f)}-{engine}" for f in fields})
-        args = [*join_args, "--engine", engine, "--checkpoint", str(run_dir / f"{name}-ckpt")]
+        suffix = name.removeprefix("boardstream").removeprefix("-") or "jvm"
+        update: dict[str, object] = {f: f"{getattr(settings, f)}-{suffix}" for f in fields}
+        if "real-time" in options:
+            update["spark_master"] = f"local[{real_time_slots(settings)}]"
+        own = settings.model_copy(update=update)
+        args = [*join_args, *options, "--checkpoint", str(run_dir / f"{name}-ckpt")]
+        if "real-time" in options:
+            args += ["--interval", real_time_interval]
         command = submit_command(own, "board-detail-join", args)
         topics = [getattr(own, f) for f in fields]
         return System(name, command, topics, boards, reads, boardstream_env(own, run_dir / name))
 
     return [
-        *(boardstream(name, engine) for name, engine in ENGINES.items()),
+        *(boardstream(name, options) for name, options in BOARDSTREAMS.items()),
         peer("kafka-streams", [*java, "io.boardstream.bench.BoardDetailJoin"], inner, reads),
         peer(
             "quix-streams",
@@ -403,6 +419,15 @@ def systems(
         ),
         peer("raw-pipe", [*java, "io.boardstream.bench.RawPipe"], boards, boards),
     ]
+
+
+def real_time_slots(settings: Settings) -> int:
+    """A task per partition of the join's sources (member, board, tick) and per shuffle
+    partition, all running at once."""
+    sources = settings.topic_partitions(settings.member_topic) + settings.topic_partitions(
+        settings.board_topic
+    )
+    return sources + 1 + settings.partitions  # the tick topic has one partition
 
 
 def ratio(value: float | None, base: float | None) -> str:
@@ -477,6 +502,11 @@ def main() -> int:
     parser.add_argument(
         "--rate", type=float, help="steady boards/s (default: half of boardstream's drain rate)"
     )
+    parser.add_argument(
+        "--real-time-interval",
+        default="30 seconds",
+        help="boardstream-realtime's checkpoint interval (records do not wait for it)",
+    )
     parser.add_argument("--timeout", type=float, default=1_800.0, help="per system drain limit")
     parser.add_argument(
         "--join-arg",
@@ -498,7 +528,7 @@ def main() -> int:
     observer = Observer(settings)
     contenders = [
         s
-        for s in systems(settings, run_dir, manifest.counts, args.join_arg)
+        for s in systems(settings, run_dir, manifest.counts, args.join_arg, args.real_time_interval)
         if s.name in args.systems
     ]
     outputs = [
@@ -560,7 +590,7 @@ def main() -> int:
     if failures:
         print(f"compare: {', '.join(failures)} wrote fewer boards than owed", file=sys.stderr)
         return 1
-    for name in ENGINES:
+    for name in BOARDSTREAMS:
         shutil.rmtree(run_dir / f"{name}-ckpt", ignore_errors=True)
     return 0
 

@@ -59,7 +59,24 @@ def cli(
 ) -> subprocess.CompletedProcess:
     """Run the `boardstream` command as a user would (the venv's console script), against the
     stack of ``settings``."""
-    env = {
+    return subprocess.run(
+        cli_command(*args),
+        capture_output=True,
+        text=True,
+        env=cli_env(settings, extra_env),
+        timeout=timeout,
+        check=False,
+    )
+
+
+def cli_command(*args: str) -> list[str]:
+    """The venv's `boardstream` console script with ``args``."""
+    return [str(Path(sys.executable).parent / "boardstream"), *args]
+
+
+def cli_env(settings, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment that points the `boardstream` command at the stack of ``settings``."""
+    return {
         **os.environ,
         "BOARDSTREAM_VAR_DIR": str(settings.var_dir),
         "BOARDSTREAM_JAR_CACHE": str(settings.jars_dir),
@@ -69,11 +86,3 @@ def cli(
         "BOARDSTREAM_CONNECT_TIMEOUT_S": str(settings.connect_timeout_s),
         **(extra_env or {}),
     }
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "boardstream"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )

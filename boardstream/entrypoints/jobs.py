@@ -79,11 +79,18 @@ def _first_line(module: ModuleType) -> str:
     return (module.__doc__ or "").splitlines()[0]
 
 
-def _query_arguments(parser: argparse.ArgumentParser, max_offsets: int | None) -> None:
+def _query_arguments(
+    parser: argparse.ArgumentParser,
+    max_offsets: int | None,
+    triggers: tuple[str, ...] = streaming.TRIGGERS,
+) -> None:
     """The options every streaming job takes."""
-    parser.add_argument("--trigger", choices=streaming.TRIGGERS, default=streaming.AVAILABLE_NOW)
+    parser.add_argument("--trigger", choices=triggers, default=streaming.AVAILABLE_NOW)
     parser.add_argument(
-        "--interval", default="1 second", help="micro-batch interval (processing-time)"
+        "--interval",
+        default="1 second",
+        help="micro-batch interval (processing-time); checkpoint interval, at least 5 seconds "
+        "(real-time)",
     )
     parser.add_argument("--max-offsets-per-trigger", type=positive, default=max_offsets)
     parser.add_argument("--checkpoint", type=Path, default=None)
@@ -114,7 +121,7 @@ def _refuse(parser: argparse.ArgumentParser, error: InvalidOptionError) -> NoRet
 def join_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_join", description=_first_line(join_job))
     parser.add_argument("--join-mode", dest="mode", choices=[LATEST, AS_OF], default=LATEST)
-    _query_arguments(parser, max_offsets=None)
+    _query_arguments(parser, max_offsets=None, triggers=streaming.REAL_TIME_TRIGGERS)
     for flag, default, text in (
         ("--unmatched-timeout", "10m", "how long a board waits for its member"),
         ("--history-retention", "7d", "as-of mode"),

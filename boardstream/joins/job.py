@@ -35,7 +35,12 @@ from boardstream.joins.processor import (
     TICK_BUCKET,
     BucketedMemberJoin,
 )
-from boardstream.kafka.clients import DeliveryErrors, admin_client, reliable_producer
+from boardstream.kafka.clients import (
+    DeliveryErrors,
+    admin_client,
+    reliable_producer,
+    require_topics,
+)
 from boardstream.kafka.limits import require_fit, spark_producer_limit
 from boardstream.settings import Settings
 from boardstream.spark import streaming
@@ -80,6 +85,13 @@ class JoinJobConfig(streaming.QueryConfig):
             raise InvalidOptionError(
                 f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}", "engine"
             )
+        if self.trigger == streaming.REAL_TIME and self.engine != JVM:
+            raise InvalidOptionError(
+                f"trigger {streaming.REAL_TIME} runs engine {JVM} only: Spark's real-time mode "
+                "does not run the Python transformWithState",
+                "trigger",
+                "engine",
+            )
 
     @property
     def query_name(self) -> str:
@@ -102,7 +114,8 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
         tick_topic=settings.join_tick_topic,
     )
     if config.engine == JVM:
-        return kafka_rows(member_join(routed(parsed), config.options), settings)
+        update = config.trigger == streaming.REAL_TIME
+        return kafka_rows(member_join(routed(parsed), config.options, update), settings)
     bucket = (
         F.when(F.col("dead_letter").isNotNull(), F.lit(DEAD_LETTER_BUCKET))
         .when(F.col("kind") == "tick", F.lit(TICK_BUCKET))
@@ -161,6 +174,25 @@ def require_output_fits(settings: Settings, config: JoinJobConfig) -> None:
     )
 
 
+def require_real_time_slots(spark: SparkSession, settings: Settings) -> None:
+    """Refuse a real-time query Spark could not schedule: it runs a long-lived task per source
+    partition and per shuffle partition at once, and with fewer task slots it would wait."""
+    topics = [settings.member_topic, settings.board_topic, settings.join_tick_topic]
+    metadata = require_topics(admin_client(settings), settings, topics)
+    sources = sum(len(metadata.topics[topic].partitions) for topic in topics)
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    slots = spark.sparkContext.defaultParallelism
+    if slots < sources + shuffle:
+        raise InvalidOptionError(
+            f"trigger {streaming.REAL_TIME} runs a task per source partition ({sources} in "
+            f"{', '.join(topics)}) and per shuffle partition ({shuffle}) at once, "
+            f"{sources + shuffle} task slots, and Spark has {slots} "
+            f"(master {spark.sparkContext.master}): give it at least {sources + shuffle}, "
+            f"e.g. BOARDSTREAM_SPARK_MASTER=local[{sources + shuffle}]",
+            "trigger",
+        )
+
+
 def send_tick(settings: Settings) -> None:
     """One record on the tick topic, acknowledged by all replicas before the run starts, so the
     run's first micro-batch has data and fires the timers that expired since the last run."""
@@ -202,6 +234,8 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         config.checkpoint_dir(settings), {"query": QUERY_NAME, **identity}, ENGINE_ADVICE
     )
     streaming.configure_no_data_batches(spark, config.trigger)
+    if config.trigger == streaming.REAL_TIME:
+        require_real_time_slots(spark, settings)
     if config.trigger == streaming.AVAILABLE_NOW:
         send_tick(settings)
     return streaming.start_to_kafka(

@@ -46,9 +46,10 @@ def join_key() -> Column:
     )
 
 
-def member_join(routed: DataFrame, options: JoinOptions) -> DataFrame:
+def member_join(routed: DataFrame, options: JoinOptions, update: bool = False) -> DataFrame:
     """The operator's rows (:data:`OUTPUT_DDL`) for ``routed`` (see
-    :func:`~boardstream.joins.parse.routed`)."""
+    :func:`~boardstream.joins.parse.routed`); ``update`` when the query runs in update mode
+    (the real-time trigger)."""
     spark = routed.sparkSession
     operator = spark._jvm
     for part in OPERATOR.split("."):
@@ -62,5 +63,6 @@ def member_join(routed: DataFrame, options: JoinOptions) -> DataFrame:
         options.max_pending_per_member,
         options.history_retention_ms,
         options.deleted_retention_ms,
+        update,
     )
     return DataFrame(joined, spark)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,15 @@ from boardstream.spark.progress import JsonlProgressListener
 
 logger = logging.getLogger(__name__)
 
-AVAILABLE_NOW, PROCESSING_TIME = "available-now", "processing-time"
+STOP_POLL_S = 1  # how soon a requested stop is acted on
+
+AVAILABLE_NOW, PROCESSING_TIME, REAL_TIME = "available-now", "processing-time", "real-time"
 TRIGGERS = (AVAILABLE_NOW, PROCESSING_TIME)
+# Spark's real-time mode: long-running tasks, records flow through without waiting for a batch
+# boundary, and ``interval`` is how often progress is checkpointed (at least 5 s). It runs
+# only queries of its allowlisted operators (the join's), in update mode, with a task slot per
+# source and shuffle partition at once.
+REAL_TIME_TRIGGERS = (*TRIGGERS, REAL_TIME)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +72,7 @@ def configure_no_data_batches(spark: SparkSession, trigger: str) -> None:
     timers fire on an idle stream. That is right for a query that keeps running, but an
     available-now query would then never finish: it runs only data batches, and timers that
     expired since the last run fire in the first batch of the next run that has data."""
-    enabled = "true" if trigger == PROCESSING_TIME else "false"
+    enabled = "false" if trigger == AVAILABLE_NOW else "true"
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", enabled)
 
 
@@ -73,7 +81,15 @@ def with_trigger(writer: DataStreamWriter, trigger: str, interval: str) -> DataS
         return writer.trigger(availableNow=True)
     if trigger == PROCESSING_TIME:
         return writer.trigger(processingTime=interval)
-    raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, got {trigger!r}")
+    if trigger == REAL_TIME:
+        return writer.trigger(realTime=interval)
+    raise ValueError(f"trigger must be one of {', '.join(REAL_TIME_TRIGGERS)}, got {trigger!r}")
+
+
+def output_mode(trigger: str) -> str:
+    """Every boardstream query emits each row once (append); real-time mode runs only update,
+    which for those queries writes the same rows."""
+    return "update" if trigger == REAL_TIME else "append"
 
 
 def start_to_kafka(
@@ -93,8 +109,15 @@ def start_to_kafka(
         .format("kafka")
         .options(**settings.to_spark_kafka_options())
         .option("checkpointLocation", str(checkpoint))
-        .outputMode("append")
+        .outputMode(output_mode(trigger))
     )
+    if trigger == REAL_TIME:
+        # Real-time mode writes its offset and commit logs asynchronously by default, and a
+        # query stopped (SIGTERM) after a batch's state was committed but before its commit log
+        # entry was written cannot start again on its checkpoint (STATE_STORE_CHECKPOINT_
+        # LOCATION_NOT_EMPTY: seen in bench/compare, Spark 4.3.0). Synchronous commits cost a
+        # short pause per checkpoint interval; the stream must survive its own restarts.
+        writer = writer.option("asyncProgressTrackingEnabled", "false")
     return with_trigger(writer, trigger, interval).start()
 
 
@@ -102,13 +125,21 @@ def run(
     spark: SparkSession, settings: Settings, start: Callable[[], StreamingQuery]
 ) -> StreamingQuery:
     """Start the query built by ``start()`` with a progress listener; block until it ends.
-    SIGTERM (e.g. Airflow stopping a task) stops the query between batches."""
+    SIGTERM (e.g. Airflow stopping a task) stops the query between batches.
+
+    The handler only takes note: it runs on the main thread, which is waiting on its py4j
+    connection, and a py4j call from it would read that same socket again ("reentrant call",
+    the stop lost and the gateway broken). The wait is therefore in short steps, and the stop
+    comes from the loop."""
     listener = JsonlProgressListener(settings.progress)
     spark.streams.addListener(listener)
     query = start()
-    previous = signal.signal(signal.SIGTERM, lambda *_: query.stop())
+    stop_requested = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
     try:
-        query.awaitTermination()
+        while not query.awaitTermination(STOP_POLL_S):
+            if stop_requested.is_set():
+                query.stop()
         if query.lastProgress is not None:
             listener.wait_for(str(query.runId), query.lastProgress["batchId"])
     finally:

@@ -228,6 +228,32 @@ def test_boards_waiting_across_batches_meet_their_members_beside_a_tick(pipeline
 
 
 @EACH_ENGINE
+def test_members_with_the_smallest_ids_are_joined_beside_dead_letters_and_a_tick(
+    pipeline,
+) -> None:
+    """The JVM operator groups dead letters and ticks under the two smallest int64 keys, which
+    are valid member ids too (found by a unit test reading the operator): their members' rows
+    must be joined, not dead-lettered or dropped as ticks."""
+    smallest, next_smallest = -(2**63), -(2**63) + 1
+    pipeline.member(smallest, "min", T0)
+    pipeline.member(next_smallest, "min+1", T0 + 1)
+    pipeline.board("s" * 24, smallest, T0 + 2)
+    pipeline.board("t" * 24, next_smallest, T0 + 3)
+    pipeline.send(pipeline.settings.board_topic, b"bad", b"{not json", T0 + 4)
+    pipeline.join()  # available-now: its tick travels under next_smallest's key
+    detail = pipeline.detail()
+    assert {k: (v["member_id"], v["nickname"]) for k, v in detail.items()} == {
+        "s" * 24: (smallest, "min"),
+        "t" * 24: (next_smallest, "min+1"),
+    }
+    assert pipeline.unmatched() == {}
+    letters = pipeline.dead_letters()
+    assert [(base64.b64decode(d["key_base64"]), d["error"]) for d in letters] == [
+        (b"bad", "value is not valid JSON")
+    ]
+
+
+@EACH_ENGINE
 def test_an_available_now_run_without_input_still_times_out_waiting_boards(pipeline) -> None:
     pipeline.board("quiet000000000000000000", 77, T0)
     pipeline.join(unmatched_timeout_ms=2_000)

@@ -13,12 +13,15 @@ import org.apache.spark.sql.types.StructType;
  * The join's stateful operator on the JVM: the routed input grouped by member id, each member's
  * entry one RocksDB state value, one processing-time timer per member with boards waiting.
  *
- * <p>Called from PySpark through the JVM gateway ({@code boardstream.joins.jvm}), which passes
+ * <p>Called from PySpark through the JVM gateway ({@code boardstream.joins.jvm_operator}), which passes
  * the layouts written once in {@code boardstream.joins.schema} as DDL; the names checked here
  * are the positions this code reads and writes.
  */
 public final class MemberJoin {
-  /** The key dead letters travel under: no member id, no state, out as they came in. */
+  /**
+   * The key dead letters travel under (they have no member id): out as they came in. A member
+   * may have this id too; the processor tells the rows apart by their columns.
+   */
   public static final long DEAD_LETTER_KEY = Long.MIN_VALUE;
 
   /** The key tick records travel under: they only make a micro-batch happen. */
@@ -50,6 +53,8 @@ public final class MemberJoin {
   /**
    * The joined, unmatched and dead-letter rows (in {@code outputDdl}) of {@code routed} (the
    * parsed input plus its {@code join_key}: the member id, or one of the two keys above).
+   * {@code update} is the query's output mode: update under the real-time trigger (the only
+   * mode it runs), append otherwise; the operator emits each row once either way.
    */
   public static Dataset<Row> apply(
       Dataset<Row> routed,
@@ -59,7 +64,8 @@ public final class MemberJoin {
       long unmatchedTimeoutMs,
       int maxPendingPerMember,
       long historyRetentionMs,
-      long deletedRetentionMs) {
+      long deletedRetentionMs,
+      boolean update) {
     StructType output = StructType.fromDDL(outputDdl);
     StructType state = StructType.fromDDL(stateDdl);
     requireNames("input", routed.schema(), INPUT);
@@ -76,7 +82,7 @@ public final class MemberJoin {
         .transformWithState(
             new MemberJoinProcessor(options, state),
             TimeMode.ProcessingTime(),
-            OutputMode.Append(),
+            update ? OutputMode.Update() : OutputMode.Append(),
             Encoders.row(output));
   }
 

@@ -26,6 +26,11 @@ import scala.jdk.javaapi.CollectionConverters;
 final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
   private static final long serialVersionUID = 1L;
 
+  private static final int KIND = MemberJoin.INPUT.indexOf("kind");
+  private static final int DEAD_KEY = MemberJoin.INPUT.indexOf("dead_key");
+  private static final int DEAD_LETTER = MemberJoin.INPUT.indexOf("dead_letter");
+  private static final String TICK = "tick";
+
   private final JoinOptions options;
   private final StructType stateSchema;
   private transient ValueState<Row> state;
@@ -43,25 +48,21 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
   @Override
   public scala.collection.Iterator<Row> handleInputRows(
       Long key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+    // Each row is what its columns say, not what its key says: the dead letters' and the
+    // ticks' keys are valid member ids too (a member with id Long.MIN_VALUE shares its group
+    // with the dead letters and is joined all the same).
     Outputs out = new Outputs();
-    if (key == MemberJoin.DEAD_LETTER_KEY) {
-      int deadKey = MemberJoin.INPUT.indexOf("dead_key");
-      int letter = MemberJoin.INPUT.indexOf("dead_letter");
-      while (rows.hasNext()) {
-        Row row = rows.next();
-        out.deadLetter(row.getString(deadKey), row.getString(letter));
-      }
-      return emit(out);
-    }
-    if (key == MemberJoin.TICK_KEY) { // a tick only makes the batch happen
-      while (rows.hasNext()) {
-        rows.next();
-      }
-      return emit(out);
-    }
     List<Input> inputs = new ArrayList<>();
     while (rows.hasNext()) {
-      inputs.add(RecordRows.fromRow(Input.class, rows.next()));
+      Row row = rows.next();
+      if (!row.isNullAt(DEAD_LETTER)) {
+        out.deadLetter(row.getString(DEAD_KEY), row.getString(DEAD_LETTER));
+      } else if (!TICK.equals(row.getString(KIND))) { // a tick only makes the batch happen
+        inputs.add(RecordRows.fromRow(Input.class, row));
+      }
+    }
+    if (inputs.isEmpty()) {
+      return emit(out);
     }
     inputs.sort(MemberEntry.ORDER);
     long now = timerValues.getCurrentProcessingTimeInMs();

@@ -1,0 +1,303 @@
+"""What every streaming job shares (boardstream/spark/streaming.py), with fakes where the code
+takes Spark objects as parameters (a session, a reader or writer, a query): the Kafka source's
+options, triggers and output modes, the no-data-batch switch, the checkpoint guard before a
+query starts, and ``run``'s SIGTERM handling and listener lifetime."""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from boardstream.settings import Settings
+from boardstream.spark import streaming
+from boardstream.spark.checkpoint_guard import CheckpointMismatchError, recorded_identity
+from boardstream.spark.progress import JsonlProgressListener
+
+
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        _env_file=None,
+        var_dir=tmp_path / "var",
+        checkpoint_root=None,
+        bootstrap_servers="broker:9092",
+        security_protocol="PLAINTEXT",
+    )
+
+
+class Recorder:
+    """A builder (DataStreamReader or DataStreamWriter) that records each call and returns
+    itself; ``load`` and ``start`` end the chain."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, *args, *([kwargs] if kwargs else [])))
+            return f"{name}()" if name in ("load", "start") else self
+
+        return call
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config(streaming.QueryConfig):
+    @property
+    def query_name(self) -> str:
+        return "my-query"
+
+
+def test_triggers() -> None:
+    assert streaming.TRIGGERS == ("available-now", "processing-time")
+    assert streaming.REAL_TIME_TRIGGERS == ("available-now", "processing-time", "real-time")
+
+
+def test_a_config_runs_available_now_every_second_by_default() -> None:
+    config = Config()
+    assert (config.trigger, config.interval, config.checkpoint) == (
+        "available-now",
+        "1 second",
+        None,
+    )
+
+
+def test_the_checkpoint_defaults_to_the_query_name_under_the_root(tmp_path: Path) -> None:
+    assert (
+        Config().checkpoint_dir(settings(tmp_path)) == tmp_path / "var" / "checkpoints" / "my-query"
+    )
+    chosen = tmp_path / "elsewhere"
+    assert Config(checkpoint=chosen).checkpoint_dir(settings(tmp_path)) == chosen
+
+
+def test_the_base_config_names_no_query() -> None:
+    with pytest.raises(NotImplementedError):
+        _ = streaming.QueryConfig().query_name
+
+
+def test_config_fields_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Config("processing-time")  # type: ignore[misc]
+
+
+def test_the_kafka_source_reads_committed_records_from_the_start(tmp_path: Path) -> None:
+    reader = Recorder()
+    spark = SimpleNamespace(readStream=reader)
+    source = streaming.kafka_stream(spark, settings(tmp_path), ["member", "board"], None)
+    assert source == "load()"
+    assert reader.calls == [
+        ("format", "kafka"),
+        (
+            "options",
+            {"kafka.bootstrap.servers": "broker:9092", "kafka.security.protocol": "PLAINTEXT"},
+        ),
+        ("option", "subscribe", "member,board"),
+        ("option", "startingOffsets", "earliest"),
+        ("option", "failOnDataLoss", "true"),
+        ("option", "kafka.isolation.level", "read_committed"),
+        ("option", "includeHeaders", "false"),
+        ("load",),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("limit", "option"), [(500, [("option", "maxOffsetsPerTrigger", "500")]), (0, [])]
+)
+def test_max_offsets_per_trigger_is_set_only_when_given(
+    tmp_path: Path, limit: int, option: list[tuple[str, ...]]
+) -> None:
+    reader = Recorder()
+    streaming.kafka_stream(SimpleNamespace(readStream=reader), settings(tmp_path), ["t"], limit)
+    assert reader.calls[-1 - len(option) : -1] == option
+    assert len(reader.calls) == 8 + len(option)
+
+
+@pytest.mark.parametrize(
+    ("trigger", "enabled"),
+    [("available-now", "false"), ("processing-time", "true"), ("real-time", "true")],
+)
+def test_no_data_batches_run_except_available_now(trigger: str, enabled: str) -> None:
+    conf = Recorder()
+    streaming.configure_no_data_batches(SimpleNamespace(conf=conf), trigger)
+    assert conf.calls == [("set", "spark.sql.streaming.noDataMicroBatches.enabled", enabled)]
+
+
+@pytest.mark.parametrize(
+    ("trigger", "call"),
+    [
+        ("available-now", ("trigger", {"availableNow": True})),
+        ("processing-time", ("trigger", {"processingTime": "5 seconds"})),
+        ("real-time", ("trigger", {"realTime": "5 seconds"})),
+    ],
+)
+def test_with_trigger(trigger: str, call: tuple[Any, ...]) -> None:
+    writer = Recorder()
+    assert streaming.with_trigger(writer, trigger, "5 seconds") is writer
+    assert writer.calls == [call]
+
+
+def test_an_unknown_trigger_is_refused_naming_the_known_ones() -> None:
+    writer = Recorder()
+    with pytest.raises(ValueError) as raised:
+        streaming.with_trigger(writer, "once", "1 second")
+    assert str(raised.value) == (
+        "trigger must be one of available-now, processing-time, real-time, got 'once'"
+    )
+    assert writer.calls == []
+
+
+@pytest.mark.parametrize(
+    ("trigger", "mode"),
+    [("available-now", "append"), ("processing-time", "append"), ("real-time", "update")],
+)
+def test_output_mode(trigger: str, mode: str) -> None:
+    assert streaming.output_mode(trigger) == mode
+
+
+def test_a_query_to_kafka_is_checkpointed_and_guarded(tmp_path: Path) -> None:
+    writer = Recorder()
+    checkpoint = tmp_path / "ckpt"
+    query = streaming.start_to_kafka(
+        SimpleNamespace(writeStream=writer),
+        settings(tmp_path),
+        "q",
+        checkpoint,
+        "processing-time",
+        "2 seconds",
+        {"sources": ["member"]},
+    )
+    assert query == "start()"
+    assert writer.calls == [
+        ("queryName", "q"),
+        ("format", "kafka"),
+        (
+            "options",
+            {"kafka.bootstrap.servers": "broker:9092", "kafka.security.protocol": "PLAINTEXT"},
+        ),
+        ("option", "checkpointLocation", str(checkpoint)),
+        ("outputMode", "append"),
+        ("trigger", {"processingTime": "2 seconds"}),
+        ("start",),
+    ]
+    assert recorded_identity(checkpoint) == {"query": "q", "sources": ["member"]}
+
+
+def test_a_real_time_query_writes_in_update_mode(tmp_path: Path) -> None:
+    writer = Recorder()
+    streaming.start_to_kafka(
+        SimpleNamespace(writeStream=writer),
+        settings(tmp_path),
+        "q",
+        tmp_path / "ckpt",
+        "real-time",
+        "5 seconds",
+        {},
+    )
+    assert ("outputMode", "update") in writer.calls
+    assert ("trigger", {"realTime": "5 seconds"}) in writer.calls
+
+
+def test_a_checkpoint_of_another_query_is_refused_before_the_writer_is_built(
+    tmp_path: Path,
+) -> None:
+    checkpoint = tmp_path / "ckpt"
+    first = SimpleNamespace(writeStream=Recorder())
+    streaming.start_to_kafka(first, settings(tmp_path), "q", checkpoint, "available-now", "", {})
+    second = Recorder()
+    with pytest.raises(CheckpointMismatchError):
+        streaming.start_to_kafka(
+            SimpleNamespace(writeStream=second),
+            settings(tmp_path),
+            "other",
+            checkpoint,
+            "available-now",
+            "",
+            {},
+        )
+    assert second.calls == []
+    assert recorded_identity(checkpoint) == {"query": "q"}
+
+
+class FakeStreams:
+    def __init__(self) -> None:
+        self.added: list[Any] = []
+        self.removed: list[Any] = []
+
+    def addListener(self, listener: Any) -> None:
+        self.added.append(listener)
+
+    def removeListener(self, listener: Any) -> None:
+        self.removed.append(listener)
+
+
+class FakeQuery:
+    """Delivers SIGTERM to the handler ``run`` installed during its first wait (or raises
+    ``fails``), and ends only once stopped, as Spark's query does."""
+
+    def __init__(self, streams: FakeStreams, fails: Exception | None = None) -> None:
+        self.streams = streams
+        self.fails = fails
+        self.stops = 0
+        self.waits: list[float] = []
+        self.runId = "run-1"
+        self.lastProgress: dict[str, Any] | None = None
+
+    def stop(self) -> None:
+        self.stops += 1
+        # The listener has seen the last batch (as Spark's event would have told it).
+        self.lastProgress = {"batchId": 4}
+        self.streams.added[0].last_batch[str(self.runId)] = 4
+
+    def awaitTermination(self, timeout: float) -> bool:
+        assert self.streams.added and not self.streams.removed, "listening while running"
+        assert self.stops <= 1, "stopped again after it ended"
+        if self.fails is not None:
+            raise self.fails
+        self.waits.append(timeout)
+        if len(self.waits) == 1:
+            handler = signal.getsignal(signal.SIGTERM)
+            assert callable(handler)
+            handler(signal.SIGTERM, None)
+            assert self.stops == 0, "the handler must not call into the query itself"
+        return self.stops > 0
+
+
+@pytest.fixture
+def sigterm() -> Any:
+    """A recognizable SIGTERM handler in place during the test, the original after it."""
+
+    def previous(*_: Any) -> None:
+        raise AssertionError("the job's handler should have been called")
+
+    original = signal.signal(signal.SIGTERM, previous)
+    yield previous
+    signal.signal(signal.SIGTERM, original)
+
+
+def test_run_stops_the_query_on_sigterm_and_restores_the_handler(
+    tmp_path: Path, sigterm: Any
+) -> None:
+    streams = FakeStreams()
+    query = FakeQuery(streams)
+    config = settings(tmp_path)
+    assert streaming.run(SimpleNamespace(streams=streams), config, lambda: query) is query
+    assert query.stops == 1
+    assert query.waits == [streaming.STOP_POLL_S] * 2
+    assert signal.getsignal(signal.SIGTERM) is sigterm
+    (listener,) = streams.added
+    assert isinstance(listener, JsonlProgressListener)
+    assert listener.directory == config.progress and config.progress.is_dir()
+    assert streams.removed == [listener]
+
+
+def test_run_cleans_up_when_the_query_fails(tmp_path: Path, sigterm: Any) -> None:
+    streams = FakeStreams()
+    query = FakeQuery(streams, fails=RuntimeError("query failed"))
+    with pytest.raises(RuntimeError, match=r"^query failed$"):
+        streaming.run(SimpleNamespace(streams=streams), settings(tmp_path), lambda: query)
+    assert signal.getsignal(signal.SIGTERM) is sigterm
+    assert streams.removed == streams.added
+    assert query.stops == 0
