@@ -1,0 +1,75 @@
+"""When a job counts as stalled, and what the finding says: input waits since its first unread
+record was written or the job's last commit, whichever is later, and only longer than the stall
+age is a stall. Plus the overdue cutoff, and that a job with nothing unread needs no consumer.
+Reading the first unread records from a broker is covered in tests/adversarial/test_liveness.py."""
+
+from __future__ import annotations
+
+from boardstream.reconcile.liveness import Waiting, first_unread, overdue_cutoff_ms, stalled
+from boardstream.reconcile.snapshot import JobProgress
+
+NOW = 1_800_000_000_000
+STALL = 20 * 60 * 1000
+JOB = "board-detail-join"
+
+
+def _progress(committed_at_ms: int | None) -> JobProgress:
+    return JobProgress(4, {"board": {0: 10}}, committed_at_ms)
+
+
+def _waiting(partition: int, timestamp_ms: int, key: str | None = "b7") -> Waiting:
+    return Waiting("board", partition, 10 + partition, key, 1_234_567, timestamp_ms)
+
+
+def test_input_waiting_longer_than_the_stall_age_is_a_stall() -> None:
+    lines = stalled(JOB, _progress(NOW - 7_200_000), [_waiting(0, NOW - 3_600_000)], NOW, STALL)
+    assert lines == ["board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 3,600s"]
+
+
+def test_the_later_of_the_record_and_the_last_commit_counts() -> None:
+    """A job that committed recently has not been stuck on an old record for all its age."""
+    recent = _progress(NOW - STALL - 1_000)
+    assert stalled(JOB, recent, [_waiting(0, NOW - 86_400_000)], NOW, STALL) == [
+        "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 1,201s"
+    ]
+    assert stalled(JOB, _progress(NOW - 1_000), [_waiting(0, NOW - 86_400_000)], NOW, STALL) == []
+
+
+def test_a_job_that_never_committed_waits_since_the_record() -> None:
+    assert stalled(JOB, _progress(None), [_waiting(1, NOW - 1_500_000, None)], NOW, STALL) == [
+        "board-detail-join waits at board[1]@11 (key None, 1,234,567 bytes) for 1,500s"
+    ]
+
+
+def test_exactly_the_stall_age_is_not_yet_a_stall() -> None:
+    assert stalled(JOB, _progress(None), [_waiting(0, NOW - STALL)], NOW, STALL) == []
+    assert stalled(JOB, _progress(None), [_waiting(0, NOW - STALL - 1)], NOW, STALL) == [
+        "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 1,200s"
+    ]
+
+
+def test_one_line_per_stalled_partition_in_the_given_order() -> None:
+    waiting = [
+        _waiting(2, NOW - 2_000_000),
+        _waiting(0, NOW - 60_000),
+        _waiting(1, NOW - 1_300_000),
+    ]
+    assert stalled("board-detail-sink", _progress(None), waiting, NOW, STALL) == [
+        "board-detail-sink waits at board[2]@12 (key b7, 1,234,567 bytes) for 2,000s",
+        "board-detail-sink waits at board[1]@11 (key b7, 1,234,567 bytes) for 1,300s",
+    ]
+    assert stalled(JOB, _progress(None), [], NOW, STALL) == []
+
+
+def test_the_overdue_cutoff_is_the_timeout_plus_the_stall_age_ago() -> None:
+    assert overdue_cutoff_ms(NOW, 600_000, STALL) == NOW - 1_800_000
+    assert overdue_cutoff_ms(NOW, 0, 0) == NOW
+
+
+def test_a_job_with_nothing_unread_needs_no_consumer() -> None:
+    """No settings are even read (None would fail at the first look) when nothing waits: read
+    to the end, past it, or a partition with no records."""
+    no_settings = None
+    assert first_unread(no_settings, "board", {0: 5, 1: 3}, {0: 5, 1: 2}) == []  # type: ignore[arg-type]
+    assert first_unread(no_settings, "board", {}, {0: 0, 1: 0}) == []  # type: ignore[arg-type]
+    assert first_unread(no_settings, "board", {0: 9}, {}) == []  # type: ignore[arg-type]

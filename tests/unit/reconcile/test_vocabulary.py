@@ -1,0 +1,58 @@
+"""The one order every reader of a run's numbers shows them in (CLI summary, XCom, health page,
+demo), and the balance's parts: pinned name by name, so a reordered or renamed kind in the
+checks shows up here rather than as a shuffled page."""
+
+from __future__ import annotations
+
+from boardstream.reconcile.vocabulary import FAILING_PARTS, PARTS, SUMMARY_ORDER
+
+
+def test_the_summary_order_is_balance_failing_reported_then_the_tables() -> None:
+    assert SUMMARY_ORDER == (
+        # the balance
+        "source",
+        "read",
+        "not_yet_read",
+        "joined",
+        "unmatched",
+        "dead_lettered",
+        "pending",
+        "missing",
+        "conflicting",
+        # failing findings not in the balance
+        "extra",
+        "altered_output",
+        "unbalanced",
+        "stalled",
+        "overdue_pending",
+        "stuck_pending",
+        "referential",
+        "duplicates",
+        "missing_in_table",
+        "extra_in_table",
+        "mismatched",
+        "stale_in_table",
+        "type_mismatch",
+        # reported only
+        "source_expired",
+        "topic_replays",
+        "unverifiable_in_table",
+        # the table's counts
+        "expected_table_rows",
+        "not_yet_loaded",
+        "sink_dead_lettered",
+    )
+    assert len(set(SUMMARY_ORDER)) == len(SUMMARY_ORDER)
+
+
+def test_the_parts_are_what_adds_up_to_source_without_the_read_subtotal() -> None:
+    assert PARTS == (
+        "not_yet_read",
+        "joined",
+        "unmatched",
+        "dead_lettered",
+        "pending",
+        "missing",
+        "conflicting",
+    )
+    assert FAILING_PARTS == ("missing", "conflicting")

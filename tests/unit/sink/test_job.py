@@ -1,0 +1,114 @@
+"""The sink's pure side: the record schema it parses ``board-detail`` with, its query's name and
+defaults, and how its writer isolates the rows a real (SQLite) database refuses: every good row
+is written, each refused one is returned by position with the database's reason (for the DLQ),
+and an error that is not about the data fails the batch. Parsing Kafka rows and producing dead
+letters needs Spark and a broker: tests/integration/test_sink.py covers them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from boardstream.dead_letters import envelope_json
+from boardstream.settings import Settings
+from boardstream.sink import table
+from boardstream.sink.job import DETAIL_SCHEMA, QUERY_NAME, BatchWriter, SinkJobConfig, _named
+
+NOT_NULL = "database rejected the row: NOT NULL constraint failed: board_detail.member_id"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        var_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'boardstream.db'}",
+        checkpoint_root=tmp_path / "checkpoints",
+    )
+
+
+def _row(board_id: str, offset: int, member_id: int | None = 7) -> dict[str, Any]:
+    return dict.fromkeys(table.COLUMNS) | {
+        "board_id": board_id,
+        "member_id": member_id,
+        "detail_partition": 0,
+        "detail_offset": offset,
+    }
+
+
+def _table(writer: BatchWriter) -> list[tuple[str, int]]:
+    c = table.board_detail.c
+    with writer.engine.connect() as connection:
+        query = sa.select(c.board_id, c.detail_offset).order_by(c.board_id)
+        return [tuple(row) for row in connection.execute(query)]
+
+
+def test_the_record_schema_is_the_joins_output_without_its_outcome() -> None:
+    assert DETAIL_SCHEMA == (
+        "`reason` string, `board_id` string, `member_id` bigint, `nickname` string, "
+        "`city` string, `phone` string, `title` string, `body` string, `created_ts` bigint, "
+        "`created_at` string, `modified_at` string, `member_modified_at` string, "
+        "`board_partition` int, `board_offset` bigint, `board_timestamp_ms` bigint, "
+        "`member_partition` int, `member_offset` bigint"
+    )
+
+
+def test_the_query_name_bounded_batches_and_default_checkpoint(settings: Settings) -> None:
+    config = SinkJobConfig()
+    assert (QUERY_NAME, config.query_name) == ("board-detail-sink", "board-detail-sink")
+    assert config.max_offsets_per_trigger == 100_000
+    assert config.checkpoint_dir(settings) == settings.var_dir / "checkpoints" / QUERY_NAME
+    assert SinkJobConfig(checkpoint=Path("/cp")).checkpoint_dir(settings) == Path("/cp")
+
+
+def test_the_writer_creates_the_table(settings: Settings) -> None:
+    writer = BatchWriter(settings)
+    assert sa.inspect(writer.engine).has_table("board_detail")
+    assert _table(writer) == []
+
+
+def test_a_batch_the_database_takes_is_written_whole(settings: Settings) -> None:
+    writer = BatchWriter(settings)
+    assert writer.upsert_isolating([_row("b1", 1), _row("b2", 2), _row("b1", 3)]) == {}
+    assert _table(writer) == [("b1", 3), ("b2", 2)]
+    assert writer.upsert_isolating([]) == {}
+
+
+def test_refused_rows_are_isolated_and_every_good_row_written(settings: Settings) -> None:
+    writer = BatchWriter(settings)
+    rows = [_row(f"b{n}", n, None if n in (2, 5) else 7) for n in range(7)]
+    assert writer.upsert_isolating(rows) == {(0, 2): NOT_NULL, (0, 5): NOT_NULL}
+    assert _table(writer) == [("b0", 0), ("b1", 1), ("b3", 3), ("b4", 4), ("b6", 6)]
+
+
+def test_a_single_refused_row(settings: Settings) -> None:
+    writer = BatchWriter(settings)
+    assert writer.upsert_isolating([_row("b1", 4, None)]) == {(0, 4): NOT_NULL}
+    assert _table(writer) == []
+
+
+def test_only_a_boards_newest_copy_is_tried(settings: Settings) -> None:
+    """The newest copy is the one refused; the older one is not written in its place."""
+    writer = BatchWriter(settings)
+    rows = [_row("b1", 1), _row("b1", 3, None), _row("b2", 2)]
+    assert writer.upsert_isolating(rows) == {(0, 3): NOT_NULL}
+    assert _table(writer) == [("b2", 2)]
+
+
+def test_an_error_that_is_not_the_datas_fails_the_batch(settings: Settings) -> None:
+    writer = BatchWriter(settings)
+    table.board_detail.drop(writer.engine)
+    with pytest.raises(sa.exc.OperationalError, match="no such table: board_detail"):
+        writer.upsert_isolating([_row("b1", 1)])
+
+
+def test_nothing_refused_reads_nothing_back(settings: Settings) -> None:
+    """No batch is touched (None would fail at the first look) when the database took all."""
+    assert BatchWriter(settings)._database_letters(None, {}) == []  # type: ignore[arg-type]
+
+
+def test_a_dead_letter_is_named_by_its_records_position() -> None:
+    letter = envelope_json("bad", "board-detail", 2, 17, 1_000, b"k", b"v", 16)
+    assert _named(letter) == "board-detail[2]@17"
