@@ -9,6 +9,7 @@ can set variables and build a fresh object.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -59,10 +60,32 @@ class Settings(BaseSettings):
     board_partitions: int | None = Field(default=None, ge=1)
     replication_factor: int = Field(default=1, ge=1)
     spark_master: str = Field(
-        default="local[2]", description="Spark master when a job is not run by spark-submit."
+        default="local[2]",
+        description="Where every job runs (spark-submit --master, Airflow's spark_default): "
+        "local mode, or a cluster such as `stack up --spark-cluster`'s spark://127.0.0.1:7077.",
     )
     spark_driver_memory: str = Field(
         default="2g", description="Driver heap (in local mode also the executors')."
+    )
+    spark_master_port: int = Field(
+        default=7077,
+        description="Port of the local Spark master (stack up --spark-cluster); jobs go there "
+        "with BOARDSTREAM_SPARK_MASTER=spark://127.0.0.1:<port>.",
+    )
+    spark_master_ui_port: int = Field(
+        default=8090,
+        description="Port of the local Spark master's web UI and JSON (not 8080: Airflow's).",
+    )
+    spark_worker_ui_port: int = Field(
+        default=8091, description="Port of the local Spark worker's web UI."
+    )
+    spark_worker_cores: int = Field(
+        default_factory=lambda: os.cpu_count() or 2,
+        ge=1,
+        description="Cores the local Spark worker offers its executors; default: this machine's.",
+    )
+    spark_worker_memory: str = Field(
+        default="2g", description="Memory the local Spark worker offers its executors."
     )
     airflow_port: int = Field(
         default=8080, description="Port of the local Airflow UI and API (stack up --airflow)."

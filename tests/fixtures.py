@@ -33,6 +33,9 @@ def isolated_settings(var_dir: Path, **overrides: object) -> Settings:
         "bootstrap_servers": f"localhost:{free_port()}",
         "controller_port": free_port(),
         "postgres_port": free_port(),
+        "spark_master_port": free_port(),
+        "spark_master_ui_port": free_port(),
+        "spark_worker_ui_port": free_port(),
         "connect_timeout_s": 10.0,
     }
     values.update(overrides)
@@ -83,6 +86,9 @@ def cli_env(settings, extra_env: dict[str, str] | None = None) -> dict[str, str]
         "BOARDSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
         "BOARDSTREAM_CONTROLLER_PORT": str(settings.controller_port),
         "BOARDSTREAM_POSTGRES_PORT": str(settings.postgres_port),
+        "BOARDSTREAM_SPARK_MASTER_PORT": str(settings.spark_master_port),
+        "BOARDSTREAM_SPARK_MASTER_UI_PORT": str(settings.spark_master_ui_port),
+        "BOARDSTREAM_SPARK_WORKER_UI_PORT": str(settings.spark_worker_ui_port),
         "BOARDSTREAM_CONNECT_TIMEOUT_S": str(settings.connect_timeout_s),
         **(extra_env or {}),
     }

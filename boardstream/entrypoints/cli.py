@@ -54,7 +54,9 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
 
     stack = LocalStack(settings)
     if args.action == "up":
-        lines = stack.up(postgres=args.postgres, airflow=args.airflow)
+        lines = stack.up(
+            postgres=args.postgres, airflow=args.airflow, spark_cluster=args.spark_cluster
+        )
     elif args.action == "down":
         lines = stack.down()
     else:
@@ -368,6 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument("--postgres", action="store_true", help="also start PostgreSQL (up)")
     stack.add_argument(
         "--airflow", action="store_true", help="also start Airflow standalone with its UI (up)"
+    )
+    stack.add_argument(
+        "--spark-cluster",
+        action="store_true",
+        help="also start a Spark standalone master and worker (up), and say how jobs reach them",
     )
 
     topics = parsers["topics"]

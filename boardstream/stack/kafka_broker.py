@@ -18,7 +18,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client, cluster_metadata
 from boardstream.settings import Settings
 from boardstream.stack import jars
-from boardstream.stack.processes import LocalService
+from boardstream.stack.processes import LocalService, log_tail
 
 LOG4J2 = """\
 status = warn
@@ -202,7 +202,7 @@ class KafkaBroker(LocalService):
             if process.poll() is not None:
                 raise BoardstreamError(
                     f"Kafka exited (code {process.returncode}) while starting; last lines of "
-                    f"{self.log_file}:\n" + _tail(self.log_file)
+                    f"{self.log_file}:\n" + log_tail(self.log_file)
                 )
             try:
                 metadata = cluster_metadata(admin, self.settings)
@@ -214,7 +214,7 @@ class KafkaBroker(LocalService):
                 self.process.stop()
                 raise BoardstreamError(
                     f"Kafka did not answer on {self.address} within {timeout_s:g}s; see "
-                    f"{self.log_file}:\n" + _tail(self.log_file)
+                    f"{self.log_file}:\n" + log_tail(self.log_file)
                 )
             time.sleep(0.5)
 
@@ -271,13 +271,6 @@ class BrokerCertificate:
                     f"keytool {command[0]} failed for the local broker's certificate:\n"
                     f"{result.stdout}{result.stderr}"
                 )
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
 
 
 def new_cluster_id() -> str:

@@ -10,6 +10,7 @@ from boardstream.stack.airflow import AirflowStandalone
 from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.postgres import Postgres
 from boardstream.stack.processes import ManagedProcess
+from boardstream.stack.spark_cluster import SparkMaster, SparkWorker
 
 
 class Service(Protocol):
@@ -30,20 +31,33 @@ class ServiceStatus:
 
     def line(self) -> str:
         state = f"running (pid {self.pid})" if self.pid else "stopped"
-        return f"{self.name:<9} {state:<22} {self.address}"
+        return f"{self.name:<12} {state:<22} {self.address}"
 
 
 class LocalStack:
     def __init__(self, settings: Settings) -> None:
         self.kafka = KafkaBroker(settings)
         self.postgres = Postgres(settings)
+        self.spark_master = SparkMaster(settings)
+        self.spark_worker = SparkWorker(settings)
         self.airflow = AirflowStandalone(settings)
-        self.services: tuple[Service, ...] = (self.kafka, self.postgres, self.airflow)
+        # Airflow last: its spark_default connection may name the cluster started before it.
+        self.services: tuple[Service, ...] = (
+            self.kafka,
+            self.postgres,
+            self.spark_master,
+            self.spark_worker,
+            self.airflow,
+        )
 
-    def up(self, postgres: bool = False, airflow: bool = False) -> list[str]:
-        """Start what is not running yet; report what already was. Returns one line each."""
+    def up(
+        self, postgres: bool = False, airflow: bool = False, spark_cluster: bool = False
+    ) -> list[str]:
+        """Start what is not running yet; report what already was. Returns one line each, and
+        with the Spark cluster, a last one on how jobs reach it."""
         wanted: list[Service] = [self.kafka]
         wanted += [self.postgres] if postgres else []
+        wanted += [self.spark_master, self.spark_worker] if spark_cluster else []
         wanted += [self.airflow] if airflow else []
         report = []
         for service in wanted:
@@ -53,10 +67,13 @@ class LocalStack:
                 continue
             pid = service.start()
             report.append(f"{service.name} started (pid {pid}) on {service.address}")
+        if spark_cluster:
+            report.append(self.spark_master.how_jobs_reach_it())
         return report
 
     def down(self) -> list[str]:
-        """Stop only the processes this stack's pid files name, in reverse start order."""
+        """Stop only the processes this stack's pid files name, in reverse start order (the
+        Spark worker before its master)."""
         report = []
         for service in reversed(self.services):
             if service.process.stop():

@@ -95,6 +95,14 @@ class LocalService:
         )
 
 
+def log_tail(path: Path, lines: int = 20) -> str:
+    """The end of a service's log, for the error that says why it did not start."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
 def _cmdline(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

@@ -70,5 +70,11 @@ def test_env_example_is_what_settings_read(tmp_path: Path) -> None:
     assert [line.split() for line in result.stdout.splitlines()] == [
         ["kafka", "stopped", f"localhost:{values['BOARDSTREAM_BOOTSTRAP_SERVERS'].split(':')[1]}"],
         ["postgres", "stopped", f"localhost:{values['BOARDSTREAM_POSTGRES_PORT']}"],
+        ["spark-master", "stopped", f"spark://127.0.0.1:{values['BOARDSTREAM_SPARK_MASTER_PORT']}"],
+        [
+            "spark-worker",
+            "stopped",
+            f"http://127.0.0.1:{values['BOARDSTREAM_SPARK_WORKER_UI_PORT']}",
+        ],
         ["airflow", "stopped", f"http://localhost:{values['BOARDSTREAM_AIRFLOW_PORT']}"],
     ]

@@ -89,8 +89,9 @@ RUN_BY: dict[str, str | None] = {
     f"{BS} state show --checkpoint var/checkpoints/<job>-<output topic> [--key K]": (
         "tests/integration/test_state_show.py::test_shows_the_joins_state_and_finds_a_waiting_board"
     ),
-    f"{BS} stack up [--postgres] [--airflow]": (
-        # --postgres, not --airflow
+    f"{BS} stack up [--postgres] [--airflow] [--spark-cluster]": (
+        # --postgres, not --airflow; the cluster's services as `up` starts them in
+        # tests/integration/test_spark_cluster.py (beside the suite's broker, not a second one)
         "tests/integration/test_stack.py::test_up_twice_starts_once_and_down_stops_only_ours"
     ),
     f"{BS} stack status": (

@@ -1,0 +1,207 @@
+"""A local Spark standalone cluster (one master, one worker) for ``stack up --spark-cluster``.
+
+Both run from the pyspark wheel, a full Spark distribution without the ``sbin/start-*.sh``
+scripts, as ``bin/spark-class <main class>`` in the foreground, pid-managed like the broker.
+Each reads its ``spark.*`` settings from a properties file in its home, and that file's path on
+its command line is its marker (it is there from the first exec, before spark-class execs the
+JVM). Both bind 127.0.0.1 only, and a busy port fails the start instead of Spark moving to the
+next one, which would leave the settings naming the wrong port.
+
+Jobs reach the cluster through the one master setting: ``BOARDSTREAM_SPARK_MASTER=spark://
+127.0.0.1:<port>``. Their Python drivers run in client mode (the only mode standalone offers
+Python); spark-submit's ``--jars`` ships the connector to the executors, which run this venv's
+Python (``spark.pyspark.python``, see ``spark/submit.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from boardstream.errors import BoardstreamError
+from boardstream.settings import Settings
+from boardstream.spark.submit import spark_home
+from boardstream.stack.processes import LocalService, log_tail
+
+HOST = "127.0.0.1"
+# The daemons' own heap (spark-class's default is 1g); executors are JVMs of their own.
+DAEMON_MEMORY = "512m"
+
+
+def master_state(settings: Settings) -> dict[str, Any] | None:
+    """The master's state as its web UI serves it (``/json/``: status, workers, applications),
+    or None while nothing answers there."""
+    url = f"http://{HOST}:{settings.spark_master_ui_port}/json/"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return json.load(response)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+class SparkDaemon(LocalService, ABC):
+    """What the master and the worker share: how they are started and waited for."""
+
+    main_class: ClassVar[str]
+    role: ClassVar[str]
+
+    def __init__(self, settings: Settings) -> None:
+        properties_file = settings.var_dir / self.name / "spark.properties"
+        super().__init__(settings, marker=str(properties_file))
+        self.properties_file = properties_file
+
+    def properties(self) -> dict[str, str]:
+        # Spark would otherwise try up to 16 ports after a busy one.
+        return {"spark.port.maxRetries": "0"}
+
+    @abstractmethod
+    def arguments(self) -> list[str]:
+        """The main class's arguments: its ports, and the worker its master and resources."""
+
+    def command(self) -> list[str]:
+        return [
+            str(spark_home() / "bin" / "spark-class"),
+            self.main_class,
+            "--properties-file",
+            str(self.properties_file),
+            *self.arguments(),
+        ]
+
+    def env(self) -> dict[str, str]:
+        return {
+            "SPARK_HOME": str(spark_home()),
+            # The RPC server and the web UI bind here, and the master lists the worker's UI
+            # under this name (see SparkWorker.ready).
+            "SPARK_LOCAL_IP": HOST,
+            "SPARK_PUBLIC_DNS": HOST,
+            "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
+        }
+
+    @abstractmethod
+    def ready(self, state: dict[str, Any]) -> bool:
+        """Whether the master's state (``master_state``) shows this daemon ready."""
+
+    def start(self, timeout_s: float = 120.0) -> int:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.properties_file.write_text(
+            "".join(f"{key}={value}\n" for key, value in self.properties().items())
+        )
+        process = self.process.start(self.command(), self.log_file, self.env())
+        self._wait_ready(process, timeout_s)
+        return process.pid
+
+    def _wait_ready(self, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+        """Return once the master's JSON shows this daemon ready, or explain why it did not."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if process.poll() is not None:
+                raise BoardstreamError(
+                    f"the Spark {self.role} exited (code {process.returncode}) while starting; "
+                    f"last lines of {self.log_file}:\n" + log_tail(self.log_file)
+                )
+            state = master_state(self.settings)
+            if state is not None and self.ready(state):
+                return
+            if time.monotonic() > deadline:
+                self.process.stop()
+                raise BoardstreamError(
+                    f"the Spark {self.role} was not ready within {timeout_s:g}s; see "
+                    f"{self.log_file}:\n" + log_tail(self.log_file)
+                )
+            time.sleep(0.5)
+
+
+class SparkMaster(SparkDaemon):
+    name = "spark-master"
+    main_class = "org.apache.spark.deploy.master.Master"
+    role = "master"
+
+    @property
+    def address(self) -> str:
+        """What ``BOARDSTREAM_SPARK_MASTER`` is set to for jobs to run on this cluster."""
+        return f"spark://{HOST}:{self.settings.spark_master_port}"
+
+    @property
+    def ui(self) -> str:
+        return f"http://{HOST}:{self.settings.spark_master_ui_port}"
+
+    def properties(self) -> dict[str, str]:
+        # The REST server serves cluster-mode submissions (not for Python) on a fixed port
+        # (6066) that a second local cluster could not get.
+        return {**super().properties(), "spark.master.rest.enabled": "false"}
+
+    def arguments(self) -> list[str]:
+        return [
+            "--host",
+            HOST,
+            "--port",
+            str(self.settings.spark_master_port),
+            "--webui-port",
+            str(self.settings.spark_master_ui_port),
+        ]
+
+    def ready(self, state: dict[str, Any]) -> bool:
+        return state.get("url") == self.address and state.get("status") == "ALIVE"
+
+    def how_jobs_reach_it(self) -> str:
+        """The line ``stack up --spark-cluster`` ends with: where jobs run now, and how to send
+        them to the cluster."""
+        if self.settings.spark_master == self.address:
+            return f"jobs run on this cluster (BOARDSTREAM_SPARK_MASTER={self.address})"
+        return (
+            f"jobs run in {self.settings.spark_master}; to run them on this cluster: "
+            f"BOARDSTREAM_SPARK_MASTER={self.address} (its UI: {self.ui})"
+        )
+
+
+class SparkWorker(SparkDaemon):
+    name = "spark-worker"
+    main_class = "org.apache.spark.deploy.worker.Worker"
+    role = "worker"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.work_dir = self.home / "work"
+        self.master = SparkMaster(settings)
+
+    @property
+    def address(self) -> str:
+        """Its web UI, which is also how the master's JSON names it."""
+        return f"http://{HOST}:{self.settings.spark_worker_ui_port}"
+
+    def arguments(self) -> list[str]:
+        return [
+            self.master.address,
+            "--host",
+            HOST,
+            "--cores",
+            str(self.settings.spark_worker_cores),
+            "--memory",
+            self.settings.spark_worker_memory,
+            "--webui-port",
+            str(self.settings.spark_worker_ui_port),
+            "--work-dir",
+            str(self.work_dir),
+        ]
+
+    def ready(self, state: dict[str, Any]) -> bool:
+        """Registered: the master lists it as an ALIVE worker."""
+        return any(
+            worker.get("webuiaddress") == self.address and worker.get("state") == "ALIVE"
+            for worker in state.get("workers", [])
+        )
+
+    def start(self, timeout_s: float = 120.0) -> int:
+        """Refused at once without a master to register with (it would retry for minutes)."""
+        state = master_state(self.settings)
+        if state is None or not self.master.ready(state):
+            raise BoardstreamError(
+                f"the Spark worker needs the master at {self.master.address} (UI "
+                f"{self.master.ui}), which is not running: stack up --spark-cluster starts both"
+            )
+        return super().start(timeout_s)
