@@ -3,12 +3,14 @@ and each test's tier marker, so `pytest -m unit` runs the tests that start no se
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from boardstream.logs import LIBRARIES
 from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.postgres import Postgres
@@ -36,6 +38,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         folder = item.path.relative_to(TESTS).parts[0]
         item.add_marker(FOLDER_TIERS[folder])
+
+
+@pytest.fixture(autouse=True)
+def library_log_levels() -> Iterator[None]:
+    """An entry point run in-process with --verbose opens the libraries' loggers (logs.configure)
+    for the rest of the process: each test gets back the levels it started with."""
+    names = (*LIBRARIES, "boardstream.librdkafka")
+    levels = {name: logging.getLogger(name).level for name in names}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 @pytest.fixture(scope="session")

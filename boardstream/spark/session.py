@@ -28,6 +28,24 @@ def spark_session(
     """``progress=False`` for a command whose output is a table: no progress bars between its
     lines even on a terminal."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Under spark-submit (which exports SPARK_ENV_LOADED) its --master wins, and its JVM, already
+    # running, was given boardstream's logging; otherwise this session starts the JVM.
+    under_submit = bool(os.environ.get("SPARK_ENV_LOADED"))
+    terminal = sys.stderr.isatty()
+    options = session_options(
+        settings, app_name, master, under_submit, console=progress and terminal
+    )
+    if not under_submit and not terminal:
+        _launch_jvm_into_logging(options)
+    return SparkSession.builder.config(map=options).getOrCreate()
+
+
+def session_options(
+    settings: Settings, app_name: str, master: str | None, under_submit: bool, console: bool
+) -> dict[str, str]:
+    """The session's Spark options: the connector and operator jars, RocksDB state with
+    changelog checkpoints, UTC; the master given, else the settings' unless spark-submit chose
+    it; boardstream's logging (progress bars only on a ``console``) when no spark-submit set it."""
     classpath = jars.spark_classpath(settings.jars_dir)
     options = {
         "spark.app.name": app_name,
@@ -43,17 +61,11 @@ def spark_session(
         # base64() would break a dead letter's original bytes into 76-character MIME lines.
         "spark.sql.chunkBase64String.enabled": "false",
     }
-    # Under spark-submit (which exports SPARK_ENV_LOADED) its --master wins, and its JVM, already
-    # running, was given boardstream's logging; otherwise this session starts the JVM.
-    under_submit = bool(os.environ.get("SPARK_ENV_LOADED"))
     if master or not under_submit:
         options["spark.master"] = master or settings.spark_master
     if not under_submit:
-        terminal = sys.stderr.isatty()
-        options |= logs.spark_conf(console=progress and terminal)
-        if not terminal:
-            _launch_jvm_into_logging(options)
-    return SparkSession.builder.config(map=options).getOrCreate()
+        options |= logs.spark_conf(console=console)
+    return options
 
 
 def _launch_jvm_into_logging(options: dict[str, str]) -> None:

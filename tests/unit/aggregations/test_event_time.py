@@ -15,7 +15,6 @@ from boardstream.aggregations.event_time import (
     Windows,
     WindowSpec,
 )
-from boardstream.aggregations.holdings import ARRIVAL, EVENT_TIME, Holding, retarget
 from boardstream.errors import InvalidOptionError
 
 
@@ -75,18 +74,6 @@ def test_sessions_merge_a_late_event_and_close_after_gap_and_grace() -> None:
 def test_bad_specs_are_refused(spec, values: tuple, message: str) -> None:
     with pytest.raises(InvalidOptionError, match=re.escape(message)):
         spec(*values)
-
-
-def test_event_time_order_keeps_the_newest_and_arrival_the_last() -> None:
-    counts: dict = {}
-    from collections import Counter
-
-    for order, expected in ((ARRIVAL, "old"), (EVENT_TIME, "new")):
-        counts = Counter()
-        holding = retarget(None, Holding("new", 20, 0), order, counts)
-        holding = retarget(holding, Holding("old", 10, 1), order, counts)
-        assert holding.value == expected
-        assert +counts == Counter({expected: 1})
 
 
 def test_a_backlog_read_partition_after_partition_is_not_late() -> None:

@@ -1,0 +1,154 @@
+"""The reconcile and repair jobs' command lines with Spark and the runs replaced at their seams
+(``spark_session``, ``reconcile.run_once``/``repair_run``): flags reach the run as options,
+the exit code is the verdict (0 passed, 1 not proven, 2 could not finish), and a bad flag or an
+unknown run is refused before Spark starts (the ledger is real, on SQLite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boardstream import reconcile
+from boardstream.entrypoints import reconciliation
+from boardstream.reconcile.checks import ReconcileOptions
+from boardstream.reconcile.run import ReconciliationError
+from boardstream.spark import session
+
+
+class Result:
+    def __init__(self, passed: bool) -> None:
+        self.passed = passed
+
+    def summary(self) -> list[str]:
+        return [f"reconciliation run 9: {'PASSED' if self.passed else 'FAILED'}", "  source 3"]
+
+
+class Spark:
+    class sparkContext:  # Spark's name
+        levels: list[str] = []  # noqa: RUF012
+
+        @classmethod
+        def setLogLevel(cls, level: str) -> None:  # Spark's name
+            cls.levels.append(level)
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
+    """What was started and run; ``outcome`` is what run_once returns (or raises)."""
+    seen: dict[str, Any] = {"spark": [], "runs": [], "repairs": [], "outcome": Result(True)}
+    monkeypatch.setenv("BOARDSTREAM_VAR_DIR", str(tmp_path))
+
+    def spark_session(_settings, name: str) -> type[Spark]:
+        seen["spark"].append(name)
+        return Spark
+
+    def run_once(spark, _settings, run_by, join_cp, sink_cp, options=None):
+        seen["runs"].append((spark, run_by, join_cp, sink_cp, options))
+        if isinstance(seen["outcome"], BaseException):
+            raise seen["outcome"]
+        return seen["outcome"]
+
+    def repair_run(spark, _settings, run_id, join_mode, join_cp):
+        seen["repairs"].append((spark, run_id, join_mode, join_cp))
+        return {"rejoined": 1_234, "table": 2}
+
+    monkeypatch.setattr(session, "spark_session", spark_session)
+    monkeypatch.setattr(reconcile, "run_once", run_once)
+    monkeypatch.setattr(reconcile, "repair_run", repair_run)
+    monkeypatch.setattr(Spark.sparkContext, "levels", [])
+    return seen
+
+
+def test_reconcile_flags_become_the_runs_options(calls, capsys) -> None:
+    argv = [
+        "--stall-after",
+        "30m",
+        "--unmatched-timeout",
+        "5m",
+        "--run-by",
+        "airflow:r/1/t",
+        "--join-checkpoint",
+        "/cp/join",
+    ]
+    assert reconciliation.reconcile_main(argv) == 0
+    assert calls["spark"] == ["reconcile"]
+    assert Spark.sparkContext.levels == ["WARN"]
+    assert calls["runs"] == [
+        (
+            Spark,
+            "airflow:r/1/t",
+            Path("/cp/join"),
+            None,
+            ReconcileOptions(stall_after_ms=1_800_000, unmatched_timeout_ms=300_000),
+        )
+    ]
+    assert capsys.readouterr().out == "reconciliation run 9: PASSED\n  source 3\n"
+
+
+def test_reconcile_defaults(calls) -> None:
+    assert reconciliation.reconcile_main([]) == 0
+    ((_, run_by, join_cp, sink_cp, options),) = calls["runs"]
+    assert (run_by, join_cp, sink_cp) == ("cli", None, None)
+    assert options == ReconcileOptions(stall_after_ms=1_200_000, unmatched_timeout_ms=600_000)
+
+
+def test_a_run_not_proven_exits_1_and_one_that_could_not_finish_2(calls, capsys) -> None:
+    calls["outcome"] = Result(False)
+    assert reconciliation.reconcile_main([]) == 1
+    assert capsys.readouterr().out.startswith("reconciliation run 9: FAILED\n")
+    calls["outcome"] = ReconciliationError(9, "no broker")
+    assert reconciliation.reconcile_main([]) == 2
+    assert capsys.readouterr() == ("", "reconciliation run 9: ERRORED: no broker\n")
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "message"),
+    [
+        (reconciliation.reconcile_main, ["--stall-after", "soon"], "argument --stall-after:"),
+        (reconciliation.reconcile_main, ["--unmatched-timeout", "0s"], "must be > 0, got '0s'"),
+        (reconciliation.repair_main, [], "the following arguments are required: --run"),
+        (reconciliation.repair_main, ["--run", "0"], "argument --run: must be > 0, got 0"),
+        (
+            reconciliation.repair_main,
+            ["--run", "1", "--join-mode", "newest"],
+            "argument --join-mode: invalid choice: 'newest'",
+        ),
+    ],
+)
+def test_bad_flags_exit_2_before_spark(main, argv, message, calls, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert calls["spark"] == []
+
+
+def test_repairing_an_unknown_run_is_one_line_before_spark(calls, capsys) -> None:
+    assert reconciliation.repair_main(["--run", "7"]) == 1
+    assert capsys.readouterr() == (
+        "",
+        "repair: error: no reconciliation run 7 in reconciliation_run\n",
+    )
+    assert calls["spark"] == []
+
+
+def test_a_repair_then_reconciles_again(calls, monkeypatch, capsys) -> None:
+    looked_up = []
+    monkeypatch.setattr(
+        reconciliation.repairing, "stored_snapshot", lambda _engine, run: looked_up.append(run)
+    )
+    argv = ["--run", "7", "--join-mode", "as-of", "--join-checkpoint", "/cp/j", "--run-by", "me"]
+    calls["outcome"] = Result(False)
+    assert reconciliation.repair_main(argv) == 1
+    assert looked_up == [7]
+    assert calls["spark"] == ["repair"]
+    assert calls["repairs"] == [(Spark, 7, "as-of", Path("/cp/j"))]
+    assert calls["runs"] == [(Spark, "me (after repair of run 7)", Path("/cp/j"), None, None)]
+    assert capsys.readouterr().out == (
+        "rejoined: 1,234, table: 2\nreconciliation run 9: FAILED\n  source 3\n"
+    )
+    calls["outcome"] = Result(True)
+    assert reconciliation.repair_main(["--run", "7"]) == 0
+    assert calls["repairs"][-1] == (Spark, 7, "latest", None)

@@ -1,0 +1,53 @@
+"""A session's options: the jars from the local cache, RocksDB state with changelog
+checkpoints, UTC, the shuffle as wide as the topics; whose master wins (the caller's, else the
+settings' unless spark-submit chose one); boardstream's logging only where no spark-submit set
+it up, with progress bars only on a console."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from boardstream.logs import spark_conf
+from boardstream.spark.session import session_options
+from boardstream.stack import jars
+from tests.fixtures import isolated_settings
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
+    tmp_path: Path,
+) -> None:
+    settings = isolated_settings(tmp_path, partitions=5, spark_master="local[3]")
+    options = session_options(settings, "app", None, under_submit=False, console=False)
+    classpath = ",".join(str(jar) for jar in jars.spark_classpath(settings.jars_dir))
+    assert options == {
+        "spark.app.name": "app",
+        "spark.jars": classpath,
+        "spark.driver.memory": settings.spark_driver_memory,
+        "spark.sql.shuffle.partitions": "5",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.chunkBase64String.enabled": "false",
+        "spark.master": "local[3]",
+        **spark_conf(console=False),
+    }
+    assert "boardstream-jvm.jar" in classpath and "spark-sql-kafka" in classpath
+
+
+def test_the_callers_master_wins_and_a_console_draws_progress(tmp_path: Path) -> None:
+    settings = isolated_settings(tmp_path, spark_master="local[3]")
+    options = session_options(settings, "app", "local[1]", under_submit=False, console=True)
+    assert options["spark.master"] == "local[1]"
+    assert options["spark.ui.showConsoleProgress"] == "true"
+
+
+def test_under_spark_submit_its_master_and_logging_stay(tmp_path: Path) -> None:
+    settings = isolated_settings(tmp_path, spark_master="local[3]")
+    options = session_options(settings, "app", None, under_submit=True, console=False)
+    assert "spark.master" not in options
+    assert not set(spark_conf(console=False)) & set(options)
+    given = session_options(settings, "app", "local[1]", under_submit=True, console=False)
+    assert given["spark.master"] == "local[1]"
