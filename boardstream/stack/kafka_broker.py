@@ -10,7 +10,6 @@ import base64
 import secrets
 import shutil
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client, cluster_metadata
 from boardstream.settings import Settings
 from boardstream.stack import jars
-from boardstream.stack.processes import LocalService, log_tail
+from boardstream.stack.processes import LocalService
 
 LOG4J2 = """\
 status = warn
@@ -197,26 +196,14 @@ class KafkaBroker(LocalService):
     def _wait_ready(self, process: subprocess.Popen[bytes], timeout_s: float) -> None:
         """Return once the broker answers a metadata request, or explain why it did not."""
         admin = admin_client(self.settings.model_copy(update={"connect_timeout_s": 2.0}))
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if process.poll() is not None:
-                raise BoardstreamError(
-                    f"Kafka exited (code {process.returncode}) while starting; last lines of "
-                    f"{self.log_file}:\n" + log_tail(self.log_file)
-                )
+
+        def answers() -> bool:
             try:
-                metadata = cluster_metadata(admin, self.settings)
+                return bool(cluster_metadata(admin, self.settings).brokers)
             except BoardstreamError:
-                metadata = None
-            if metadata is not None and metadata.brokers:
-                return
-            if time.monotonic() > deadline:
-                self.process.stop()
-                raise BoardstreamError(
-                    f"Kafka did not answer on {self.address} within {timeout_s:g}s; see "
-                    f"{self.log_file}:\n" + log_tail(self.log_file)
-                )
-            time.sleep(0.5)
+                return False
+
+        self.await_ready(process, answers, f"Kafka on {self.address}", timeout_s)
 
 
 class BrokerCertificate:

@@ -11,10 +11,12 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 
 
@@ -93,6 +95,32 @@ class LocalService:
         self.process = ManagedProcess(
             self.name, settings.var_dir / "run" / f"{self.name}.pid", marker, self.stop_signal
         )
+
+    def await_ready(
+        self,
+        process: subprocess.Popen[bytes],
+        ready: Callable[[], bool],
+        what: str,
+        timeout_s: float,
+    ) -> None:
+        """Return once ``ready()``; if ``process`` exits first or the time runs out (then it is
+        stopped), say so with the end of the service's log. ``what`` names it in the error."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if process.poll() is not None:
+                raise BoardstreamError(
+                    f"{what} exited (code {process.returncode}) while starting; last lines of "
+                    f"{self.log_file}:\n" + log_tail(self.log_file)
+                )
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                self.process.stop()
+                raise BoardstreamError(
+                    f"{what} was not ready within {timeout_s:g}s; see {self.log_file}:\n"
+                    + log_tail(self.log_file)
+                )
+            time.sleep(0.5)
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
@@ -26,7 +25,7 @@ from typing import Any, ClassVar
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.spark.submit import spark_home
-from boardstream.stack.processes import LocalService, log_tail
+from boardstream.stack.processes import LocalService
 
 HOST = "127.0.0.1"
 # The daemons' own heap (spark-class's default is 1g); executors are JVMs of their own.
@@ -97,23 +96,12 @@ class SparkDaemon(LocalService, ABC):
 
     def _wait_ready(self, process: subprocess.Popen[bytes], timeout_s: float) -> None:
         """Return once the master's JSON shows this daemon ready, or explain why it did not."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if process.poll() is not None:
-                raise BoardstreamError(
-                    f"the Spark {self.role} exited (code {process.returncode}) while starting; "
-                    f"last lines of {self.log_file}:\n" + log_tail(self.log_file)
-                )
+
+        def listed() -> bool:
             state = master_state(self.settings)
-            if state is not None and self.ready(state):
-                return
-            if time.monotonic() > deadline:
-                self.process.stop()
-                raise BoardstreamError(
-                    f"the Spark {self.role} was not ready within {timeout_s:g}s; see "
-                    f"{self.log_file}:\n" + log_tail(self.log_file)
-                )
-            time.sleep(0.5)
+            return state is not None and self.ready(state)
+
+        self.await_ready(process, listed, f"the Spark {self.role}", timeout_s)
 
 
 class SparkMaster(SparkDaemon):
