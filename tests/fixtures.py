@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from boardstream.settings import PROJECT_ROOT, Settings
@@ -92,3 +95,35 @@ def cli_env(settings, extra_env: dict[str, str] | None = None) -> dict[str, str]
         "BOARDSTREAM_CONNECT_TIMEOUT_S": str(settings.connect_timeout_s),
         **(extra_env or {}),
     }
+
+
+class FakeClock:
+    """A module's ``time`` replaced in a test: every reading is ``now``, set by the test."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+@contextlib.contextmanager
+def logged_lines(logger: logging.Logger, level: int) -> Iterator[list[tuple[str, int]]]:
+    """(message, level) of each record ``logger`` emits at ``level`` and above meanwhile."""
+    lines: list[tuple[str, int]] = []
+
+    class Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append((record.getMessage(), record.levelno))
+
+    handler, previous = Lines(logging.DEBUG), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)

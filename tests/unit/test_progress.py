@@ -11,42 +11,20 @@ import pytest
 
 from boardstream import progress
 from boardstream.progress import Progress
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-class Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[tuple[str, int]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append((record.getMessage(), record.levelno))
+from tests.fixtures import FakeClock, logged_lines
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock(100.0)
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock(100.0)
     monkeypatch.setattr(progress, "time", fake)
     return fake
 
 
 @pytest.fixture
 def lines() -> Iterator[list[tuple[str, int]]]:
-    handler = Lines()
-    logger = progress.logger
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler.lines
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+    with logged_lines(progress.logger, logging.INFO) as captured:
+        yield captured
 
 
 def test_progress_lines_are_logged_as_the_counts_area() -> None:
@@ -54,7 +32,7 @@ def test_progress_lines_are_logged_as_the_counts_area() -> None:
 
 
 def test_a_line_at_most_every_interval_then_a_final_one(
-    clock: Clock, lines: list[tuple[str, int]]
+    clock: FakeClock, lines: list[tuple[str, int]]
 ) -> None:
     work = Progress("produce", 2_000, interval_s=2.0)
     clock.now = 101.0
@@ -70,7 +48,9 @@ def test_a_line_at_most_every_interval_then_a_final_one(
     assert lines[1:] == [("produce: 2,000/2,000 (100.0%) 500/s done in 4.0s", logging.INFO)]
 
 
-def test_the_interval_counts_from_the_last_line(clock: Clock, lines: list[tuple[str, int]]) -> None:
+def test_the_interval_counts_from_the_last_line(
+    clock: FakeClock, lines: list[tuple[str, int]]
+) -> None:
     work = Progress("scan", 100, interval_s=1.0)
     for now in (101.0, 101.5, 102.0, 102.9, 103.0):
         clock.now = now
@@ -82,7 +62,7 @@ def test_the_interval_counts_from_the_last_line(clock: Clock, lines: list[tuple[
     ]
 
 
-def test_no_share_without_a_total(clock: Clock, lines: list[tuple[str, int]]) -> None:
+def test_no_share_without_a_total(clock: FakeClock, lines: list[tuple[str, int]]) -> None:
     work = Progress("measure t", 0)
     work.advance(3)
     clock.now = 102.0
@@ -90,14 +70,14 @@ def test_no_share_without_a_total(clock: Clock, lines: list[tuple[str, int]]) ->
     assert lines == [("measure t: 3/0 2/s done in 2.0s", logging.INFO)]
 
 
-def test_large_counts_are_grouped(clock: Clock, lines: list[tuple[str, int]]) -> None:
+def test_large_counts_are_grouped(clock: FakeClock, lines: list[tuple[str, int]]) -> None:
     work = Progress("produce", 4_421_280, interval_s=0)
     clock.now = 110.0
     work.advance(1_234_567)
     assert lines == [("produce: 1,234,567/4,421,280 ( 27.9%) 123,457/s ETA 26s", logging.INFO)]
 
 
-def test_counts_and_rate_are_readable_as_attributes(clock: Clock) -> None:
+def test_counts_and_rate_are_readable_as_attributes(clock: FakeClock) -> None:
     work = Progress("x", 10)
     work.advance()
     work.advance(4)
@@ -105,7 +85,7 @@ def test_counts_and_rate_are_readable_as_attributes(clock: Clock) -> None:
     assert (work.done, work.elapsed_s, work.rate) == (5, 2.5, 2.0)
 
 
-def test_the_rate_at_the_first_instant_does_not_divide_by_zero(clock: Clock) -> None:
+def test_the_rate_at_the_first_instant_does_not_divide_by_zero(clock: FakeClock) -> None:
     work = Progress("x", 10)
     work.advance(0)
     assert work.rate == 0.0

@@ -10,45 +10,24 @@ from collections.abc import Iterator
 import pytest
 
 from boardstream import timing
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def perf_counter(self) -> float:
-        return self.now
-
-
-class Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[tuple[str, int]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append((record.getMessage(), record.levelno))
+from tests.fixtures import FakeClock, logged_lines
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock(50.0)
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock(50.0)
     monkeypatch.setattr(timing, "time", fake)
     return fake
 
 
 @pytest.fixture
 def lines() -> Iterator[list[tuple[str, int]]]:
-    handler = Lines()
-    level = timing.logger.level
-    timing.logger.addHandler(handler)
-    timing.logger.setLevel(logging.DEBUG)
-    yield handler.lines
-    timing.logger.removeHandler(handler)
-    timing.logger.setLevel(level)
+    with logged_lines(timing.logger, logging.DEBUG) as captured:
+        yield captured
 
 
 def test_a_phase_logs_its_start_and_its_duration(
-    clock: Clock, lines: list[tuple[str, int]]
+    clock: FakeClock, lines: list[tuple[str, int]]
 ) -> None:
     with timing.phase("read the topics"):
         assert lines == [("read the topics ...", logging.INFO)]
@@ -56,7 +35,7 @@ def test_a_phase_logs_its_start_and_its_duration(
     assert lines[1:] == [("read the topics: 12.3s", logging.INFO)]
 
 
-def test_phases_nest(clock: Clock, lines: list[tuple[str, int]]) -> None:
+def test_phases_nest(clock: FakeClock, lines: list[tuple[str, int]]) -> None:
     with timing.phase("outer"):
         clock.now = 51.0
         with timing.phase("inner"):
@@ -65,7 +44,7 @@ def test_phases_nest(clock: Clock, lines: list[tuple[str, int]]) -> None:
     assert [line for line, _ in lines] == ["outer ...", "inner ...", "inner: 0.2s", "outer: 3.0s"]
 
 
-def test_an_error_in_a_phase_propagates(clock: Clock, lines: list[tuple[str, int]]) -> None:
+def test_an_error_in_a_phase_propagates(clock: FakeClock, lines: list[tuple[str, int]]) -> None:
     with pytest.raises(KeyError, match="missing"), timing.phase("check"):
         raise KeyError("missing")
     assert lines[0] == ("check ...", logging.INFO)
