@@ -193,3 +193,20 @@ def test_good_flags_reach_the_job(monkeypatch) -> None:
     monkeypatch.setattr(jobs, "run_job", lambda name, start: started.append(name) or 0)
     assert jobs.window_main([*TOPICS, "--size", "1m", "--grace", "30s", "--retention", "2m"]) == 0
     assert started == ["window-count"]
+
+
+def test_the_real_time_trigger_is_the_joins_alone(started, capsys) -> None:
+    argv = ["--trigger", "real-time", "--interval", "30 seconds"]
+    assert jobs.join_main(argv) == 0
+    assert started == [JoinJobConfig(trigger="real-time", interval="30 seconds")]
+    with pytest.raises(SystemExit) as python:
+        jobs.join_main([*argv, "--engine", "python"])
+    assert python.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "board_detail_join: error: --trigger real-time runs --engine jvm only: Spark's "
+        "real-time mode does not run the Python transformWithState"
+    )
+    with pytest.raises(SystemExit) as sink:
+        jobs.sink_main(argv)  # foreachBatch is not in Spark's real-time allowlist
+    assert sink.value.code == 2
+    assert "argument --trigger: invalid choice: 'real-time'" in capsys.readouterr().err
