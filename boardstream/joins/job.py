@@ -227,15 +227,16 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         "engine": config.engine,
         **({"state_buckets": config.state_buckets} if config.engine == PYTHON else {}),
     }
-    require_output_fits(settings, config)  # before the guard, which creates a new checkpoint
+    # Refusals before the guard, which creates a new checkpoint.
+    require_output_fits(settings, config)
+    if config.trigger == streaming.REAL_TIME:
+        require_real_time_slots(spark, settings)
     name_legacy_engine(config.checkpoint_dir(settings))
     # A checkpoint of another configuration is refused before anything is written (a tick).
     guard_checkpoint(
         config.checkpoint_dir(settings), {"query": QUERY_NAME, **identity}, ENGINE_ADVICE
     )
     streaming.configure_no_data_batches(spark, config.trigger)
-    if config.trigger == streaming.REAL_TIME:
-        require_real_time_slots(spark, settings)
     if config.trigger == streaming.AVAILABLE_NOW:
         send_tick(settings)
     return streaming.start_to_kafka(

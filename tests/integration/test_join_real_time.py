@@ -187,4 +187,4 @@ def test_too_few_task_slots_are_refused_before_the_query_starts(pipeline) -> Non
         "BOARDSTREAM_SPARK_MASTER=local[4]"
     )
     assert expected in result.stdout + result.stderr
-    assert not (pipeline.workdir / "join-checkpoint" / "offsets").exists()
+    assert not (pipeline.workdir / "join-checkpoint").exists()
