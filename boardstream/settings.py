@@ -93,6 +93,26 @@ class Settings(BaseSettings):
     airflow_user: str = Field(
         default="admin", description="The local Airflow's user; its password is generated."
     )
+    stream_join_cores: int = Field(
+        default=2,
+        ge=1,
+        description="Cores the live join takes on a Spark cluster (spark.cores.max); a standalone "
+        "app takes every free core otherwise, and the sink would get none.",
+    )
+    stream_sink_cores: int = Field(
+        default=1, ge=1, description="Cores the live sink takes on a Spark cluster."
+    )
+    stream_max_batch_age_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="SLO of a live stream: the longest it may go without a batch or an idle "
+        "heartbeat before its watch fails.",
+    )
+    stream_max_lag: int = Field(
+        default=100_000,
+        ge=0,
+        description="SLO of a live stream: the most offsets a source partition may be behind.",
+    )
     data_docs_retention: int = Field(
         default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."
     )

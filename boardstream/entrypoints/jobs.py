@@ -47,9 +47,14 @@ from boardstream.spark.session import spark_session
 logger = logging.getLogger(__name__)
 
 
-def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]) -> int:
-    """A job's main: settings, a session, the query run to its end; the exit code says how
-    (2: the job refused to start, naming the flag to change; 1: the query failed)."""
+def run_job(
+    name: str,
+    config: streaming.QueryConfig,
+    start: Callable[[SparkSession, Settings], StreamingQuery],
+) -> int:
+    """A job's main: settings, a session, the query run to its end on its checkpoint's lease;
+    the exit code says how (2: the job refused to start, naming the flag to change, or its
+    checkpoint is in use; 1: the query failed)."""
     configure(verbose_requested())  # the CLI passes --verbose on in the environment
     try:
         settings = Settings()
@@ -61,11 +66,11 @@ def run_job(name: str, start: Callable[[SparkSession, Settings], StreamingQuery]
     # var/progress/<job>.jsonl instead.
     spark.sparkContext.setLogLevel("WARN")
     try:
-        query = streaming.run(spark, settings, lambda: start(spark, settings))
+        query = streaming.run(spark, settings, lambda: start(spark, settings), config)
     except InvalidOptionError as error:  # e.g. a record that could outgrow a topic's limit
         logger.error("%s: %s", name, flag_message(error))
         return 2
-    except BoardstreamError as error:  # e.g. a checkpoint written under other settings
+    except BoardstreamError as error:  # e.g. a checkpoint in use, or of other settings
         logger.error("%s: %s", name, error)
         return 2
     if query.exception() is not None:
@@ -156,7 +161,7 @@ def join_main(argv: Sequence[str] | None = None) -> int:
         config = options_from(JoinJobConfig, args, options=options_from(JoinOptions, args))
     except InvalidOptionError as error:
         _refuse(parser, error)
-    return run_job(JOIN, lambda spark, settings: joins.start(spark, settings, config))
+    return run_job(JOIN, config, lambda spark, settings: joins.start(spark, settings, config))
 
 
 def sink_parser() -> argparse.ArgumentParser:
@@ -168,7 +173,7 @@ def sink_parser() -> argparse.ArgumentParser:
 def sink_main(argv: Sequence[str] | None = None) -> int:
     args = sink_parser().parse_args(argv)
     config = options_from(SinkJobConfig, args)
-    return run_job(SINK, lambda spark, settings: sink.start(spark, settings, config))
+    return run_job(SINK, config, lambda spark, settings: sink.start(spark, settings, config))
 
 
 def table_count_parser() -> argparse.ArgumentParser:
@@ -189,7 +194,9 @@ def table_count_parser() -> argparse.ArgumentParser:
 def table_count_main(argv: Sequence[str] | None = None) -> int:
     args = table_count_parser().parse_args(argv)
     config = options_from(TableCountConfig, args, source=options_from(SourceOptions, args))
-    return run_job(TABLE_COUNT, lambda spark, settings: start_table_count(spark, settings, config))
+    return run_job(
+        TABLE_COUNT, config, lambda spark, settings: start_table_count(spark, settings, config)
+    )
 
 
 def _event_time_parser(job: str, description: str) -> argparse.ArgumentParser:
@@ -223,7 +230,9 @@ def _event_time_main(
         _refuse(parser, error)
     source = options_from(SourceOptions, args)
     config = options_from(EventTimeConfig, args, job=job, source=source, spec=chosen)
-    return run_job(job, lambda spark, settings: start_event_time_count(spark, settings, config))
+    return run_job(
+        job, config, lambda spark, settings: start_event_time_count(spark, settings, config)
+    )
 
 
 def session_parser() -> argparse.ArgumentParser:

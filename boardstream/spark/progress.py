@@ -2,7 +2,9 @@
 
 A ``StreamingQueryListener`` appends one line per micro-batch to
 ``var_dir/progress/<query name>.jsonl``: rows in and rates, batch duration, state rows and
-memory, and per source the offsets and how far behind the latest offset it is.
+memory, and per source the offsets and how far behind the latest offset it is. An idle query
+(no new data, so no batch) reports its heartbeat instead, in ``<query name>.idle``: the time
+of its newest idle event, so a watcher can tell an idle stream from a stuck one.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,14 +77,19 @@ def progress_line(record: dict[str, Any]) -> str:
     )
 
 
+def _epoch_ms(timestamp: str) -> int:
+    return int(datetime.fromisoformat(timestamp).timestamp() * 1000)
+
+
 class JsonlProgressListener(StreamingQueryListener):
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.last_batch: dict[str, int] = {}  # run id → last batch written
+        self.names: dict[str, str] = {}  # query id → name (idle events carry no name)
         directory.mkdir(parents=True, exist_ok=True)
 
     def onQueryStarted(self, event: Any) -> None:
-        pass
+        self.names[str(event.id)] = event.name or "unnamed"
 
     def onQueryProgress(self, event: Any) -> None:
         record = summarize(json.loads(event.progress.json))
@@ -99,10 +107,20 @@ class JsonlProgressListener(StreamingQueryListener):
             time.sleep(0.05)
 
     def onQueryIdle(self, event: Any) -> None:
-        pass
+        name = self.names.get(str(event.id))
+        if name is not None:
+            staged = self.directory / f"{name}.idle.tmp"
+            staged.write_text(str(_epoch_ms(event.timestamp)))
+            staged.replace(self.directory / f"{name}.idle")
 
     def onQueryTerminated(self, event: Any) -> None:
         pass
+
+
+def read_idle(directory: Path, query: str) -> int | None:
+    """When ``query`` last reported itself idle (epoch ms), or None."""
+    path = directory / f"{query}.idle"
+    return int(path.read_text()) if path.exists() else None
 
 
 def read_progress(directory: Path, query: str, last: int | None = None) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,20 +16,21 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from boardstream.settings import Settings
+from boardstream.spark import checkpoint_lease
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 from boardstream.spark.progress import JsonlProgressListener
+from boardstream.spark.triggers import (
+    AVAILABLE_NOW,
+    PROCESSING_TIME,
+    REAL_TIME,
+    REAL_TIME_TRIGGERS,
+    TRIGGERS,
+)
 
 logger = logging.getLogger(__name__)
 
 STOP_POLL_S = 1  # how soon a requested stop is acted on
-
-AVAILABLE_NOW, PROCESSING_TIME, REAL_TIME = "available-now", "processing-time", "real-time"
-TRIGGERS = (AVAILABLE_NOW, PROCESSING_TIME)
-# Spark's real-time mode: long-running tasks, records flow through without waiting for a batch
-# boundary, and ``interval`` is how often progress is checkpointed (at least 5 s). It runs
-# only queries of its allowlisted operators (the join's), in update mode, with a task slot per
-# source and shuffle partition at once.
-REAL_TIME_TRIGGERS = (*TRIGGERS, REAL_TIME)
+__all__ = ["AVAILABLE_NOW", "PROCESSING_TIME", "REAL_TIME", "REAL_TIME_TRIGGERS", "TRIGGERS"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,27 +124,52 @@ def start_to_kafka(
 
 
 def run(
-    spark: SparkSession, settings: Settings, start: Callable[[], StreamingQuery]
+    spark: SparkSession,
+    settings: Settings,
+    start: Callable[[], StreamingQuery],
+    config: QueryConfig | None = None,
 ) -> StreamingQuery:
     """Start the query built by ``start()`` with a progress listener; block until it ends.
-    SIGTERM (e.g. Airflow stopping a task) stops the query between batches.
+    SIGTERM (e.g. Airflow stopping a task, or the stream's supervisor) stops the query between
+    batches. With its ``config``, the query holds its checkpoint's lease while it runs
+    (:mod:`.checkpoint_lease`): a second driver on the same checkpoint is refused.
 
     The handler only takes note: it runs on the main thread, which is waiting on its py4j
     connection, and a py4j call from it would read that same socket again ("reentrant call",
     the stop lost and the gateway broken). The wait is therefore in short steps, and the stop
     comes from the loop."""
+    lease = (
+        checkpoint_lease.hold(
+            config.checkpoint_dir(settings), config.query_name, _driver_details(spark, config)
+        )
+        if config is not None
+        else nullcontext()
+    )
     listener = JsonlProgressListener(settings.progress)
-    spark.streams.addListener(listener)
-    query = start()
-    stop_requested = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
-    try:
-        while not query.awaitTermination(STOP_POLL_S):
-            if stop_requested.is_set():
-                query.stop()
-        if query.lastProgress is not None:
-            listener.wait_for(str(query.runId), query.lastProgress["batchId"])
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        spark.streams.removeListener(listener)
+    with lease:
+        spark.streams.addListener(listener)
+        stop_requested = threading.Event()
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
+        try:
+            query = start()
+            while not query.awaitTermination(STOP_POLL_S):
+                if stop_requested.is_set():
+                    query.stop()
+            if query.lastProgress is not None:
+                listener.wait_for(str(query.runId), query.lastProgress["batchId"])
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            spark.streams.removeListener(listener)
     return query
+
+
+def _driver_details(spark: SparkSession, config: QueryConfig) -> dict[str, object]:
+    """What the lease tells of the driver: its Spark application and how the query runs."""
+    context = spark.sparkContext
+    return {
+        "application_id": context.applicationId,
+        "master": context.master,
+        "ui_url": context.uiWebUrl,
+        "trigger": config.trigger,
+        "interval": config.interval,
+    }

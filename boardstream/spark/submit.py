@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from boardstream import logs
@@ -71,13 +72,13 @@ def submit_conf(console: bool) -> dict[str, str]:
     }
 
 
-def submit_command(settings: Settings, job: str, job_args: list[str]) -> list[str]:
-    """spark-submit of ``job``, run from this process: its console is this process's stderr."""
-    conf = [
-        arg
-        for name, value in submit_conf(sys.stderr.isatty()).items()
-        for arg in ("--conf", f"{name}={value}")
-    ]
+def submit_command(
+    settings: Settings, job: str, job_args: list[str], conf: Mapping[str, str] | None = None
+) -> list[str]:
+    """spark-submit of ``job``, run from this process: its console is this process's stderr;
+    ``conf``: Spark settings of this application's own (e.g. its share of a cluster)."""
+    options = {**submit_conf(sys.stderr.isatty()), **(conf or {})}
+    conf_args = [arg for name, value in options.items() for arg in ("--conf", f"{name}={value}")]
     return [
         str(spark_home() / "bin" / "spark-submit"),
         "--master",
@@ -88,7 +89,7 @@ def submit_command(settings: Settings, job: str, job_args: list[str]) -> list[st
         settings.spark_driver_memory,
         "--jars",
         connector_jars(settings),
-        *conf,
+        *conf_args,
         str(application(job)),
         *job_args,
     ]

@@ -20,6 +20,8 @@ def test_no_import_errors(dagbag) -> None:
         "board_aggregations",
         "board_detail_pipeline",
         "board_detail_repair",
+        "board_detail_stream",
+        "board_detail_stream_request",
         "changelog_compaction_tuning",
         "demo_data",
         "reconciliation",

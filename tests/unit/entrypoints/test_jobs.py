@@ -28,7 +28,12 @@ def started(monkeypatch) -> list[object]:
     def capture(_spark, _settings, config):
         configs.append(config)
 
-    monkeypatch.setattr(jobs, "run_job", lambda _name, start: start(None, None) or 0)
+    def run_job(_name, config, start) -> int:
+        start(None, None)
+        assert configs[-1] is config, "the checkpoint leased is the one the job runs on"
+        return 0
+
+    monkeypatch.setattr(jobs, "run_job", run_job)
     monkeypatch.setattr(jobs.joins, "start", capture)
     monkeypatch.setattr(jobs.sink, "start", capture)
     monkeypatch.setattr(jobs, "start_table_count", capture)
@@ -190,7 +195,7 @@ def test_bad_flags_exit_2_naming_the_problem(main, args, message, capsys, monkey
 def test_good_flags_reach_the_job(monkeypatch) -> None:
     """The same seam, so the test above can fail: valid flags do start the job."""
     started = []
-    monkeypatch.setattr(jobs, "run_job", lambda name, start: started.append(name) or 0)
+    monkeypatch.setattr(jobs, "run_job", lambda name, _config, start: started.append(name) or 0)
     assert jobs.window_main([*TOPICS, "--size", "1m", "--grace", "30s", "--retention", "2m"]) == 0
     assert started == ["window-count"]
 

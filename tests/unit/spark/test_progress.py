@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from boardstream.spark.progress import progress_line, summarize
+from types import SimpleNamespace
+
+from boardstream.spark.progress import JsonlProgressListener, progress_line, read_idle, summarize
 
 PROGRESS = {
     "id": "q",
@@ -82,3 +84,16 @@ def test_progress_line_reads_as_a_log_line() -> None:
     assert progress_line(summarize(PROGRESS)) == (
         "board-detail-join batch 4: 910 rows, 43 rows/s, 2,100 ms, state 208 rows, 11 behind"
     )
+
+
+def test_idle_events_leave_the_querys_heartbeat(tmp_path) -> None:
+    """Spark's idle event names no query: the listener knows it from the query's start."""
+    listener = JsonlProgressListener(tmp_path)
+    assert read_idle(tmp_path, "board-detail-sink") is None
+    listener.onQueryIdle(SimpleNamespace(id="q1", timestamp="2026-11-25T10:00:00.000Z"))
+    assert read_idle(tmp_path, "board-detail-sink") is None  # not started by this listener
+    listener.onQueryStarted(SimpleNamespace(id="q1", name="board-detail-sink"))
+    listener.onQueryIdle(SimpleNamespace(id="q1", timestamp="2026-11-25T10:00:00.000Z"))
+    listener.onQueryIdle(SimpleNamespace(id="q1", timestamp="2026-11-25T10:00:10.500Z"))
+    assert read_idle(tmp_path, "board-detail-sink") == 1_795_600_810_500
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["board-detail-sink.idle"]

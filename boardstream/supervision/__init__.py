@@ -1,0 +1,70 @@
+"""Live streams: the join and the sink kept running as long-lived Spark applications.
+
+The front door, for the CLI, the supervising DAG and the tests alike: :func:`ensure` (each
+stream wanted running runs), :func:`start` and :func:`stop` (requests that last), and
+:func:`health` (each stream against its SLO). A stream's checkpoint lease says whether it runs;
+the register remembers what was asked of it (:mod:`.register`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from boardstream.settings import Settings
+from boardstream.spark.progress import read_idle, read_progress
+from boardstream.supervision import health as _health
+from boardstream.supervision import supervisor
+from boardstream.supervision.health import StreamHealth, StreamSlo
+from boardstream.supervision.register import RUNNING
+from boardstream.supervision.streams import StreamOptions, board_detail_streams
+from boardstream.supervision.supervisor import StreamStatus
+
+__all__ = ["StreamHealth", "StreamOptions", "StreamSlo", "StreamStatus"]
+
+
+def ensure(settings: Settings, options: StreamOptions | None = None) -> list[StreamStatus]:
+    """Start each stream that is wanted running and does not run (a restart after a crash);
+    leave the ones stopped on request stopped."""
+    statuses = []
+    for stream in board_detail_streams(settings, options or StreamOptions()):
+        current = supervisor.status(settings, stream)
+        if current.record.desired == RUNNING and not current.running:
+            current = supervisor.ensure_running(settings, stream)
+        statuses.append(current)
+    return statuses
+
+
+def start(settings: Settings, options: StreamOptions | None = None) -> list[StreamStatus]:
+    """Want the streams running from now on, and start the ones that do not run."""
+    streams = board_detail_streams(settings, options or StreamOptions())
+    for stream in streams:
+        supervisor.request(settings, stream, RUNNING)
+    return [supervisor.ensure_running(settings, stream) for stream in streams]
+
+
+def stop(settings: Settings) -> list[StreamStatus]:
+    """Stop the streams after their current batch, the join first (so the sink is still there
+    to load what it wrote last), and keep them stopped until started on request."""
+    return [
+        supervisor.stop(settings, stream)
+        for stream in board_detail_streams(settings, StreamOptions())
+    ]
+
+
+def health(settings: Settings, now_ms: int | None = None) -> list[StreamHealth]:
+    """Each stream against the settings' SLO."""
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    slo = StreamSlo(settings.stream_max_batch_age_s, settings.stream_max_lag)
+    verdicts = []
+    for stream in board_detail_streams(settings, StreamOptions()):
+        newest = read_progress(settings.progress, stream.job, last=1)
+        verdicts.append(
+            _health.evaluate(
+                supervisor.status(settings, stream),
+                newest[0] if newest else None,
+                read_idle(settings.progress, stream.job),
+                now_ms,
+                slo,
+            )
+        )
+    return verdicts

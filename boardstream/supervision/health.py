@@ -1,0 +1,91 @@
+"""Is a supervised stream healthy: running when wanted, batches recent, lag within its SLO.
+
+Pure: the supervisor's status, the stream's newest progress line and idle heartbeat, the clock
+and the SLO in; a verdict with its reasons and the figures behind it out, for the watching
+sensor and the UI page alike. A stream's activity is its newest batch, its newest idle
+heartbeat (Spark reports an idle query every few seconds instead of running empty batches), or
+its start, whichever is newest: a stream just started has until the batch-age SLO to report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from boardstream.supervision.register import RUNNING
+from boardstream.supervision.supervisor import StreamStatus
+
+
+@dataclass(frozen=True)
+class StreamSlo:
+    max_batch_age_s: float
+    max_lag: int  # offsets behind the latest, per source partition at most
+
+    def __post_init__(self) -> None:
+        if self.max_batch_age_s <= 0 or self.max_lag < 0:
+            raise ValueError(
+                f"a stream SLO needs a positive batch age and a lag of at least 0, got "
+                f"{self.max_batch_age_s} s and {self.max_lag}"
+            )
+
+
+@dataclass(frozen=True)
+class StreamHealth:
+    job: str
+    wanted: bool  # the stream is wanted running (not stopped on request)
+    running: bool
+    healthy: bool
+    reasons: tuple[str, ...]
+    application_id: str | None
+    uptime_s: float | None
+    restarts: int
+    last_activity_age_s: float | None
+    lag: int | None
+    rows_per_s: float | None
+
+
+def _ms(timestamp: str) -> int:
+    return int(datetime.fromisoformat(timestamp).timestamp() * 1000)
+
+
+def evaluate(
+    status: StreamStatus,
+    progress: dict[str, Any] | None,
+    idle_ms: int | None,
+    now_ms: int,
+    slo: StreamSlo,
+) -> StreamHealth:
+    """The verdict on one stream (``progress``: its newest progress line, if any)."""
+    wanted = status.record.desired == RUNNING
+    owner = status.holder
+    batch_ms = _ms(progress["timestamp"]) if progress else None
+    reasons = []
+    age_s = lag = rows = uptime_s = None
+    if owner is not None:
+        uptime_s = max(0.0, (now_ms - owner.since_ms) / 1000)
+        since_run = batch_ms if batch_ms is not None and batch_ms >= owner.since_ms else None
+        newest = max(t for t in (since_run, idle_ms, owner.since_ms) if t is not None)
+        age_s = max(0.0, (now_ms - newest) / 1000)
+        if age_s > slo.max_batch_age_s:
+            reasons.append(f"no batch for {age_s:,.0f} s (SLO {slo.max_batch_age_s:,.0f} s)")
+        if since_run is not None:
+            lag = int(progress["max_offsets_behind_latest"])
+            rows = float(progress["processed_rows_per_s"] or 0.0)
+            if lag > slo.max_lag:
+                reasons.append(f"{lag:,} offsets behind the latest (SLO {slo.max_lag:,})")
+    elif wanted:
+        reasons.append("not running")
+    return StreamHealth(
+        job=status.job,
+        wanted=wanted,
+        running=owner is not None,
+        healthy=not reasons,
+        reasons=tuple(reasons),
+        application_id=owner.details.get("application_id") if owner else None,
+        uptime_s=uptime_s,
+        restarts=status.record.restarts,
+        last_activity_age_s=age_s,
+        lag=lag,
+        rows_per_s=rows,
+    )

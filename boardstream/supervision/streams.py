@@ -1,0 +1,67 @@
+"""The streams boardstream keeps running: the join and the sink, each a long-lived Spark
+application on its own checkpoint, started with a continuous trigger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from boardstream.errors import InvalidOptionError
+from boardstream.joins.job import QUERY_NAME as JOIN
+from boardstream.settings import Settings
+from boardstream.sink.job import QUERY_NAME as SINK
+from boardstream.spark.triggers import PROCESSING_TIME, REAL_TIME
+
+LIVE_TRIGGERS = (PROCESSING_TIME, REAL_TIME)
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """How the live streams run: the join's trigger (real-time needs the JVM engine and a task
+    slot per source and shuffle partition) and its micro-batch or checkpoint interval, the
+    sink's micro-batch interval, and the join's own flags (e.g. ``--unmatched-timeout=10m``)."""
+
+    trigger: str = PROCESSING_TIME
+    interval: str = "1 second"
+    sink_interval: str = "1 second"
+    join_args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.trigger not in LIVE_TRIGGERS:
+            raise InvalidOptionError(
+                f"a live stream's trigger is one of {', '.join(LIVE_TRIGGERS)}, got "
+                f"{self.trigger!r} (available-now is the catch-up DAG's)",
+                "trigger",
+            )
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One supervised stream: its job (``boardstream job list``), the flags it runs with, and
+    the checkpoint it owns while it runs."""
+
+    job: str
+    args: tuple[str, ...]
+    checkpoint: Path
+    cores: int  # its share of a Spark cluster (local mode ignores it)
+
+    def conf(self) -> dict[str, str]:
+        """Its spark-submit settings of its own: a standalone application otherwise takes every
+        free core of the cluster, and the next stream would wait for one forever."""
+        return {"spark.cores.max": str(self.cores)}
+
+
+def board_detail_streams(settings: Settings, options: StreamOptions) -> tuple[Stream, ...]:
+    """The join, then the sink (the order they start in). The sink reads board-detail in
+    micro-batches whatever the join's trigger: it writes to a database, not to Kafka."""
+    join_args = (f"--trigger={options.trigger}", f"--interval={options.interval}")
+    sink_args = (f"--trigger={PROCESSING_TIME}", f"--interval={options.sink_interval}")
+    return (
+        Stream(
+            JOIN,
+            (*join_args, *options.join_args),
+            settings.checkpoints / JOIN,
+            settings.stream_join_cores,
+        ),
+        Stream(SINK, sink_args, settings.checkpoints / SINK, settings.stream_sink_cores),
+    )

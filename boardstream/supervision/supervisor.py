@@ -1,0 +1,134 @@
+"""Keep a stream's Spark application running, detached from whoever asked for it.
+
+A stream's driver is a ``spark-submit`` started in a session of its own, so it outlives the
+Airflow task or command that started it (standalone Spark runs Python drivers in client mode
+only, and has no ``--supervise`` for them). Its checkpoint lease (:mod:`boardstream.spark.
+checkpoint_lease`) is the one truth about whether it runs: the driver holds it for as long as its
+query lives, and the kernel frees it when the driver dies, however it dies. Starting is
+idempotent and serialised per stream (the register's lock); stopping asks the driver to stop
+after its current batch (SIGTERM) and waits for the lease to come free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+
+from boardstream.errors import BoardstreamError
+from boardstream.settings import Settings
+from boardstream.spark.checkpoint_lease import Holder, holder
+from boardstream.spark.submit import submit_command, submit_env
+from boardstream.stack.processes import ManagedProcess, log_tail
+from boardstream.supervision import register
+from boardstream.supervision.register import RUNNING, STOPPED
+from boardstream.supervision.streams import Stream
+
+logger = logging.getLogger(__name__)
+
+POLL_S = 0.5
+
+
+class StreamStartError(BoardstreamError):
+    """A stream's driver ended, or took too long, before its query held its checkpoint."""
+
+
+class StreamStopError(BoardstreamError):
+    """A stream's driver did not stop in time, or runs where this process cannot signal it."""
+
+
+@dataclass(frozen=True)
+class StreamStatus:
+    job: str
+    holder: Holder | None  # the live driver, None when it does not run
+    record: register.StreamRecord
+
+    @property
+    def running(self) -> bool:
+        return self.holder is not None
+
+
+def status(settings: Settings, stream: Stream) -> StreamStatus:
+    return StreamStatus(stream.job, holder(stream.checkpoint), register.read(settings, stream.job))
+
+
+def ensure_running(settings: Settings, stream: Stream, timeout_s: float = 300.0) -> StreamStatus:
+    """Start ``stream`` unless a live driver already holds its checkpoint; wait until the new
+    driver's query holds it. Safe to call from two places at once: one stream results."""
+    with register.locked(settings, stream.job):
+        current = status(settings, stream)
+        if current.running:
+            return current
+        log = register.log_file(settings, stream.job)
+        process = ManagedProcess(
+            stream.job, register.directory(settings) / f"{stream.job}.pid", stream.job
+        ).start(
+            submit_command(settings, stream.job, list(stream.args), stream.conf()),
+            log,
+            submit_env(settings),
+        )
+        deadline = time.monotonic() + timeout_s
+        while (owner := holder(stream.checkpoint)) is None or owner.pid < 0:
+            if process.poll() is not None:
+                raise StreamStartError(
+                    f"{stream.job} exited (code {process.returncode}) before its query started; "
+                    f"last lines of {log}:\n{log_tail(log)}"
+                )
+            if time.monotonic() > deadline:
+                process.send_signal(signal.SIGTERM)
+                raise StreamStartError(
+                    f"{stream.job} did not start its query within {timeout_s:g}s (stopped); "
+                    f"see {log}:\n{log_tail(log)}"
+                )
+            time.sleep(POLL_S)
+        record = current.record.started(owner.since_ms, owner.pid)
+        register.write(settings, stream.job, record)
+        logger.info(
+            "%s %s: %s",
+            stream.job,
+            "restarted" if record.starts[-1].restart else "started",
+            owner.describe(),
+        )
+        return StreamStatus(stream.job, owner, record)
+
+
+def request(settings: Settings, stream: Stream, desired: str) -> None:
+    """Record whether ``stream`` is wanted running; a supervisor respects it on its next run."""
+    if desired not in (RUNNING, STOPPED):
+        raise ValueError(f"desired is {RUNNING!r} or {STOPPED!r}, got {desired!r}")
+    with register.locked(settings, stream.job):
+        record = register.read(settings, stream.job)
+        stop_ms = int(time.time() * 1000) if desired == STOPPED else record.stop_requested_ms
+        register.write(
+            settings,
+            stream.job,
+            register.StreamRecord(desired, record.starts, stop_ms),
+        )
+
+
+def stop(settings: Settings, stream: Stream, timeout_s: float = 120.0) -> StreamStatus:
+    """Ask ``stream``'s driver to stop after its current batch (SIGTERM) and wait until its
+    lease is free; the stream stays stopped until it is started again on request."""
+    request(settings, stream, STOPPED)
+    owner = holder(stream.checkpoint)
+    if owner is not None:
+        if owner.host != socket.gethostname():
+            raise StreamStopError(
+                f"{stream.job} runs on {owner.host}, not here: stop it there ({owner.describe()})"
+            )
+        with contextlib.suppress(ProcessLookupError):  # it ended in between: the lease is free
+            os.kill(owner.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while holder(stream.checkpoint) is not None:
+            if time.monotonic() > deadline:
+                raise StreamStopError(
+                    f"{stream.job} did not stop within {timeout_s:g}s of SIGTERM: "
+                    f"{owner.describe()}; see {register.log_file(settings, stream.job)}"
+                )
+            time.sleep(POLL_S)
+        logger.info("%s stopped on request: %s", stream.job, owner.describe())
+    return status(settings, stream)

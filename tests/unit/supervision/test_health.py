@@ -1,0 +1,75 @@
+"""The verdict on a live stream: each way it can break its SLO, and the figures behind it."""
+
+from __future__ import annotations
+
+import pytest
+
+from boardstream.spark.checkpoint_lease import Holder
+from boardstream.supervision.health import StreamSlo, evaluate
+from boardstream.supervision.register import STOPPED, Start, StreamRecord
+from boardstream.supervision.supervisor import StreamStatus
+
+SINCE = 1_795_600_800_000  # 2026-11-25T10:00:00Z, when the driver took its lease
+SLO = StreamSlo(max_batch_age_s=30, max_lag=1_000)
+DRIVER = Holder(41, "here", "board-detail-join", SINCE, {"application_id": "app-7"})
+STARTED = StreamRecord(starts=(Start(SINCE - 60_000, False, 40), Start(SINCE, True, 41)))
+
+
+def batch(at: str, lag: int = 0, rate: float = 950.0) -> dict:
+    return {"timestamp": at, "max_offsets_behind_latest": lag, "processed_rows_per_s": rate}
+
+
+def running(record: StreamRecord = STARTED) -> StreamStatus:
+    return StreamStatus("board-detail-join", DRIVER, record)
+
+
+def test_a_recent_batch_within_the_lag_slo_is_healthy() -> None:
+    health = evaluate(
+        running(), batch("2026-11-25T10:01:00.000Z", lag=900), None, SINCE + 70_000, SLO
+    )
+    assert health.healthy and health.reasons == ()
+    assert (health.running, health.wanted, health.application_id) == (True, True, "app-7")
+    assert (health.uptime_s, health.last_activity_age_s) == (70.0, 10.0)
+    assert (health.lag, health.rows_per_s, health.restarts) == (900, 950.0, 1)
+
+
+def test_no_batch_within_the_slo_is_unhealthy_but_an_idle_heartbeat_is_activity() -> None:
+    progress = batch("2026-11-25T10:01:00.000Z")
+    now = SINCE + 60_000 + 31_000
+    stale = evaluate(running(), progress, None, now, SLO)
+    assert stale.reasons == ("no batch for 31 s (SLO 30 s)",) and not stale.healthy
+    idle = evaluate(running(), progress, SINCE + 80_000, now, SLO)
+    assert idle.healthy and idle.last_activity_age_s == 11.0
+
+
+def test_lag_past_the_slo_is_unhealthy() -> None:
+    health = evaluate(
+        running(), batch("2026-11-25T10:00:05.000Z", lag=1_001), None, SINCE + 6_000, SLO
+    )
+    assert health.reasons == ("1,001 offsets behind the latest (SLO 1,000)",)
+
+
+def test_a_new_driver_has_the_batch_age_slo_from_its_start_and_ignores_older_batches() -> None:
+    before_restart = batch("2026-11-25T09:59:00.000Z", lag=50_000)
+    young = evaluate(running(), before_restart, None, SINCE + 20_000, SLO)
+    assert young.healthy and young.lag is None and young.last_activity_age_s == 20.0
+    old = evaluate(running(), before_restart, None, SINCE + 40_000, SLO)
+    assert old.reasons == ("no batch for 40 s (SLO 30 s)",)
+
+
+def test_a_stream_wanted_running_that_does_not_run_is_unhealthy() -> None:
+    health = evaluate(StreamStatus("board-detail-join", None, STARTED), None, None, SINCE, SLO)
+    assert health.reasons == ("not running",) and not health.running
+    assert (health.application_id, health.uptime_s, health.lag) == (None, None, None)
+
+
+def test_a_stream_stopped_on_request_is_not_a_failure() -> None:
+    stopped = StreamRecord(STOPPED, STARTED.starts, SINCE + 1)
+    health = evaluate(StreamStatus("board-detail-join", None, stopped), None, None, SINCE, SLO)
+    assert health.healthy and not health.wanted and not health.running
+
+
+@pytest.mark.parametrize(("age", "lag"), [(0, 0), (-1, 0), (10, -1)])
+def test_a_senseless_slo_is_refused(age: float, lag: int) -> None:
+    with pytest.raises(ValueError, match="stream SLO"):
+        StreamSlo(age, lag)
