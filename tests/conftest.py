@@ -30,14 +30,30 @@ FOLDER_TIERS = {
 TESTS = Path(__file__).parent
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long",
+        action="store_true",
+        help="also run the tests marked long (end-to-end scenarios of minutes each; CI leaves "
+        "them out, see README 'Tests')",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test marked with its folder's tier, unless it names its own (a test in tests/unit
-    that starts Spark is marked integration)."""
+    that starts Spark is marked integration); the long ones deselected (and counted as such in
+    the summary) unless --long is given."""
     for item in items:
         if any(item.get_closest_marker(tier) for tier in TIERS):
             continue
         folder = item.path.relative_to(TESTS).parts[0]
         item.add_marker(FOLDER_TIERS[folder])
+    if config.getoption("--long"):
+        return
+    long = [item for item in items if item.get_closest_marker("long")]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if not item.get_closest_marker("long")]
 
 
 @pytest.fixture(autouse=True)

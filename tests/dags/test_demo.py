@@ -22,6 +22,9 @@ from boardstream.settings import PROJECT_ROOT
 from tests.airflow_fixtures import ARTIFACTS, assert_data_docs_offline, login
 from tests.fixtures import free_port
 
+# bin/demo on a fresh clone: minutes; its DAGs and page are tested one by one in CI.
+pytestmark = pytest.mark.long
+
 BALANCED = ("joined", "unmatched", "dead_lettered", "pending", "missing", "conflicting")
 
 

@@ -12,9 +12,13 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.airflow_fixtures import export_settings
 from tests.faults.harness import Scenario
+
+# Minutes of Airflow scheduling around one kill; the kill itself is test_process_kills'.
+pytestmark = pytest.mark.long
 
 SEED = 20261126
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
