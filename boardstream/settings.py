@@ -255,6 +255,19 @@ class Settings(BaseSettings):
             options["kafka.ssl.truststore.location"] = connection["ssl.ca.location"]
         return options
 
+    def to_env(self) -> dict[str, str]:
+        """Every setting that is set, as the ``BOARDSTREAM_*`` variables that read back to these
+        settings in a child process (a detached stream's driver); secrets in clear, so only for
+        a child's environment, never for a file or a log."""
+        env = {}
+        for name, value in self.model_dump().items():
+            if value is None:
+                continue
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            env[f"BOARDSTREAM_{name.upper()}"] = str(value)
+        return env
+
     def kafka_env(self) -> dict[str, str]:
         """The Kafka connection as ``BOARDSTREAM_*`` variables, for a child process (a job
         under spark-submit) that must reach the same cluster the same way."""

@@ -65,14 +65,11 @@ def export_settings(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None
     """Let the DAGs' tasks, and the spark-submit jobs they start, see ``settings``: every field
     as its BOARDSTREAM_ env var, the Kafka cluster as the ``kafka_default`` connection and the
     Spark master as ``spark_default``, as setup configures them for a real deployment."""
-    fields = {
-        **settings.model_dump(),
-        "jar_cache": settings.jars_dir,
-        "database_url": settings.database,
-    }
-    for name, value in fields.items():
-        if value is not None:
-            monkeypatch.setenv(f"BOARDSTREAM_{name.upper()}", str(value))
+    resolved = settings.model_copy(
+        update={"jar_cache": settings.jars_dir, "database_url": settings.database}
+    )
+    for name, value in resolved.to_env().items():
+        monkeypatch.setenv(name, value)
     for name, value in airflow_connections(settings).items():
         monkeypatch.setenv(name, value)
 

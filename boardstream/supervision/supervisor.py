@@ -69,7 +69,8 @@ def ensure_running(settings: Settings, stream: Stream, timeout_s: float = 300.0)
         ).start(
             submit_command(settings, stream.job, list(stream.args), stream.conf()),
             log,
-            submit_env(settings),
+            # The driver reads its settings from its environment: these settings, whole.
+            {**settings.to_env(), **submit_env(settings)},
         )
         deadline = time.monotonic() + timeout_s
         while (owner := holder(stream.checkpoint)) is None or owner.pid < 0:

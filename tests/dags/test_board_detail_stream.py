@@ -38,11 +38,11 @@ def cluster(tmp_path) -> Iterator[Settings]:
     settings = isolated_settings(
         tmp_path / "cluster", spark_worker_cores=4, spark_worker_memory="3g"
     )
-    master, worker = SparkMaster(settings), SparkWorker(settings)
+    master = SparkMaster(settings)
     master.start()
-    worker.start()
+    SparkWorker(settings).start()
     yield settings.model_copy(update={"spark_master": master.address})
-    worker.process.stop()
+    SparkWorker(settings).process.stop()
     master.process.stop()
 
 
@@ -197,3 +197,37 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
     result = reconcile_once(spark, settings, "stream-test")
     assert result.passed, "\n".join(result.summary())
     assert result.reconciliation.counts["joined"] == 20
+
+
+@pytest.mark.long
+def test_the_stream_waits_for_a_lost_worker_and_recovers_when_one_returns(
+    pipeline: Pipeline, cluster: Settings, spark
+) -> None:
+    """The worker machine lost (its daemon and executors killed at once): the drivers live on
+    with no executor, and once a worker registers they carry on from where they were."""
+    settings = pipeline.settings
+    for member_id in (1, 2):
+        pipeline.member(member_id, f"m{member_id}", ts=T0)
+    before = [f"w{i}" for i in range(5)]
+    for i, board in enumerate(before):
+        pipeline.board(board, member_id=i % 2 + 1, ts=T0 + 1 + i)
+    drivers = [s.holder for s in supervision.start(settings)]
+    _until(_loaded(settings, before), "the boards before the loss")
+
+    worker = SparkWorker(cluster)
+    pid = worker.process.pid()
+    assert pid is not None
+    os.killpg(os.getpgid(pid), signal.SIGKILL)  # the daemon and the executors it launched
+    after = [f"w{i}" for i in range(5, 10)]
+    for i, board in enumerate(after, start=len(before)):
+        pipeline.board(board, member_id=i % 2 + 1, ts=T0 + 1 + i)
+    time.sleep(20)
+    assert not _loaded(settings, before + after)(), "loaded with no executor?"
+    assert [s.holder for s in supervision.ensure(settings)] == drivers  # no driver died
+
+    worker.start()
+    _until(_loaded(settings, before + after), "the boards after the worker returned")
+    assert all(s.record.restarts == 0 for s in supervision.stop(settings))
+    result = reconcile_once(spark, settings, "worker-test")
+    assert result.passed, "\n".join(result.summary())
+    assert result.reconciliation.counts["joined"] == 10

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import os
+
 import pytest
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from boardstream.settings import Settings
 
@@ -62,3 +64,24 @@ def test_sasl_needs_credentials_and_keeps_the_password_secret(tmp_path) -> None:
     # A child process given kafka_env() builds the same connection.
     env = {k.removeprefix("BOARDSTREAM_").lower(): v for k, v in settings.kafka_env().items()}
     assert Settings(var_dir=tmp_path, **env) == settings
+
+
+def test_to_env_reads_back_to_the_same_settings(tmp_path, monkeypatch) -> None:
+    """A detached driver gets its settings through its environment: secrets in clear, unset
+    fields left unset (their defaults derive from the others in the child too)."""
+    settings = Settings(
+        var_dir=tmp_path,
+        board_topic="b",
+        sasl_username="u",
+        sasl_password=SecretStr("s3cret"),
+        security_protocol="SASL_PLAINTEXT",
+        stream_max_lag=7,
+    )
+    env = settings.to_env()
+    assert env["BOARDSTREAM_SASL_PASSWORD"] == "s3cret"
+    assert "BOARDSTREAM_DATABASE_URL" not in env
+    for name in [n for n in os.environ if n.startswith("BOARDSTREAM_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert Settings() == settings

@@ -1,0 +1,160 @@
+"""The live stream on the local Spark standalone cluster against the available-now pipeline:
+boards at a steady rate, latency from each board's timestamp to its row committed in
+``board_detail``.
+
+    .venv/bin/boardstream stack up --spark-cluster     # BOARDSTREAM_SPARK_WORKER_CORES >= 3
+    .venv/bin/python bench/stream_latency.py --rate 1000 --seconds 300
+
+Live: the join and the sink started by the supervisor (as the ``board_detail_stream`` DAG does),
+each a long-lived application on the cluster; boards are sent at ``--rate`` for ``--seconds`` and
+a poller notes when each board's row is first seen in the table (every ``--poll-ms``: latencies
+are upper bounds by that much). Available-now: the same kind of load for the same time with no
+job running, then the join and the sink spark-submitted once each, as one run of the
+``board_detail_pipeline`` DAG does (it runs every 10 minutes, so a board waits up to 10 minutes
+more for it to start: not counted here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+
+import sqlalchemy as sa
+from backlog import backlog_settings
+from compare import LoadProducer
+
+from boardstream import supervision
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.topics import create_topics, platform_topics
+from boardstream.settings import Settings
+from boardstream.spark.submit import run_submit
+from boardstream.stack.spark_cluster import HOST, master_state
+from boardstream.supervision import StreamOptions
+
+
+class TablePoller:
+    """When each board's row is first seen in board_detail (epoch ms), polled every
+    ``poll_ms`` on a thread of its own."""
+
+    def __init__(self, settings: Settings, poll_ms: int) -> None:
+        self.engine = sa.create_engine(settings.database)
+        self.poll_s = poll_ms / 1000
+        self.seen: dict[str, int] = {}
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        last_rowid = 0
+        while not self.stopped.is_set():
+            try:
+                with self.engine.connect() as connection:
+                    rows = connection.execute(
+                        sa.text(
+                            "SELECT rowid, board_id FROM board_detail WHERE rowid > :last"
+                        ),
+                        {"last": last_rowid},
+                    ).all()
+            except sa.exc.OperationalError:  # no table before the sink's first batch
+                rows = []
+            now = int(time.time() * 1000)
+            for rowid, board_id in rows:
+                self.seen.setdefault(board_id, now)
+                last_rowid = max(last_rowid, rowid)
+            time.sleep(self.poll_s)
+
+    def __enter__(self) -> TablePoller:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+
+def send_steadily(load: LoadProducer, kind: str, rate: float, seconds: float) -> dict[str, int]:
+    began, sent = time.time(), 0
+    while (elapsed := time.time() - began) < seconds:
+        while sent < rate * elapsed:
+            load.board(kind)
+            sent += 1
+        time.sleep(0.01)
+    load.producer.flush(30)
+    return {key: stamp for key, stamp in load.sent.items() if key.startswith(f"{kind}-")}
+
+
+def latencies(sent: dict[str, int], seen: dict[str, int]) -> tuple[int, list[int]]:
+    found = [seen[key] - stamp for key, stamp in sent.items() if key in seen]
+    return len(sent) - len(found), found
+
+
+def quantiles(values: list[int]) -> str:
+    if len(values) < 2:
+        return "n/a"
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return f"{cuts[49]:,.0f} / {cuts[94]:,.0f} / {cuts[98]:,.0f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=1000.0, help="boards per second")
+    parser.add_argument("--seconds", type=float, default=300.0, help="how long the load lasts")
+    parser.add_argument("--poll-ms", type=int, default=200, help="how often the table is read")
+    parser.add_argument("--trigger", default="processing-time", help="the live join's trigger")
+    parser.add_argument("--interval", default="1 second", help="the live join's interval")
+    args = parser.parse_args()
+
+    base = backlog_settings("bench-stream", time.strftime("%Y%m%d%H%M%S"))
+    settings = base.model_copy(
+        update={"spark_master": f"spark://{HOST}:{base.spark_master_port}"}
+    )
+    state = master_state(settings)
+    if state is None or not state["workers"]:
+        parser.error("no Spark cluster answers: run `boardstream stack up --spark-cluster`")
+    create_topics(admin_client(settings), settings, platform_topics(settings))
+    load = LoadProducer(settings, "stream", 1, members=1_000)
+
+    print(f"live: starting the streams on {settings.spark_master}", flush=True)
+    options = StreamOptions(trigger=args.trigger, interval=args.interval)
+    began = time.time()
+    supervision.start(settings, options)
+    with TablePoller(settings, args.poll_ms) as poller:
+        probe = send_steadily(load, "probe", 10, 1)
+        while not all(key in poller.seen for key in probe):
+            time.sleep(0.5)
+        ready_s = time.time() - began
+        print(f"live: first boards loaded {ready_s:.1f} s after the start; steady load", flush=True)
+        live_sent = send_steadily(load, "live", args.rate, args.seconds)
+        deadline = time.time() + 120
+        while not all(k in poller.seen for k in live_sent) and time.time() < deadline:
+            time.sleep(0.5)
+    supervision.stop(settings)
+    live_missing, live = latencies(live_sent, poller.seen)
+
+    print("available-now: the same load with no job running, then one pipeline run", flush=True)
+    with TablePoller(settings, args.poll_ms) as poller:
+        batch_sent = send_steadily(load, "batch", args.rate, args.seconds)
+        batch_began = time.time()
+        for job in ("board-detail-join", "board-detail-sink"):
+            code = run_submit(settings, job, ["--trigger=available-now"])
+            if code != 0:
+                raise SystemExit(f"{job} exited {code}")
+        batch_s = time.time() - batch_began
+        time.sleep(args.poll_ms / 1000 * 3)
+    batch_missing, batch = latencies(batch_sent, poller.seen)
+
+    print(f"\n{args.rate:,.0f} boards/s for {args.seconds:,.0f} s, table polled every "
+          f"{args.poll_ms} ms, cluster {settings.spark_master}")
+    print("| mode | boards | not loaded | p50 / p95 / p99 ms (board timestamp → row) |")
+    print("|---|---:|---:|---|")
+    print(f"| live stream ({args.trigger}, {args.interval}) | {len(live_sent):,} | "
+          f"{live_missing:,} | {quantiles(live)} |")
+    print(f"| available-now run after the load ({batch_s:.0f} s: join + sink) | "
+          f"{len(batch_sent):,} | {batch_missing:,} | {quantiles(batch)} |")
+    print(f"\nlive streams ready {ready_s:.1f} s after their start")
+    return 0 if live_missing == 0 and batch_missing == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
