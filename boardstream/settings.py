@@ -96,6 +96,18 @@ class Settings(BaseSettings):
     data_docs_retention: int = Field(
         default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."
     )
+    stream_max_batch_age_s: int = Field(
+        default=1200,
+        gt=0,
+        description="Pipeline health's SLO: a streaming job's last batch ended at most this long "
+        "ago (default 20 minutes, twice the pipeline's schedule, as reconciliation's stall age).",
+    )
+    stream_max_lag: int = Field(
+        default=100_000,
+        ge=0,
+        description="Pipeline health's SLO: a streaming job's last batch at most this many "
+        "offsets behind the latest (default: one sink micro-batch, its max offsets per trigger).",
+    )
     connect_timeout_s: float = Field(
         default=10.0, gt=0, description="How long to wait for the broker before giving up."
     )
