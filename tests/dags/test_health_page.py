@@ -231,9 +231,13 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
     assert [url for url in urls if not url.startswith(local)] == []
     assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
 
-    browser.switch_to.default_content()
+    browser.switch_to.default_content()  # the tooltip still shown
     ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "pipeline-health.png"))
+    browser.switch_to.frame(frame)
+    browser.execute_script("document.getElementById('streams').scrollIntoView()")
+    browser.switch_to.default_content()
+    assert browser.save_screenshot(str(ARTIFACTS / "pipeline-health-streams.png"))
 
     site = failed.validation.data_docs_index.parent
     targets = {outcome.target for outcome in failed.validation.outcomes}  # one validation each
