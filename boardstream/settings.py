@@ -102,19 +102,22 @@ class Settings(BaseSettings):
     stream_sink_cores: int = Field(
         default=1, ge=1, description="Cores the live sink takes on a Spark cluster."
     )
-    stream_max_batch_age_s: float = Field(
-        default=60.0,
+    data_docs_retention: int = Field(
+        default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."
+    )
+    stream_max_batch_age_s: int = Field(
+        default=1200,
         gt=0,
-        description="SLO of a live stream: the longest it may go without a batch or an idle "
-        "heartbeat before its watch fails.",
+        description="The streams' SLO (Pipeline health, the live stream's watch): a streaming "
+        "job's last batch (or a live one's idle heartbeat) at most this long ago (default 20 "
+        "minutes, twice the pipeline's schedule, as reconciliation's stall age; a live stream "
+        "reports every 10 s, so 60 suits it).",
     )
     stream_max_lag: int = Field(
         default=100_000,
         ge=0,
-        description="SLO of a live stream: the most offsets a source partition may be behind.",
-    )
-    data_docs_retention: int = Field(
-        default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."
+        description="The streams' SLO: a streaming job's last batch at most this many "
+        "offsets behind the latest (default: one sink micro-batch, its max offsets per trigger).",
     )
     connect_timeout_s: float = Field(
         default=10.0, gt=0, description="How long to wait for the broker before giving up."

@@ -8,40 +8,62 @@ on in tests or served to any other client.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from boardstream import database
 from boardstream.compaction import tuning_log
 from boardstream.reconcile import ledger
-from boardstream.reconcile.checks import BALANCE
-from boardstream.reconcile.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
 from boardstream.settings import Settings
 from boardstream.spark.progress import read_progress
+from boardstream.spark.slo import StreamSlo
 
 # "airflow:<dag id>/<run id>/<task id>", as the DAGs' tasks record who ran a reconciliation.
 _AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[\w.-]+)")
 
 
-def pipeline_health(settings: Settings, runs: int = 20, batches: int = 60) -> dict[str, Any]:
+def pipeline_health(
+    settings: Settings, runs: int = 20, batches: int = 60, now: datetime | None = None
+) -> dict[str, Any]:
     engine = database.engine(settings.database)
     recent = [_run(run, settings.data_docs) for run in ledger.recent_runs(engine, runs)]
+    slo = StreamSlo.from_settings(settings)
     return {
         "reconciliation_runs": recent,
-        # The balance of each finished run, oldest first (an ERRORED run has none).
-        "chart": [
-            {"run_id": run["run_id"], **{n: run["counts"].get(n, 0) for n in BALANCE}}
-            for run in reversed(recent)
-            if run["finished_at"] and run["counts"]
-        ],
-        "streams": stream_progress(settings, batches),
+        "chart": balance_chart(recent),
+        "streams": stream_progress(settings, batches, slo, now or datetime.now(UTC)),
+        "stream_slo": {"max_batch_age_s": slo.max_batch_age_s, "max_lag": slo.max_lag},
         "compaction_changes": [_jsonable(change) for change in tuning_log.recent_changes(engine)],
     }
 
 
-def stream_progress(settings: Settings, batches: int) -> list[dict[str, Any]]:
-    """Per streaming query, its newest batch and the rows/s of the last ``batches``."""
+def balance_chart(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The balance of each finished run (``runs`` newest first, as the page lists them), oldest
+    first, for stacked bars: each run's id, verdict and finish time, and one series per part of
+    ``source`` in the balance's order; a part that fails a run only when some run has any, so
+    the chart names a loss only when there is one. An ERRORED run has no balance: left out."""
+    finished = [run for run in reversed(runs) if run["finished_at"] and run["counts"]]
+    shown = [
+        part
+        for part in PARTS
+        if part not in FAILING_PARTS or any(run["counts"].get(part, 0) for run in finished)
+    ]
+    return {
+        "runs": [{k: run[k] for k in ("run_id", "status", "finished_at")} for run in finished],
+        "series": [
+            {"part": part, "counts": [run["counts"].get(part, 0) for run in finished]}
+            for part in shown
+        ],
+    }
+
+
+def stream_progress(
+    settings: Settings, batches: int, slo: StreamSlo, now: datetime
+) -> list[dict[str, Any]]:
+    """Per streaming query, its newest batch against ``slo`` at ``now`` and the rows/s of the
+    last ``batches``."""
     queries = sorted(path.stem for path in settings.progress.glob("*.jsonl"))
     streams = []
     for query in queries:
@@ -53,6 +75,7 @@ def stream_progress(settings: Settings, batches: int) -> list[dict[str, Any]]:
                     "query": query,
                     "batches": len(records),
                     "latest": {k: v for k, v in latest.items() if k != "sources"},
+                    "slo": slo.evaluate(latest, now),
                     "rows_per_s": [r["processed_rows_per_s"] for r in records],
                 }
             )
@@ -85,14 +108,30 @@ def _run(run: dict[str, Any], docs_root: Path) -> dict[str, Any]:
             or {True: "PASSED", False: "FAILED"}.get(run["passed"], "RUNNING"),
             "error": run.get("error"),
             "counts": run["counts"] or {},
-            "issues": {
-                kind: {"count": count, "examples": examples}
-                for kind, (count, examples) in sorted(run["issues"].items(), key=_in_summary_order)
-            },
+            "findings": findings(run["issues"], run["passed"]),
+            "in_transit": in_transit(run["issues"]),
             "data_docs": data_docs_page(run["data_docs"], docs_root),
             "airflow": airflow_run(run["run_by"]),
         }
     )
+
+
+def findings(
+    issues: dict[str, tuple[int, list[str]]], passed: bool | None
+) -> dict[str, dict[str, Any]]:
+    """A run's findings in the summary's order, each with its count and, unless the run passed,
+    its example ids: a passed run's findings are only reported ones (a replay, an expired
+    source), worth a count, not a list. Boards in transit are not findings: left out."""
+    return {
+        kind: {"count": count, "examples": [] if passed else examples}
+        for kind, (count, examples) in sorted(issues.items(), key=_in_summary_order)
+        if count and kind not in IN_TRANSIT
+    }
+
+
+def in_transit(issues: dict[str, tuple[int, list[str]]]) -> dict[str, int]:
+    """How many boards the run saw still on their way (pending, not yet read, not yet loaded)."""
+    return {kind: issues[kind][0] for kind in IN_TRANSIT if kind in issues and issues[kind][0]}
 
 
 def _in_summary_order(issue: tuple[str, Any]) -> tuple[int, str]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from boardstream.durations import span
+
 
 def waiting_lines(
     boards: Iterable[tuple[str, int]], now_ms: int, unmatched_timeout_ms: int
@@ -18,16 +20,6 @@ def waiting_lines(
     for board_id, arrived_ms in sorted(boards, key=lambda board: (board[1], board[0])):
         waited_s = max(now_ms - arrived_ms, 0) // 1000
         left_s = timeout_s - waited_s
-        due = f"times out in {_span(left_s)}" if left_s > 0 else f"timed out {_span(-left_s)} ago"
-        lines.append(f"{board_id}: waiting {_span(waited_s)}, {due}")
+        due = f"times out in {span(left_s)}" if left_s > 0 else f"timed out {span(-left_s)} ago"
+        lines.append(f"{board_id}: waiting {span(waited_s)}, {due}")
     return lines
-
-
-def _span(seconds: int) -> str:
-    """``45s``, ``3m05s``, ``11m``, ``1h05m03s``: the largest unit first, zero seconds left off."""
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    tail = f"{secs:02d}s" if secs else ""
-    if hours:
-        return f"{hours}h{minutes:02d}m{tail}"
-    return f"{minutes}m{tail}" if minutes else f"{secs}s"

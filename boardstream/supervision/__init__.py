@@ -12,9 +12,10 @@ import time
 
 from boardstream.settings import Settings
 from boardstream.spark.progress import read_idle, read_progress
+from boardstream.spark.slo import StreamSlo
 from boardstream.supervision import health as _health
 from boardstream.supervision import supervisor
-from boardstream.supervision.health import StreamHealth, StreamSlo
+from boardstream.supervision.health import StreamHealth
 from boardstream.supervision.register import RUNNING
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from boardstream.supervision.supervisor import StreamStatus
@@ -54,7 +55,7 @@ def stop(settings: Settings) -> list[StreamStatus]:
 def health(settings: Settings, now_ms: int | None = None) -> list[StreamHealth]:
     """Each stream against the settings' SLO."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-    slo = StreamSlo(settings.stream_max_batch_age_s, settings.stream_max_lag)
+    slo = StreamSlo.from_settings(settings)
     verdicts = []
     for stream in board_detail_streams(settings, StreamOptions()):
         newest = read_progress(settings.progress, stream.job, last=1)

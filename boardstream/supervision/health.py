@@ -1,33 +1,21 @@
 """Is a supervised stream healthy: running when wanted, batches recent, lag within its SLO.
 
 Pure: the supervisor's status, the stream's newest progress line and idle heartbeat, the clock
-and the SLO in; a verdict with its reasons and the figures behind it out, for the watching
-sensor and the UI page alike. A stream's activity is its newest batch, its newest idle
-heartbeat (Spark reports an idle query every few seconds instead of running empty batches), or
-its start, whichever is newest: a stream just started has until the batch-age SLO to report.
+and the SLO in (:mod:`boardstream.spark.slo`, the one Pipeline health holds every job to); a
+verdict with its reasons and the figures behind it out, for the watching sensor and the UI page
+alike. A stream's activity is the end of its newest batch, its newest idle heartbeat (Spark
+reports an idle query every few seconds instead of running empty batches), or its start,
+whichever is newest: a stream just started has until the batch-age SLO to report.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from boardstream.spark.slo import StreamSlo, batch_ended
 from boardstream.supervision.register import RUNNING
 from boardstream.supervision.supervisor import StreamStatus
-
-
-@dataclass(frozen=True)
-class StreamSlo:
-    max_batch_age_s: float
-    max_lag: int  # offsets behind the latest, per source partition at most
-
-    def __post_init__(self) -> None:
-        if self.max_batch_age_s <= 0 or self.max_lag < 0:
-            raise ValueError(
-                f"a stream SLO needs a positive batch age and a lag of at least 0, got "
-                f"{self.max_batch_age_s} s and {self.max_lag}"
-            )
 
 
 @dataclass(frozen=True)
@@ -45,8 +33,9 @@ class StreamHealth:
     rows_per_s: float | None
 
 
-def _ms(timestamp: str) -> int:
-    return int(datetime.fromisoformat(timestamp).timestamp() * 1000)
+def _ended_ms(progress: dict[str, Any]) -> int | None:
+    ended = batch_ended(progress)
+    return None if ended is None else int(ended.timestamp() * 1000)
 
 
 def evaluate(
@@ -59,7 +48,7 @@ def evaluate(
     """The verdict on one stream (``progress``: its newest progress line, if any)."""
     wanted = status.record.desired == RUNNING
     owner = status.holder
-    batch_ms = _ms(progress["timestamp"]) if progress else None
+    batch_ms = _ended_ms(progress) if progress else None
     reasons = []
     age_s = lag = rows = uptime_s = None
     if owner is not None:

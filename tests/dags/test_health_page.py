@@ -1,45 +1,104 @@
 """The "Pipeline health" page on a real Airflow API server, in headless Chromium (Debian's):
 logged in through Airflow's own login form, the page shows exactly what the reconciliation
-ledger holds; anonymous calls to its API are refused."""
+ledger holds: the balance chart drawn by Chart.js with each run's counts (hovering a run shows
+its time and counts), a passed run's findings as counts, a failed run's with ids; the streams'
+last batch, age and lag against the SLO; anonymous calls to its API are refused."""
 
 from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
 from boardstream import database
+from boardstream.durations import span
 from boardstream.reconcile import ledger
 from boardstream.reconcile.run import reconcile_once
-from tests.airflow_fixtures import ARTIFACTS, assert_data_docs_offline, http_status, login
+from boardstream.spark.progress import read_progress
+from boardstream.spark.slo import batch_ended
+from tests.airflow_fixtures import (
+    ARTIFACTS,
+    assert_data_docs_offline,
+    http_status,
+    login,
+    requested_urls,
+)
 from tests.pipeline import Pipeline
 
 RUN_BY = "airflow:reconciliation/manual__test/reconcile"
+PARTS = ("not_yet_read", "joined", "unmatched", "dead_lettered", "pending", "missing")
+# Two earlier runs, stored as reconcile_once stores them: one passed with boards in transit and a
+# reported finding, one failed with a loss, so every part of the chart has a value.
+EARLIER = [
+    (
+        True,
+        {
+            **{"source": 40, "read": 36, "not_yet_read": 4, "joined": 30, "unmatched": 3},
+            **{"dead_lettered": 2, "pending": 1, "missing": 0, "conflicting": 0},
+        },
+        {"topic_replays": (2, ["e1", "e2"]), "pending": (1, ["e3"])},
+    ),
+    (
+        False,
+        {
+            **{"source": 52, "read": 50, "not_yet_read": 2, "joined": 41, "unmatched": 4},
+            **{"dead_lettered": 2, "pending": 0, "missing": 3, "conflicting": 0},
+        },
+        {"missing": (3, ["e4", "e5", "e6"])},
+    ),
+]
+CHART = "Chart.getChart(document.getElementById('balance-chart'))"
 
 
 def test_page_shows_the_ledger_and_refuses_anonymous_calls(
     loaded_pipeline: Pipeline, spark, api_server: str, browser
 ) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     settings = loaded_pipeline.settings
     engine = database.engine(settings.database)
+    earlier = []
+    for verdict, counts, findings in EARLIER:
+        earlier.append(ledger.start_run(engine, {}, RUN_BY))
+        ledger.finish_run(engine, earlier[-1], verdict, counts, findings, None)
+    # A third streaming job whose last batch ended two hours ago, 250 offsets behind.
+    ended = datetime.now(UTC) - timedelta(hours=2)
+    seeded = {
+        "query": "board-table-count",
+        "batch_id": 41,
+        "timestamp": (ended - timedelta(milliseconds=1_500)).isoformat(),
+        "batch_duration_ms": 1_500,
+        "input_rows": 1_200,
+        "processed_rows_per_s": 812.5,
+        "max_offsets_behind_latest": 250,
+        "state_rows": 17,
+        "state_sst_bytes": 4_096,
+    }
+    (settings.progress / "board-table-count.jsonl").write_text(json.dumps(seeded) + "\n")
     passed = reconcile_once(spark, settings, RUN_BY)
     with engine.begin() as connection:
         connection.execute(sa.text("DELETE FROM board_detail WHERE board_id = 'r3'"))
     failed = reconcile_once(spark, settings, RUN_BY)
     assert (passed.passed, failed.passed) == (True, False)
 
-    for path in ("boardstream/api/health", "boardstream/health", "boardstream/data-docs/"):
+    paths = ("api/health", "health", "data-docs/", "static/chartjs/chart.umd.min.js")
+    for path in (f"boardstream/{path}" for path in paths):
         assert http_status(f"{api_server}/{path}") == 401, path
         assert http_status(f"{api_server}/{path}", token="not-a-token") == 403, path
 
     wait = WebDriverWait(browser, 60)
+    asked_at = time.time()
     login(browser, api_server, "/plugin/pipeline-health")
     frame = wait.until(ec.presence_of_element_located((By.TAG_NAME, "iframe")))
     assert frame.get_attribute("src") == f"{api_server}/boardstream/health"
     browser.switch_to.frame(frame)
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "table#reconciliation-runs")))
+    loaded_at = time.time()
 
     for result in (passed, failed):
         stored = ledger.run(engine, result.run_id)
@@ -63,28 +122,122 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         By.CSS_SELECTOR, f"tr[data-run='{failed.run_id}'] [data-ids=missing_in_table]"
     )
     assert lost.text == "missing_in_table (1): r3"
-    bars = browser.find_elements(By.CSS_SELECTOR, "#chart g[data-run]")
-    assert [bar.get_attribute("data-run") for bar in bars] == [
-        str(passed.run_id),
-        str(failed.run_id),
+    # A passed run's findings are counts; boards in transit are not findings.
+    row = browser.find_element(By.CSS_SELECTOR, f"tr[data-run='{earlier[0]}']")
+    assert [f.text for f in row.find_elements(By.CSS_SELECTOR, "[data-finding]")] == [
+        "topic_replays (2)"
     ]
-    parts = bars[0].find_elements(By.CSS_SELECTOR, "rect[data-part]")
-    assert [part.get_attribute("data-part") for part in parts] == [
-        "not_yet_read",
-        "joined",
-        "unmatched",
-        "dead_lettered",
-        "pending",
-    ]
-    queries = browser.find_elements(By.CSS_SELECTOR, "table#streams tr[data-query]")
-    assert {q.get_attribute("data-query") for q in queries} == {
-        "board-detail-join",
-        "board-detail-sink",
+    assert [f.text for f in row.find_elements(By.CSS_SELECTOR, "[data-transit]")] == ["pending 1"]
+    assert row.find_elements(By.CSS_SELECTOR, "[data-ids]") == [] and "e1" not in row.text
+    row = browser.find_element(By.CSS_SELECTOR, f"tr[data-run='{earlier[1]}']")
+    assert row.find_element(By.CSS_SELECTOR, "[data-ids=missing]").text == "missing (3): e4, e5, e6"
+
+    # The balance chart, drawn by Chart.js: a run per bar, oldest first, a series per part.
+    runs = [*earlier, passed.run_id, failed.run_id]
+    recorded = [ledger.run(engine, run_id) for run_id in runs]
+    drawn = browser.execute_script(
+        f"const chart = {CHART}; const x = chart.scales.x, y = chart.scales.y;"
+        "return {labels: chart.data.labels, stacked: [x.options.stacked, y.options.stacked],"
+        " axes: [x.options.title.text, y.options.title.text],"
+        " datasets: chart.data.datasets.map(d => [d.label, d.data]),"
+        " legend: chart.legend.legendItems.map(item => item.text)};"
+    )
+    assert drawn == {
+        "labels": [str(run_id) for run_id in runs],
+        "stacked": [True, True],
+        "axes": ["reconciliation run", "source positions"],
+        "datasets": [[part, [run["counts"][part] for run in recorded]] for part in PARTS],
+        "legend": list(PARTS),
+    }
+    assert [dataset[1] for dataset in drawn["datasets"][1:3]] == [[30, 41, 6, 6], [3, 4, 0, 0]]
+
+    # Hovering the failed earlier run's bar: its verdict, finish time and every part's count.
+    finished = browser.find_element(
+        By.CSS_SELECTOR, f"tr[data-run='{earlier[1]}'] [data-field=finished]"
+    ).text
+    assert finished == recorded[1]["finished_at"].strftime("%Y-%m-%d %H:%M:%S")
+    canvas = browser.find_element(By.ID, "balance-chart")
+    bar_x, bar_y, width, height = browser.execute_script(
+        f"const bar = {CHART}.getDatasetMeta(1).data[1];"
+        "return [bar.x, bar.y, arguments[0].clientWidth, arguments[0].clientHeight];",
+        canvas,
+    )
+    ActionChains(browser).move_to_element_with_offset(
+        canvas, int(bar_x - width / 2), int(bar_y - height / 2)
+    ).perform()
+    tooltip = browser.execute_script(
+        f"const t = {CHART}.tooltip;"
+        "return {shown: t.opacity, title: t.title, body: t.body.flatMap(b => b.lines),"
+        " footer: t.footer};"
+    )
+    assert tooltip == {
+        "shown": 1,
+        "title": [f"run {earlier[1]} · FAILED", finished],
+        "body": [
+            "not_yet_read: 2",
+            "joined: 41",
+            "unmatched: 4",
+            "dead_lettered: 2",
+            "pending: 0",
+            "missing: 3",
+        ],
+        "footer": ["source: 52"],
     }
 
-    browser.switch_to.default_content()
+    # Streams: each job's last batch, its age and lag against the SLO (20 minutes, 100,000).
+    def ages(ended: datetime) -> set[str]:
+        """The ages the page can show: it was rendered between asked_at and loaded_at."""
+        since = ended.timestamp()
+        return {span(age) for age in range(int(asked_at - since), int(loaded_at - since) + 1)}
+
+    def stream(query: str) -> dict[str, str]:
+        row = browser.find_element(By.CSS_SELECTOR, f"table#streams tr[data-query='{query}']")
+        return {
+            field: row.find_element(By.CSS_SELECTOR, f"[data-field={field}]").text
+            for field in ("slo", "ended", "age", "rows-s", "lag")
+        }
+
+    queries = browser.find_elements(By.CSS_SELECTOR, "table#streams tr[data-query]")
+    assert [q.get_attribute("data-query") for q in queries] == [
+        "board-detail-join",
+        "board-detail-sink",
+        "board-table-count",
+    ]
+    for query in ("board-detail-join", "board-detail-sink"):
+        latest = read_progress(settings.progress, query)[-1]
+        shown, ended_at = stream(query), batch_ended(latest)
+        assert shown.pop("ended") == ended_at.strftime("%Y-%m-%d %H:%M:%S")
+        assert shown.pop("age") in ages(ended_at)
+        assert shown == {
+            "slo": "OK",
+            "rows-s": f"{latest['processed_rows_per_s']:,.1f}",
+            "lag": f"{latest['max_offsets_behind_latest']:,}",
+        }
+    late = stream("board-table-count")
+    assert late.pop("age") in ages(ended)
+    assert late == {
+        "slo": "breaching",
+        "ended": ended.strftime("%Y-%m-%d %H:%M:%S"),
+        "rows-s": "812.5",
+        "lag": "250",
+    }
+    assert browser.find_element(By.ID, "stream-slo").text.startswith(
+        "Each streaming job's newest batch against the SLO: it ended at most 20m ago and left"
+        " at most 100,000 offsets behind the latest"
+    )
+    urls = requested_urls(browser)
+    assert f"{api_server}/boardstream/static/chartjs/chart.umd.min.js" in urls
+    local = (f"{api_server}/", f"blob:{api_server}/", "data:")  # blob: Airflow's own UI
+    assert [url for url in urls if not url.startswith(local)] == []
+    assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
+
+    browser.switch_to.default_content()  # the tooltip still shown
     ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "pipeline-health.png"))
+    browser.switch_to.frame(frame)
+    browser.execute_script("document.getElementById('streams').scrollIntoView()")
+    browser.switch_to.default_content()
+    assert browser.save_screenshot(str(ARTIFACTS / "pipeline-health-streams.png"))
 
     site = failed.validation.data_docs_index.parent
     targets = {outcome.target for outcome in failed.validation.outcomes}  # one validation each

@@ -1,32 +1,63 @@
 """The "Pipeline health" template's cells, rendered from what boardstream.entrypoints.health
-gathers: the rows/s bars of every batch (one batch included) and timestamps that read, and stay,
-as one."""
+gathers: each stream's last batch, its age and lag against the SLO, marked OK or breaching; the
+rows/s bars of every batch (one batch included); timestamps that read, and stay, as one; the
+balance chart's data embedded for Chart.js, and no chart or script without a finished run."""
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 from boardstream.entrypoints.health import stream_progress
+from boardstream.spark.slo import StreamSlo
 from tests.fixtures import isolated_settings
 
+NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+SLO = StreamSlo(max_batch_age_s=1_200, max_lag=100)
+RUN = {
+    "run_id": 7,
+    "status": "PASSED",
+    "passed": True,
+    "error": None,
+    "finished_at": "2026-11-23T08:35:53.621456",
+    "counts": {"source": 3, "joined": 3},
+    "findings": {},
+    "in_transit": {},
+    "run_by": "cli",
+    "airflow": None,
+    "data_docs": None,
+}
 
-def test_rows_per_s_bars_and_one_line_timestamps(airflow_home: Path, tmp_path: Path) -> None:
+
+def row(page: str, attribute: str) -> str:
+    return page.split(f"<tr {attribute}>", 1)[1].split("</tr>", 1)[0]
+
+
+def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
+    airflow_home: Path, tmp_path: Path
+) -> None:
     from boardstream_airflow.ui.app import templates  # airflow_home: Airflow is configured
 
     settings = isolated_settings(tmp_path)
     settings.progress.mkdir(parents=True)
-    batches = {"board-detail-join": [0.4], "board-detail-sink": [3.1, 1250.0]}
-    for query, rates in batches.items():
+    # The join's last batch ended 08:59:00 (1 min ago), 0 behind; the sink's 08:30:00 (30 min
+    # ago: past 20), 250 behind (past 100).
+    batches = {
+        "board-detail-join": ("2026-11-23T08:58:58.093Z", [0.4], 0),
+        "board-detail-sink": ("2026-11-23T08:29:58.093Z", [3.1, 1250.0], 250),
+    }
+    for query, (began, rates, lag) in batches.items():
         lines = [
             {
                 "query": query,
                 "batch_id": batch,
+                "timestamp": began,
                 "input_rows": 6,
                 "processed_rows_per_s": rate,
                 "batch_duration_ms": 1907,
-                "max_offsets_behind_latest": 0,
+                "max_offsets_behind_latest": lag,
                 "state_rows": 2,
                 "state_sst_bytes": 1497,
             }
@@ -35,18 +66,6 @@ def test_rows_per_s_bars_and_one_line_timestamps(airflow_home: Path, tmp_path: P
         (settings.progress / f"{query}.jsonl").write_text(
             "".join(json.dumps(line) + "\n" for line in lines)
         )
-    run = {
-        "run_id": 7,
-        "status": "PASSED",
-        "passed": True,
-        "error": None,
-        "finished_at": "2026-11-23T08:35:53.621456",
-        "counts": {},
-        "issues": {},
-        "run_by": "cli",
-        "airflow": None,
-        "data_docs": None,
-    }
     change = {
         "change_id": 3,
         "rolls_back": None,
@@ -55,20 +74,54 @@ def test_rows_per_s_bars_and_one_line_timestamps(airflow_home: Path, tmp_path: P
         "waste_before": None,
         "waste_after": None,
     }
+    chart = {"runs": [{"run_id": 7, "status": "PASSED", "finished_at": RUN["finished_at"]}]}
     page = templates.get_template("health.html").render(
         health={
-            "reconciliation_runs": [run],
-            "chart": [],
-            "streams": stream_progress(settings, batches=60),
+            "reconciliation_runs": [RUN],
+            "chart": {**chart, "series": [{"part": "joined", "counts": [3]}]},
+            "streams": stream_progress(settings, 60, SLO, NOW),
+            "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
             "compaction_changes": [change],
         }
     )
 
-    for query, rates in batches.items():
-        row = page.split(f'<tr data-query="{query}">', 1)[1].split("</tr>", 1)[0]
-        cell = row.split('data-field="rows-per-s">', 1)[1]
+    cells = r'<td class="([^"]*)" data-field="(ended|age|lag)">([^<]*)</td>'
+    slo = r'data-field="slo"[^>]*>([^<]*)</span>'
+    join = row(page, 'data-query="board-detail-join"')
+    sink = row(page, 'data-query="board-detail-sink"')
+    assert re.findall(cells, join) == [
+        ("text time", "ended", "2026-11-23 08:59:00"),
+        ("time", "age", "1m"),
+        ("", "lag", "0"),
+    ]
+    assert re.findall(slo, join) == ["OK"]
+    assert re.findall(cells, sink) == [
+        ("text time", "ended", "2026-11-23 08:30:00"),
+        ("time over", "age", "30m"),
+        ("over", "lag", "250"),
+    ]
+    assert re.findall(slo, sink) == ["breaching"] and 'title="breaks: age, lag"' in sink
+    assert "ended at most\n20m ago and left at most 100 offsets behind" in page
+    for query, (_, rates, _) in batches.items():
+        cell = row(page, f'data-query="{query}"').split('data-field="rows-per-s">', 1)[1]
         titles = re.findall(r"<title>([^<]*)</title>", cell)
         assert titles == [f"{rate:,.1f} rows/s" for rate in rates]
+
     assert '<td class="text time" data-field="finished">2026-11-23 08:35:53</td>' in page
     assert '<td class="text time">2026-11-23 08:36:01</td>' in page
     assert "td.time { white-space: nowrap; }" in page
+    embedded = page.split('<script type="application/json" id="balance-data">', 1)[1]
+    assert json.loads(embedded.split("</script>", 1)[0])["runs"] == chart["runs"]
+    assert '<script src="static/chartjs/chart.umd.min.js"></script>' in page
+
+    empty = templates.get_template("health.html").render(
+        health={
+            "reconciliation_runs": [],
+            "chart": {"runs": [], "series": []},
+            "streams": [],
+            "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
+            "compaction_changes": [],
+        }
+    )
+    assert "<canvas" not in empty and "<script" not in empty
+    assert '<p id="streams" class="quiet">No stream progress yet' in empty

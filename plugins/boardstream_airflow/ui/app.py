@@ -15,21 +15,18 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from boardstream.durations import span
 from boardstream.entrypoints.health import pipeline_health
 from boardstream.reconcile.checks import BALANCE
-from boardstream.reconcile.vocabulary import FAILING_PARTS, PARTS
 from boardstream.settings import Settings
-from boardstream_airflow.ui.chart import sparkline, stacked_bars
+from boardstream_airflow.ui.chart import sparkline
+
+STATIC = Path(__file__).parent / "static"  # Chart.js (vendored) and the page's script
 
 app = FastAPI(title="boardstream pipeline health", dependencies=[Depends(requires_authenticated())])
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-templates.env.globals.update(
-    stacked_bars=stacked_bars,
-    sparkline=sparkline,
-    balance=BALANCE,
-    parts=PARTS,
-    failing_parts=FAILING_PARTS,
-)
+templates.env.globals.update(sparkline=sparkline, balance=BALANCE)
+templates.env.filters["span"] = span
 
 
 def when(iso: str | None) -> str:
@@ -57,8 +54,21 @@ def health_page(request: Request) -> HTMLResponse:
 def data_docs(path: str) -> FileResponse:
     """The Great Expectations Data Docs site the reconciliation runs write, behind the same
     authentication as the page."""
-    root = Settings().data_docs.resolve()
-    file = (root / (path or "index.html")).resolve()
+    return _file_under(Settings().data_docs, path or "index.html")
+
+
+@app.get("/static/{path:path}")
+def static(path: str) -> FileResponse:
+    """The page's scripts, as routes rather than a mount: a mounted app would skip the app's
+    authentication."""
+    return _file_under(STATIC, path)
+
+
+def _file_under(root: Path, path: str) -> FileResponse:
+    """The file at ``path`` inside ``root``; 404 for anything else (a folder, ``..``, a link
+    out of it)."""
+    root = root.resolve()
+    file = (root / path).resolve()
     if not file.is_relative_to(root) or not file.is_file():
-        raise HTTPException(status_code=404, detail=f"no Data Docs page {path!r}")
+        raise HTTPException(status_code=404, detail=f"no such file {path!r}")
     return FileResponse(file)

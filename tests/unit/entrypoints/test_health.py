@@ -1,13 +1,15 @@
 """What the "Pipeline health" page is given, as plain JSON-able data: each reconciliation run
-with its status (older runs have only ``passed``), findings in the summary's order, its Data
-Docs page only while it exists under the site, and the Airflow task that made it; the balance
-chart oldest first; each stream's newest batch and rates; the compaction changes. The ledger
-is replaced at ``ledger.recent_runs``; the tuning log is real, on SQLite."""
+with its status (older runs have only ``passed``), findings in the summary's order (counts only
+for a passed run; boards in transit apart, never as findings), its Data Docs page only while it
+exists under the site, and the Airflow task that made it; the balance chart's runs oldest first
+and one series per part; each stream's newest batch against the SLO and its rates; the
+compaction changes. The ledger is replaced at ``ledger.recent_runs``; the tuning log is real,
+on SQLite."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +22,18 @@ from boardstream.entrypoints.health import (
     _jsonable,
     _run,
     airflow_run,
+    balance_chart,
     data_docs_page,
+    findings,
+    in_transit,
     pipeline_health,
     stream_progress,
 )
 from boardstream.settings import Settings
+from boardstream.spark.slo import StreamSlo
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+SLO = StreamSlo(max_batch_age_s=600, max_lag=10)
 
 
 @pytest.fixture
@@ -122,21 +131,54 @@ def test_a_run_as_the_page_gets_it(tmp_path: Path) -> None:
         "status": "PASSED",
         "error": None,
         "counts": {},
-        "issues": {
-            "missing": {"count": 1, "examples": ["b7"]},
-            "mismatched": {"count": 2, "examples": ["b1", "b2"]},
-            "aa_also_older": {"count": 1, "examples": ["y"]},
-            "zz_from_an_older_version": {"count": 1, "examples": ["x"]},
+        "findings": {
+            "missing": {"count": 1, "examples": []},
+            "mismatched": {"count": 2, "examples": []},
+            "aa_also_older": {"count": 1, "examples": []},
+            "zz_from_an_older_version": {"count": 1, "examples": []},
         },
+        "in_transit": {},
         "data_docs": None,
         "airflow": ["reconciliation", "r9", "reconcile"],
     }
-    assert list(_run(run, tmp_path)["issues"]) == [
-        "missing",
-        "mismatched",
-        "aa_also_older",
-        "zz_from_an_older_version",
-    ]
+    failed = _run({**run, "passed": False, "status": "FAILED"}, tmp_path)["findings"]
+    assert failed == {
+        "missing": {"count": 1, "examples": ["b7"]},
+        "mismatched": {"count": 2, "examples": ["b1", "b2"]},
+        "aa_also_older": {"count": 1, "examples": ["y"]},
+        "zz_from_an_older_version": {"count": 1, "examples": ["x"]},
+    }
+    assert list(failed) == ["missing", "mismatched", "aa_also_older", "zz_from_an_older_version"]
+
+
+# As finish_run stores them: every kind with ids, zero counts included.
+ISSUES = {
+    "pending": (2, ["b5", "b6"]),
+    "not_yet_read": (0, []),
+    "not_yet_loaded": (1, ["b4"]),
+    "topic_replays": (1, ["b3"]),
+    "source_expired": (0, []),
+    "sink_dead_lettered": (1, ["b9"]),
+}
+
+
+def test_a_passed_runs_findings_are_counts_and_boards_in_transit_are_not_findings() -> None:
+    assert findings(ISSUES, passed=True) == {
+        "topic_replays": {"count": 1, "examples": []},
+        "sink_dead_lettered": {"count": 1, "examples": []},
+    }
+    assert in_transit(ISSUES) == {"pending": 2, "not_yet_loaded": 1}
+
+
+def test_a_failed_runs_findings_keep_their_ids() -> None:
+    issues = {**ISSUES, "missing": (1, ["b1"])}
+    assert findings(issues, passed=False) == {
+        "missing": {"count": 1, "examples": ["b1"]},
+        "topic_replays": {"count": 1, "examples": ["b3"]},
+        "sink_dead_lettered": {"count": 1, "examples": ["b9"]},
+    }
+    assert in_transit(issues) == {"pending": 2, "not_yet_loaded": 1}
+    assert in_transit({}) == {}
 
 
 def test_jsonable_turns_datetimes_and_tuples_into_json() -> None:
@@ -145,39 +187,96 @@ def test_jsonable_turns_datetimes_and_tuples_into_json() -> None:
     json.dumps(_jsonable(value))
 
 
-def write_progress(settings: Settings, query: str, rates: list[float]) -> None:
+def write_progress(settings: Settings, query: str, rates: list[float], lag: int = 0) -> None:
+    """One batch per rate, a minute apart, the newest ending at NOW (each takes a second)."""
     settings.progress.mkdir(parents=True, exist_ok=True)
     lines = [
-        {"query": query, "batch_id": i, "processed_rows_per_s": r, "sources": [{"x": 1}]}
+        {
+            "query": query,
+            "batch_id": i,
+            "timestamp": (NOW - timedelta(minutes=len(rates) - 1 - i, seconds=1)).isoformat(),
+            "batch_duration_ms": 1_000,
+            "processed_rows_per_s": r,
+            "max_offsets_behind_latest": lag,
+            "sources": [{"x": 1}],
+        }
         for i, r in enumerate(rates)
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines)
     (settings.progress / f"{query}.jsonl").write_text(text)
 
 
-def test_streams_show_their_newest_batch_and_recent_rates(settings: Settings) -> None:
+def test_streams_show_their_newest_batch_against_the_slo_and_recent_rates(
+    settings: Settings,
+) -> None:
     write_progress(settings, "sink", [1.0, 2.0, 3.0])
-    write_progress(settings, "join", [5.0])
+    write_progress(settings, "join", [5.0], lag=11)
     write_progress(settings, "idle", [])  # no batch yet: not shown
     (settings.progress / "notes.txt").write_text("not a progress file")
-    assert stream_progress(settings, batches=2) == [
-        {
+    later = NOW + timedelta(seconds=601)
+    join, sink = stream_progress(settings, 2, SLO, later)
+    assert join == {
+        "query": "join",
+        "batches": 1,
+        "latest": {
             "query": "join",
-            "batches": 1,
-            "latest": {"query": "join", "batch_id": 0, "processed_rows_per_s": 5.0},
-            "rows_per_s": [5.0],
+            "batch_id": 0,
+            "timestamp": "2026-11-25T11:59:59+00:00",
+            "batch_duration_ms": 1_000,
+            "processed_rows_per_s": 5.0,
+            "max_offsets_behind_latest": 11,
         },
-        {
-            "query": "sink",
-            "batches": 2,
-            "latest": {"query": "sink", "batch_id": 2, "processed_rows_per_s": 3.0},
-            "rows_per_s": [2.0, 3.0],
+        "slo": {
+            "ended_at": "2026-11-25T12:00:00+00:00",
+            "age_s": 601.0,
+            "lag": 11,
+            "breaches": ["age", "lag"],
+            "ok": False,
         },
-    ]
+        "rows_per_s": [5.0],
+    }
+    assert (sink["query"], sink["batches"], sink["latest"]["batch_id"]) == ("sink", 2, 2)
+    assert sink["rows_per_s"] == [2.0, 3.0]
+    assert sink["slo"]["breaches"] == ["age"]
+    assert stream_progress(settings, 2, SLO, NOW)[1]["slo"]["ok"] is True
 
 
 def test_no_progress_directory_is_no_streams(settings: Settings) -> None:
-    assert stream_progress(settings, batches=60) == []
+    assert stream_progress(settings, 60, SLO, NOW) == []
+
+
+def test_the_balance_chart_has_a_series_per_part_and_the_runs_oldest_first() -> None:
+    def page_run(run_id: int, status: str, **counts: int) -> dict[str, Any]:
+        finished = f"2026-11-25T0{run_id}:00:00+00:00" if status != "RUNNING" else None
+        return {"run_id": run_id, "status": status, "finished_at": finished, "counts": counts}
+
+    runs = [  # newest first, as the page lists them
+        page_run(4, "RUNNING", source=9),
+        page_run(3, "ERRORED"),  # no counts
+        page_run(2, "FAILED", source=7, joined=3, unmatched=1, pending=1, missing=2),
+        page_run(1, "PASSED", source=6, not_yet_read=1, joined=4, dead_lettered=1),
+    ]
+    assert balance_chart(runs) == {
+        "runs": [
+            {"run_id": 1, "status": "PASSED", "finished_at": "2026-11-25T01:00:00+00:00"},
+            {"run_id": 2, "status": "FAILED", "finished_at": "2026-11-25T02:00:00+00:00"},
+        ],
+        "series": [  # the balance's order; conflicting: no run has any
+            {"part": "not_yet_read", "counts": [1, 0]},
+            {"part": "joined", "counts": [4, 3]},
+            {"part": "unmatched", "counts": [0, 1]},
+            {"part": "dead_lettered", "counts": [1, 0]},
+            {"part": "pending", "counts": [0, 1]},
+            {"part": "missing", "counts": [0, 2]},
+        ],
+    }
+    assert balance_chart(runs[:2]) == {
+        "runs": [],
+        "series": [
+            {"part": part, "counts": []}
+            for part in ("not_yet_read", "joined", "unmatched", "dead_lettered", "pending")
+        ],
+    }
 
 
 def test_pipeline_health_gathers_runs_chart_streams_and_changes(
@@ -206,28 +305,13 @@ def test_pipeline_health_gathers_runs_chart_streams_and_changes(
     }
     tuning_log.record(engine, [row], (10, 5, 0.5))
     write_progress(settings, "join", [7.0])
-    found = pipeline_health(settings, runs=3)
+    found = pipeline_health(settings.model_copy(update={"stream_max_lag": 5}), runs=3, now=NOW)
     assert asked == [3]
     assert [r["run_id"] for r in found["reconciliation_runs"]] == [4, 3, 2, 1]
-    zeros = dict.fromkeys(
-        ("read", "not_yet_read", "unmatched", "dead_lettered", "pending", "conflicting"), 0
-    )
-    assert found["chart"] == [  # finished runs with counts only, oldest first
-        {
-            "run_id": 1,
-            "source": 5,
-            "read": 0,
-            "not_yet_read": 0,
-            "joined": 4,
-            "unmatched": 0,
-            "dead_lettered": 0,
-            "pending": 0,
-            "missing": 1,
-            "conflicting": 0,
-        },
-        {"run_id": 2, "source": 6, "joined": 6, "missing": 0, **zeros},
-    ]
-    assert [s["query"] for s in found["streams"]] == ["join"]
+    assert found["chart"] == balance_chart(found["reconciliation_runs"])
+    assert [run["run_id"] for run in found["chart"]["runs"]] == [1, 2]
+    assert found["stream_slo"] == {"max_batch_age_s": 1_200, "max_lag": 5}
+    assert [(s["query"], s["slo"]["ok"]) for s in found["streams"]] == [("join", True)]
     (change,) = found["compaction_changes"]
     assert change["change_id"] == 1 and isinstance(change["applied_at"], str)
     json.dumps(found)  # all of it JSON-able

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from boardstream.spark.checkpoint_lease import Holder
-from boardstream.supervision.health import StreamSlo, evaluate
+from boardstream.spark.slo import StreamSlo
+from boardstream.supervision.health import evaluate
 from boardstream.supervision.register import STOPPED, Start, StreamRecord
 from boardstream.supervision.supervisor import StreamStatus
 
