@@ -51,9 +51,7 @@ class TablePoller:
             try:
                 with self.engine.connect() as connection:
                     rows = connection.execute(
-                        sa.text(
-                            "SELECT rowid, board_id FROM board_detail WHERE rowid > :last"
-                        ),
+                        sa.text("SELECT rowid, board_id FROM board_detail WHERE rowid > :last"),
                         {"last": last_rowid},
                     ).all()
             except sa.exc.OperationalError:  # no table before the sink's first batch
@@ -106,9 +104,7 @@ def main() -> int:
     args = parser.parse_args()
 
     base = backlog_settings("bench-stream", time.strftime("%Y%m%d%H%M%S"))
-    settings = base.model_copy(
-        update={"spark_master": f"spark://{HOST}:{base.spark_master_port}"}
-    )
+    settings = base.model_copy(update={"spark_master": f"spark://{HOST}:{base.spark_master_port}"})
     state = master_state(settings)
     if state is None or not state["workers"]:
         parser.error("no Spark cluster answers: run `boardstream stack up --spark-cluster`")
@@ -144,14 +140,20 @@ def main() -> int:
         time.sleep(args.poll_ms / 1000 * 3)
     batch_missing, batch = latencies(batch_sent, poller.seen)
 
-    print(f"\n{args.rate:,.0f} boards/s for {args.seconds:,.0f} s, table polled every "
-          f"{args.poll_ms} ms, cluster {settings.spark_master}")
+    print(
+        f"\n{args.rate:,.0f} boards/s for {args.seconds:,.0f} s, table polled every "
+        f"{args.poll_ms} ms, cluster {settings.spark_master}"
+    )
     print("| mode | boards | not loaded | p50 / p95 / p99 ms (board timestamp → row) |")
     print("|---|---:|---:|---|")
-    print(f"| live stream ({args.trigger}, {args.interval}) | {len(live_sent):,} | "
-          f"{live_missing:,} | {quantiles(live)} |")
-    print(f"| available-now run after the load ({batch_s:.0f} s: join + sink) | "
-          f"{len(batch_sent):,} | {batch_missing:,} | {quantiles(batch)} |")
+    print(
+        f"| live stream ({args.trigger}, {args.interval}) | {len(live_sent):,} | "
+        f"{live_missing:,} | {quantiles(live)} |"
+    )
+    print(
+        f"| available-now run after the load ({batch_s:.0f} s: join + sink) | "
+        f"{len(batch_sent):,} | {batch_missing:,} | {quantiles(batch)} |"
+    )
     print(f"\nlive streams ready {ready_s:.1f} s after their start")
     return 0 if live_missing == 0 and batch_missing == 0 else 1
 
