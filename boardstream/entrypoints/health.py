@@ -12,13 +12,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from boardstream import database
+from boardstream import database, supervision
 from boardstream.compaction import tuning_log
 from boardstream.reconcile import ledger
 from boardstream.reconcile.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
 from boardstream.settings import Settings
 from boardstream.spark.progress import read_progress
 from boardstream.spark.slo import StreamSlo
+from boardstream.supervision import register
 
 # "airflow:<dag id>/<run id>/<task id>", as the DAGs' tasks record who ran a reconciliation.
 _AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[\w.-]+)")
@@ -34,6 +35,7 @@ def pipeline_health(
         "reconciliation_runs": recent,
         "chart": balance_chart(recent),
         "streams": stream_progress(settings, batches, slo, now or datetime.now(UTC)),
+        "live": live_streams(settings, now or datetime.now(UTC)),
         "stream_slo": {"max_batch_age_s": slo.max_batch_age_s, "max_lag": slo.max_lag},
         "compaction_changes": [_jsonable(change) for change in tuning_log.recent_changes(engine)],
     }
@@ -80,6 +82,39 @@ def stream_progress(
                 }
             )
     return streams
+
+
+def live_streams(settings: Settings, now: datetime) -> dict[str, dict[str, Any]]:
+    """Per supervised stream (board_detail_stream), what its supervisor knows: wanted or
+    stopped on request, running or not, its Spark application and where to see it, uptime,
+    restarts, and its health (the watch's own verdict) with the reasons. A job never started
+    or stopped by a supervisor (the available-now pipeline's) is not listed."""
+    live = {}
+    for health in supervision.health(settings, int(now.timestamp() * 1000)):
+        record = register.read(settings, health.job)
+        if not record.starts and record.stop_requested_ms is None:
+            continue
+        app = health.application_id
+        live[health.job] = {
+            "wanted": health.wanted,
+            "running": health.running,
+            "healthy": health.healthy,
+            "reasons": list(health.reasons),
+            "application_id": app,
+            "spark_ui": spark_ui(settings, app) if app else None,
+            "uptime_s": health.uptime_s,
+            "restarts": health.restarts,
+        }
+    return live
+
+
+def spark_ui(settings: Settings, application_id: str) -> str | None:
+    """The application's page on its standalone master's web UI (local mode has no master;
+    the drivers' own UI is off)."""
+    match = re.match(r"^spark://([^:/,]+)", settings.spark_master)
+    if match is None:
+        return None
+    return f"http://{match[1]}:{settings.spark_master_ui_port}/app/?appId={application_id}"
 
 
 def airflow_run(run_by: str) -> tuple[str, str, str] | None:

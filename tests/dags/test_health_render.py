@@ -80,6 +80,18 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
             "reconciliation_runs": [RUN],
             "chart": {**chart, "series": [{"part": "joined", "counts": [3]}]},
             "streams": stream_progress(settings, 60, SLO, NOW),
+            "live": {
+                "board-detail-join": {
+                    "wanted": True,
+                    "running": True,
+                    "healthy": True,
+                    "reasons": [],
+                    "application_id": "app-20261123085000-0001",
+                    "spark_ui": "http://127.0.0.1:8090/app/?appId=app-20261123085000-0001",
+                    "uptime_s": 600.0,
+                    "restarts": 1,
+                }
+            },
             "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
             "compaction_changes": [change],
         }
@@ -95,6 +107,15 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
         ("", "lag", "0"),
     ]
     assert re.findall(slo, join) == ["OK"]
+    live = r'data-field="live">(.*?)</td>'
+    (join_live,) = re.findall(live, join, re.DOTALL)
+    assert " ".join(re.sub(r"<[^>]+>", " ", join_live).split()) == (
+        "running app-20261123085000-0001 , up 10m, 1 restart"
+    )
+    assert 'href="http://127.0.0.1:8090/app/?appId=app-20261123085000-0001"' in join_live
+    assert re.findall(live, sink, re.DOTALL) == [
+        '<span class="quiet">not supervised</span>\n      '
+    ]
     assert re.findall(cells, sink) == [
         ("text time", "ended", "2026-11-23 08:30:00"),
         ("time over", "age", "30m"),
@@ -119,6 +140,7 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
             "reconciliation_runs": [],
             "chart": {"runs": [], "series": []},
             "streams": [],
+            "live": {},
             "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
             "compaction_changes": [],
         }

@@ -312,6 +312,58 @@ def test_pipeline_health_gathers_runs_chart_streams_and_changes(
     assert [run["run_id"] for run in found["chart"]["runs"]] == [1, 2]
     assert found["stream_slo"] == {"max_batch_age_s": 1_200, "max_lag": 5}
     assert [(s["query"], s["slo"]["ok"]) for s in found["streams"]] == [("join", True)]
+    assert found["live"] == {}  # no stream was ever supervised here
     (change,) = found["compaction_changes"]
     assert change["change_id"] == 1 and isinstance(change["applied_at"], str)
     json.dumps(found)  # all of it JSON-able
+
+
+def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_restarts(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A driver holding the join's lease (this process, as a live driver holds it) after one
+    restart; the sink stopped on request; a job no supervisor touched is not listed."""
+    from boardstream.spark.checkpoint_lease import hold
+    from boardstream.supervision import register
+    from boardstream.supervision.register import STOPPED, Start, StreamRecord
+
+    cluster = settings.model_copy(update={"spark_master": "spark://10.0.0.5:7077"})
+    since = int(NOW.timestamp() * 1000) - 90_000
+    with register.locked(cluster, "board-detail-join"):
+        register.write(
+            cluster,
+            "board-detail-join",
+            StreamRecord(starts=(Start(since - 60_000, False, 1), Start(since, True, 2))),
+        )
+    with register.locked(cluster, "board-detail-sink"):
+        register.write(
+            cluster, "board-detail-sink", StreamRecord(STOPPED, (Start(1, False, 3),), 5)
+        )
+    join = cluster.checkpoints / "board-detail-join"
+    with hold(join, "board-detail-join", {"application_id": "app-9"}) as driver:
+        live = health.live_streams(
+            cluster, datetime.fromtimestamp(driver.since_ms / 1000 + 30, UTC)
+        )
+    assert live == {
+        "board-detail-join": {
+            "wanted": True,
+            "running": True,
+            "healthy": True,
+            "reasons": [],
+            "application_id": "app-9",
+            "spark_ui": f"http://10.0.0.5:{cluster.spark_master_ui_port}/app/?appId=app-9",
+            "uptime_s": 30.0,
+            "restarts": 1,
+        },
+        "board-detail-sink": {
+            "wanted": False,
+            "running": False,
+            "healthy": True,
+            "reasons": [],
+            "application_id": None,
+            "spark_ui": None,
+            "uptime_s": None,
+            "restarts": 0,
+        },
+    }
+    assert health.spark_ui(settings, "app-9") is None  # local mode: no master UI
