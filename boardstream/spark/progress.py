@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -123,11 +122,32 @@ def read_idle(directory: Path, query: str) -> int | None:
     return int(path.read_text()) if path.exists() else None
 
 
+TAIL_CHUNK = 64 * 1024  # bytes read at a time from a progress file's end
+
+
 def read_progress(directory: Path, query: str, last: int | None = None) -> list[dict[str, Any]]:
-    """The query's batches in order; only the ``last`` ones if given (the file only grows)."""
+    """The query's batches in order; only the ``last`` ones if given, read from the file's end:
+    a live stream's file only grows (a line a batch), and its watch reads it every few seconds."""
     path = directory / f"{query}.jsonl"
     if not path.exists():
         return []
-    with path.open() as lines:
-        kept = deque((line for line in lines if line.strip()), maxlen=last)
-    return [json.loads(line) for line in kept]
+    if last is None:
+        with path.open() as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+    return [json.loads(line) for line in _last_lines(path, last)]
+
+
+def _last_lines(path: Path, count: int) -> list[str]:
+    """The last ``count`` non-blank lines of ``path``, reading backwards a chunk at a time (a
+    line still being written, with no newline yet, is left out)."""
+    with path.open("rb") as handle:
+        end = handle.seek(0, 2)
+        position, lines = end, []
+        while position > 0 and len(lines) < count:
+            position = max(0, position - TAIL_CHUNK)
+            handle.seek(position)
+            data = handle.read(end - position)
+            complete = data[: data.rfind(b"\n") + 1].split(b"\n")
+            # Unless the file's start is read, the first piece may be a line's cut-off end.
+            lines = [line for line in complete[(position > 0) :] if line.strip()]
+    return [line.decode() for line in lines[-count:]]

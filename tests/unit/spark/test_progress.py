@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
+import pytest
+
+from boardstream.spark import progress
 from boardstream.spark.progress import JsonlProgressListener, progress_line, read_idle, summarize
 
 PROGRESS = {
@@ -97,3 +101,15 @@ def test_idle_events_leave_the_querys_heartbeat(tmp_path) -> None:
     listener.onQueryIdle(SimpleNamespace(id="q1", timestamp="2026-11-25T10:00:10.500Z"))
     assert read_idle(tmp_path, "board-detail-sink") == 1_795_600_810_500
     assert sorted(p.name for p in tmp_path.iterdir()) == ["board-detail-sink.idle"]
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 64 * 1024])
+def test_the_last_batches_are_read_from_the_files_end(tmp_path, monkeypatch, chunk) -> None:
+    """Whatever the chunk size: the newest lines, in order, a half-written last line left out."""
+    monkeypatch.setattr(progress, "TAIL_CHUNK", chunk)
+    lines = [json.dumps({"batch_id": i, "pad": "x" * (i % 5)}) for i in range(40)]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n\n" + '{"batch_id": 4')
+    assert [r["batch_id"] for r in progress.read_progress(tmp_path, "q", last=3)] == [37, 38, 39]
+    assert [r["batch_id"] for r in progress.read_progress(tmp_path, "q", last=1)] == [39]
+    assert len(progress.read_progress(tmp_path, "q", last=100)) == 40
+    assert progress.read_progress(tmp_path, "missing", last=1) == []
