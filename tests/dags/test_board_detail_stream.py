@@ -136,6 +136,14 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
     assert catch_up.returncode == 2, catch_up.stdout[-3000:]
     assert f"in use by {JOIN} (pid {first_join.pid} on " in catch_up.stdout
 
+    # The catch-up DAG, run explicitly, fails before any spark-submit, naming the stream.
+    assert run_dag("board_detail_pipeline.py", "board_detail_pipeline") == "failed"
+
+    # Reconciliation keeps running against the live stream.
+    live = reconcile_once(spark, settings, "stream-test")
+    assert live.passed, "\n".join(live.summary())
+    assert live.reconciliation.counts["joined"] == len(first)
+
     # kill -9 the join's driver while the continuous DAG watches: its sensor fails.
     killed_at: list[float] = []
 

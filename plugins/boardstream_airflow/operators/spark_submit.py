@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from boardstream.aggregations.presets import preset as aggregation_preset
 from boardstream.spark.submit import application
@@ -49,6 +50,7 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
             **kwargs,
         )
         self.preset = preset
+        self.job = job
         self.kafka_config_id = kafka_config_id
 
     def execute(self, context: Any) -> None:
@@ -56,6 +58,7 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
 
         settings = BoardstreamKafkaHook(kafka_config_id=self.kafka_config_id).settings()
+        self._refuse_a_live_checkpoint(settings, context)
         self.jars = ",".join(filter(None, [connector_jars(settings), self.jars]))
         self.conf = {
             **submit_conf(console=False),  # its output is the task log
@@ -67,3 +70,21 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
             preset_args = aggregation_preset(self.preset).job_args(settings)
             self.application_args = [*preset_args, *(self.application_args or [])]
         super().execute(context)
+
+    def _refuse_a_live_checkpoint(self, settings: Any, context: Any) -> None:
+        """Refused before spark-submit when a live stream (board_detail_stream) owns this job's
+        default checkpoint (``<checkpoint root>/<job>``): a scheduled run is skipped (catch-up
+        is for when the stream is stopped), an explicit one fails, naming the stream's driver.
+        The job itself would refuse too (its lease), but only after a JVM start."""
+        from boardstream.spark.checkpoint_lease import holder
+
+        owner = holder(settings.checkpoints / self.job)
+        if owner is None:
+            return
+        message = (
+            f"{self.job}: a live stream owns its checkpoint: {owner.describe()}. Catch-up and "
+            "backfill run when it is stopped (board_detail_stream_request, action=stop)."
+        )
+        if context["dag_run"].run_type == "scheduled":
+            raise AirflowSkipException(message)
+        raise AirflowFailException(message)
