@@ -1,0 +1,114 @@
+"""The supervisor with a stand-in driver (a real process that holds the lease as a job's driver
+does, without Spark): started detached and once, a failed start named with its log, a
+requested stop waiting for the lease to come free."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+
+from boardstream.spark.checkpoint_lease import holder
+from boardstream.supervision import register, supervisor
+from boardstream.supervision.register import STOPPED
+from boardstream.supervision.streams import Stream
+from tests.fixtures import isolated_settings
+
+# What a stream's driver does, in the part the supervisor sees: print, take its checkpoint's
+# lease, run until SIGTERM, then let go (as streaming.run stops the query between batches).
+DRIVER = """
+import signal, sys, threading, time
+from pathlib import Path
+from boardstream.spark.checkpoint_lease import hold
+print("driver starting", flush=True)
+time.sleep(float(sys.argv[2]))
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+with hold(Path(sys.argv[1]), "board-detail-sink", {"application_id": "app-1"}):
+    stop.wait(600)
+"""
+FAILING = "import sys; print('bad settings: no broker', flush=True); sys.exit(2)"
+
+
+@pytest.fixture
+def stand_in(monkeypatch, tmp_path) -> Iterator[SimpleNamespace]:
+    """The stream and settings, the supervisor's spark-submit replaced by ``python -c script``
+    (the driver above unless a test sets another), and the commands it was given."""
+    stream = Stream("board-detail-sink", ("--trigger=processing-time",), tmp_path / "ckpt", 1)
+    ns = SimpleNamespace(
+        settings=isolated_settings(tmp_path), stream=stream, commands=[], script=DRIVER
+    )
+
+    def command(_settings, job, args, conf):
+        assert (job, args, conf) == (stream.job, list(stream.args), {"spark.cores.max": "1"})
+        ns.commands.append([sys.executable, "-c", ns.script, str(stream.checkpoint), "0.5"])
+        return ns.commands[-1]
+
+    monkeypatch.setattr(supervisor, "submit_command", command)
+    yield ns
+    if (owner := holder(stream.checkpoint)) is not None:
+        os.kill(owner.pid, signal.SIGKILL)
+
+
+def test_a_stream_starts_detached_once_and_stops_on_request(stand_in) -> None:
+    settings, stream, commands = stand_in.settings, stand_in.stream, stand_in.commands
+    results: list[supervisor.StreamStatus] = []
+    racers = [
+        threading.Thread(target=lambda: results.append(supervisor.ensure_running(settings, stream)))
+        for _ in range(2)
+    ]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(60)
+    assert len(commands) == 1, "two drivers started"
+    first, second = results
+    assert first.holder == second.holder and first.holder is not None
+    assert first.holder.details == {"application_id": "app-1"}
+    assert os.getsid(first.holder.pid) != os.getsid(0), "the driver shares our session"
+    record = register.read(settings, stream.job)
+    assert [(s.pid, s.restart) for s in record.starts] == [(first.holder.pid, False)]
+    assert register.log_file(settings, stream.job).read_text() == "driver starting\n"
+
+    stopped = supervisor.stop(settings, stream)
+    assert not stopped.running and holder(stream.checkpoint) is None
+    assert stopped.record.desired == STOPPED and stopped.record.stop_requested_ms is not None
+
+
+def test_a_driver_that_dies_is_restarted_and_counted(stand_in) -> None:
+    settings, stream = stand_in.settings, stand_in.stream
+    first = supervisor.ensure_running(settings, stream).holder
+    assert first is not None
+    os.kill(first.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while holder(stream.checkpoint) is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    again = supervisor.ensure_running(settings, stream)
+    assert again.holder is not None and again.holder.pid != first.pid
+    assert again.record.restarts == 1
+
+
+def test_a_driver_that_exits_before_its_query_is_an_error_with_its_log(stand_in) -> None:
+    settings, stream = stand_in.settings, stand_in.stream
+    stand_in.script = FAILING
+    with pytest.raises(supervisor.StreamStartError) as refused:
+        supervisor.ensure_running(settings, stream)
+    assert str(refused.value) == (
+        f"board-detail-sink exited (code 2) before its query started; last lines of "
+        f"{register.log_file(settings, stream.job)}:\nbad settings: no broker"
+    )
+    assert register.read(settings, stream.job).starts == ()
+
+
+def test_a_driver_that_never_takes_its_lease_is_stopped_at_the_timeout(stand_in) -> None:
+    settings, stream = stand_in.settings, stand_in.stream
+    stand_in.script = "import time; time.sleep(600)"
+    with pytest.raises(supervisor.StreamStartError, match=r"did not start its query within 2s"):
+        supervisor.ensure_running(settings, stream, timeout_s=2)
