@@ -6,8 +6,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from boardstream.generator.plan import Plan
 from tests.faults.harness import JOIN_ARGS, SINK_ARGS, Scenario, Supervisor, backlog_options
+
+# Minutes each of services stopped and started; CI keeps the kills (test_process_kills).
+pytestmark = pytest.mark.long
 
 SEED = 20261123
 OUTAGE_S = 10.0
