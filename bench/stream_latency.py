@@ -127,6 +127,11 @@ def main() -> int:
             time.sleep(0.5)
     supervision.stop(settings)
     live_missing, live = latencies(live_sent, poller.seen)
+    live_row = (
+        f"| live stream ({args.trigger}, {args.interval}) | {len(live_sent):,} | "
+        f"{live_missing:,} | {quantiles(live)} |"
+    )
+    print(live_row, flush=True)
 
     print("available-now: the same load with no job running, then one pipeline run", flush=True)
     with TablePoller(settings, args.poll_ms) as poller:
@@ -146,10 +151,7 @@ def main() -> int:
     )
     print("| mode | boards | not loaded | p50 / p95 / p99 ms (board timestamp → row) |")
     print("|---|---:|---:|---|")
-    print(
-        f"| live stream ({args.trigger}, {args.interval}) | {len(live_sent):,} | "
-        f"{live_missing:,} | {quantiles(live)} |"
-    )
+    print(live_row)
     print(
         f"| available-now run after the load ({batch_s:.0f} s: join + sink) | "
         f"{len(batch_sent):,} | {batch_missing:,} | {quantiles(batch)} |"

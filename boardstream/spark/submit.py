@@ -96,6 +96,8 @@ def submit_command(
 
 
 def run_submit(settings: Settings, job: str, job_args: list[str]) -> int:
-    """spark-submit ``job`` in the foreground, as the CLI runs every job; its exit code."""
+    """spark-submit ``job`` in the foreground, as the CLI runs every job, with ``settings`` (the
+    job reads them from its environment); its exit code."""
     command = submit_command(settings, job, job_args)
-    return subprocess.run(command, env={**os.environ, **submit_env()}, check=False).returncode
+    env = {**os.environ, **settings.to_env(), **submit_env(settings)}
+    return subprocess.run(command, env=env, check=False).returncode
