@@ -10,6 +10,8 @@ form one.
 
 from __future__ import annotations
 
+import socket
+
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker, new_cluster_id
@@ -27,10 +29,12 @@ class KafkaCluster:
         """Start the nodes that are not running (formatting a new cluster's storage first) and
         wait for the whole cluster; one line per node, then the bootstrap servers to use."""
         self.layout.check_ports()
+        running = {broker.name: broker.process.pid() for broker in self.brokers}
+        _refuse_busy_ports([broker for broker in self.brokers if running[broker.name] is None])
         self._ensure_storage()
         report, starting = [], []
         for broker in self.brokers:
-            pid = broker.process.pid()
+            pid = running[broker.name]
             if pid is not None:
                 report.append(f"{broker.name} already running (pid {pid}) on {broker.address}")
                 continue
@@ -66,6 +70,27 @@ class KafkaCluster:
         for broker in self.brokers:
             broker.configure()
             broker.format_storage(cluster_id, self.layout.quorum_arguments(directories))
+
+
+def _refuse_busy_ports(brokers: list[KafkaBroker]) -> None:
+    """Name a taken port before anything starts: a node only binds its client port once the
+    quorum has registered it (some 15 s in), and then says so amid a stack trace. The probe
+    reuses addresses as Kafka does, so a port its last run left in TIME_WAIT is free."""
+    for broker in brokers:
+        for role, port in (
+            ("client", broker.node.port),
+            ("controller", broker.node.controller_port),
+        ):
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind(("localhost", port))
+                except OSError as error:
+                    raise BoardstreamError(
+                        f"port {port}, {broker.name}'s {role} port, is in use ({error.strerror}): "
+                        "stop what holds it, or move the cluster (BOARDSTREAM_BOOTSTRAP_SERVERS, "
+                        "BOARDSTREAM_CONTROLLER_PORT: node n listens 2(n-1) ports after them)"
+                    ) from None
 
 
 def storage_state(cluster_ids: list[str | None]) -> str:
