@@ -89,11 +89,15 @@ class LocalStack:
     def down(self) -> list[str]:
         """Stop only the processes this stack's pid files name, in reverse start order (the
         Spark worker before its master)."""
-        report = []
+        running = [service for service in reversed(self.services) if service.process.pid()]
+        if any(broker in running for broker in self.more_brokers):
+            # A cluster's nodes are told at once: stopped one by one, the last would be left
+            # without a quorum to shut down with and wait out the stop timeout (30 s).
+            for broker in (self.kafka, *self.more_brokers):
+                broker.process.signal()
         for service in reversed(self.services):
-            if service.process.stop():
-                report.append(f"{service.name} stopped")
-        return report or ["nothing was running"]
+            service.process.stop()
+        return [f"{service.name} stopped" for service in running] or ["nothing was running"]
 
     def status(self) -> list[ServiceStatus]:
         statuses = [

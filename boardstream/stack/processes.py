@@ -64,11 +64,30 @@ class ManagedProcess:
         self.pid_file.write_text(str(process.pid))
         return process
 
+    def signal(self) -> None:
+        """Send ``stop_signal`` and return: processes that stop together (a Kafka cluster's
+        nodes) are all told before any is waited for with ``stop``."""
+        pid = self.pid()
+        if pid is not None:
+            os.kill(pid, self.stop_signal)
+
     def stop(self, timeout_s: float = 30.0) -> bool:
         """``stop_signal``, then SIGKILL after ``timeout_s``; False if it was not running."""
         pid = self.pid()
         if pid is None:
             return False
+        self._terminate(pid, timeout_s)
+        return True
+
+    def stop_started(self, process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+        """Stop a process ``start`` returned, by its handle: just after the exec, ``pid()`` may
+        not recognise it yet (see ``start``), and would leave it running."""
+        if process.poll() is None:
+            self._terminate(process.pid, timeout_s)
+        self.pid_file.unlink(missing_ok=True)
+
+    def _terminate(self, pid: int, timeout_s: float) -> None:
+        """``stop_signal``, then SIGKILL after ``timeout_s``."""
         os.kill(pid, self.stop_signal)
         deadline = time.monotonic() + timeout_s
         while _alive(pid) and time.monotonic() < deadline:
@@ -78,7 +97,6 @@ class ManagedProcess:
             while _alive(pid):
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
-        return True
 
 
 class LocalService:
@@ -146,8 +164,12 @@ def await_started(starting: list[Starting], ready: Callable[[], bool], timeout_s
 
 
 def _stop_all(starting: list[Starting]) -> None:
+    """All are signalled before any is waited for (a cluster's last node alone would have no
+    quorum to shut down with)."""
     for each in starting:
-        each.service.process.stop()
+        each.process.send_signal(each.service.process.stop_signal)
+    for each in starting:
+        each.service.process.stop_started(each.process)
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

@@ -27,6 +27,9 @@ class Process:
         self.running = None
         return was_running
 
+    def signal(self) -> None:
+        self.signalled = True
+
 
 class Service:
     def __init__(self, name: str, pid: int | None, log: list[str]) -> None:
@@ -169,6 +172,11 @@ def test_the_settings_brokers_are_the_default(tmp_path, log, monkeypatch) -> Non
 def test_down_stops_a_clusters_nodes_whatever_the_settings_say(tmp_path, log) -> None:
     made = stack(tmp_path, log, kafka=1, kafka_2=2, kafka_3=3)
     assert made.down() == ["kafka-3 stopped", "kafka-2 stopped", "kafka stopped"]
+    # All told before any is waited for (the last alone would have no quorum to stop with).
+    assert all(node.process.signalled for node in (made.kafka, *made.more_brokers))
+    single = stack(tmp_path, log, kafka=1)
+    assert single.down() == ["kafka stopped"]
+    assert not hasattr(single.kafka.process, "signalled"), "a single broker stops as before"
 
 
 def test_status_lists_the_extra_brokers_when_asked_for_or_running(tmp_path, log) -> None:

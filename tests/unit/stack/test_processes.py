@@ -82,7 +82,7 @@ def test_one_of_several_starting_processes_exiting_stops_the_rest(tmp_path: Path
         f"the second exited (code 3) while starting; last lines of {second.log_file}:\ncannot bind"
     )
     assert starting[0].process.poll() is not None, "the first was stopped"
-    assert first.process.pid() is None
+    assert not first.process.pid_file.exists()
 
 
 def test_several_processes_not_ready_in_time_are_all_stopped(tmp_path: Path) -> None:
