@@ -75,7 +75,8 @@ class KafkaBroker(LocalService):
         super().__init__(settings, marker=str(config_file))
         self.config_file = config_file
         self.data_dir = self.home / "data"
-        self.tls = BrokerCertificate(self.home / "tls")
+        # One certificate (for localhost) serves every node: clients trust one CA file.
+        self.tls = BrokerCertificate(settings.var_dir / "kafka" / "tls")
 
     @property
     def address(self) -> str:
@@ -197,6 +198,11 @@ class KafkaBroker(LocalService):
                 )
             self.format_storage(new_cluster_id(), self.layout.quorum_arguments({}))
             return
+        self.check_storage()
+
+    def check_storage(self) -> None:
+        """Refuse formatted storage these settings cannot start: without their SCRAM user, or a
+        cluster's node 1 started as a single broker (it would wait for its voters forever)."""
         users = self.data_dir / "scram-users"
         sasl = self.settings.uses_sasl
         if (

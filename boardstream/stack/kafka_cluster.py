@@ -10,6 +10,7 @@ form one.
 
 from __future__ import annotations
 
+import logging
 import socket
 
 from boardstream.errors import BoardstreamError
@@ -17,6 +18,8 @@ from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker, new_cluster_id
 from boardstream.stack.kafka_layout import kafka_layout
 from boardstream.stack.processes import await_started
+
+logger = logging.getLogger(__name__)
 
 
 class KafkaCluster:
@@ -56,6 +59,8 @@ class KafkaCluster:
         """Format every node of a new cluster; accept a cluster formatted before."""
         ids = [broker.cluster_id() for broker in self.brokers]
         if storage_state(ids) == "formatted":
+            for broker in self.brokers:
+                broker.check_storage()
             return
         if storage_state(ids) == "foreign":
             found = ", ".join(
@@ -67,6 +72,7 @@ class KafkaCluster:
             )
         cluster_id = new_cluster_id()
         directories = {broker.node.node_id: new_cluster_id() for broker in self.brokers}
+        logger.info("formatting the storage of %d nodes as cluster %s", len(ids), cluster_id)
         for broker in self.brokers:
             broker.configure()
             broker.format_storage(cluster_id, self.layout.quorum_arguments(directories))
