@@ -9,6 +9,7 @@ can set variables and build a fresh object.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +18,15 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Brokers the local stack can run: one, or a quorum of three that survives losing any one.
+CLUSTER_SIZES = (1, 3)
+
+
+def cluster_replication(brokers: int) -> tuple[int, int]:
+    """Replicas and min in-sync replicas on a cluster of ``brokers``: from three brokers on,
+    three copies of which two must hold a write before it is acknowledged (acks=all), so one
+    broker can fail without losing an acknowledged record or refusing writes."""
+    return (3, 2) if brokers >= 3 else (1, 1)
 
 
 class Settings(BaseSettings):
@@ -58,7 +68,21 @@ class Settings(BaseSettings):
     partitions: int = Field(default=3, ge=1, description="Default partition count of new topics.")
     member_partitions: int | None = Field(default=None, ge=1)
     board_partitions: int | None = Field(default=None, ge=1)
-    replication_factor: int = Field(default=1, ge=1)
+    replication_factor: int = Field(
+        default=1,
+        ge=1,
+        description="Replication factor of new topics; 3 by default with brokers=3.",
+    )
+    min_insync_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        description="min.insync.replicas of new topics; default: the broker's (2 with brokers=3).",
+    )
+    brokers: int = Field(
+        default=1,
+        description="Brokers of the local stack (stack up --brokers): 1, or 3 in a KRaft quorum "
+        "whose topics are replicated three times.",
+    )
     spark_master: str = Field(
         default="local[2]",
         description="Where every job runs (spark-submit --master, Airflow's spark_default): "
@@ -145,6 +169,28 @@ class Settings(BaseSettings):
             if not sep or not host or not port.isdigit():
                 raise ValueError(f"expected host:port[,host:port], got {value!r}")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_cluster_replicates(cls, data: Any) -> Any:
+        """On a cluster of three, new topics are replicated as production's are, unless the
+        replication settings are given."""
+        if isinstance(data, dict) and str(data.get("brokers", 1)).strip() != "1":
+            with contextlib.suppress(ValueError):  # not a number: the field's own error says so
+                replicas, in_sync = cluster_replication(int(data["brokers"]))
+                data = {"replication_factor": replicas, "min_insync_replicas": in_sync, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _replication_fits(self) -> Settings:
+        if self.brokers not in CLUSTER_SIZES:
+            raise ValueError(f"brokers: the local stack runs 1 or 3, not {self.brokers}")
+        if (self.min_insync_replicas or 1) > self.replication_factor:
+            raise ValueError(
+                f"min_insync_replicas {self.min_insync_replicas} is more than the replication "
+                f"factor {self.replication_factor}: no write could ever be acknowledged"
+            )
+        return self
 
     @model_validator(mode="after")
     def _sasl_has_credentials(self) -> Settings:
@@ -270,6 +316,13 @@ class Settings(BaseSettings):
                 value = value.get_secret_value()
             env[f"BOARDSTREAM_{name.upper()}"] = str(value)
         return env
+
+    def to_spark_kafka_sink_options(self) -> dict[str, str]:
+        """The options of Spark's Kafka sink: the connection, and acks=all stated rather than
+        left to the Java client's default (all since Kafka 3.0), since on a replicated cluster
+        (min.insync.replicas=2) it is what keeps an acknowledged record through a broker's
+        loss."""
+        return {**self.to_spark_kafka_options(), "kafka.acks": "all"}
 
     def kafka_env(self) -> dict[str, str]:
         """The Kafka connection as ``BOARDSTREAM_*`` variables, for a child process (a job

@@ -21,6 +21,32 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_port_run(count: int) -> int:
+    """The first of ``count`` consecutive free ports: a local cluster's nodes take the ports
+    after the settings' (stack/kafka_layout.py)."""
+    while True:
+        first = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first, first + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("localhost", port))
+            except OSError:
+                continue
+        return first
+
+
+def cluster_settings(var_dir: Path, **overrides: object) -> Settings:
+    """Settings for a throwaway 3-broker cluster (``stack up --brokers 3``): six free ports in
+    a row, every node a bootstrap server."""
+    first = free_port_run(6)
+    servers = ",".join(f"localhost:{first + 2 * n}" for n in range(3))
+    return isolated_settings(
+        var_dir,
+        **{"brokers": 3, "bootstrap_servers": servers, "controller_port": first + 1, **overrides},
+    )
+
+
 def world_readable_dir(prefix: str) -> Path:
     """A temp dir PostgreSQL's system user can enter (pytest's own tmp dirs are root-only)."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
@@ -88,6 +114,7 @@ def cli_env(settings, extra_env: dict[str, str] | None = None) -> dict[str, str]
         "BOARDSTREAM_JAR_CACHE": str(settings.jars_dir),
         "BOARDSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
         "BOARDSTREAM_CONTROLLER_PORT": str(settings.controller_port),
+        "BOARDSTREAM_BROKERS": str(settings.brokers),
         "BOARDSTREAM_POSTGRES_PORT": str(settings.postgres_port),
         "BOARDSTREAM_SPARK_MASTER_PORT": str(settings.spark_master_port),
         "BOARDSTREAM_SPARK_MASTER_UI_PORT": str(settings.spark_master_ui_port),

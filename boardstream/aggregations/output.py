@@ -86,15 +86,10 @@ def create_output_topics(settings: Settings, output_topic: str, dlq: str) -> Non
     """The output compacted (a reader restoring the results replays about one record per
     group), the DLQ a stream; then check a dead letter fits the DLQ and the producer."""
     specs = [
-        TopicSpec(
-            output_topic,
-            settings.partitions,
-            settings.replication_factor,
-            {"cleanup.policy": "compact"},
+        TopicSpec.replicated(
+            settings, output_topic, settings.partitions, {"cleanup.policy": "compact"}
         ),
-        TopicSpec(
-            dlq, settings.partitions, settings.replication_factor, {"cleanup.policy": "delete"}
-        ),
+        TopicSpec.replicated(settings, dlq, settings.partitions, {"cleanup.policy": "delete"}),
     ]
     admin = admin_client(settings)
     create_topics(admin, settings, specs)

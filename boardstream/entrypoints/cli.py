@@ -34,7 +34,7 @@ from boardstream.entrypoints.argtypes import (
 from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.logs import VERBOSE_ENV, configure
-from boardstream.settings import Settings
+from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.spark.submit import JOBS, run_submit
 
 
@@ -55,7 +55,10 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
     stack = LocalStack(settings)
     if args.action == "up":
         lines = stack.up(
-            postgres=args.postgres, airflow=args.airflow, spark_cluster=args.spark_cluster
+            postgres=args.postgres,
+            airflow=args.airflow,
+            spark_cluster=args.spark_cluster,
+            brokers=args.brokers,
         )
     elif args.action == "down":
         lines = stack.down()
@@ -86,11 +89,8 @@ def _topics(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "create":
         if args.topic:
             specs = [
-                TopicSpec(
-                    name,
-                    args.partitions or settings.topic_partitions(name),
-                    settings.replication_factor,
-                    config,
+                TopicSpec.replicated(
+                    settings, name, args.partitions or settings.topic_partitions(name), config
                 )
                 for name in args.topic
             ]
@@ -375,6 +375,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--spark-cluster",
         action="store_true",
         help="also start a Spark standalone master and worker (up), and say how jobs reach them",
+    )
+    stack.add_argument(
+        "--brokers",
+        type=int,
+        choices=CLUSTER_SIZES,
+        help="Kafka brokers (up): 1, or 3 in a KRaft quorum, each at the next ports "
+        "(default: BOARDSTREAM_BROKERS, 1)",
     )
 
     topics = parsers["topics"]

@@ -34,6 +34,17 @@ class TopicSpec:
     replication_factor: int
     config: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def replicated(
+        cls, settings: Settings, name: str, partitions: int, config: dict[str, str]
+    ) -> TopicSpec:
+        """A topic replicated as the settings say: their replication factor, and their
+        min.insync.replicas (how many replicas must hold a write before acks=all returns)
+        unless ``config`` names its own."""
+        in_sync = settings.min_insync_replicas
+        replication = {} if in_sync is None else {"min.insync.replicas": str(in_sync)}
+        return cls(name, partitions, settings.replication_factor, {**replication, **config})
+
 
 def platform_topics(settings: Settings) -> list[TopicSpec]:
     """``member`` is a table (compacted: latest profile per key, null deletes); the rest are
@@ -48,11 +59,11 @@ def platform_topics(settings: Settings) -> list[TopicSpec]:
         (settings.dlq_topic, stream),
     ]
     specs = [
-        TopicSpec(name, settings.topic_partitions(name), settings.replication_factor, dict(config))
+        TopicSpec.replicated(settings, name, settings.topic_partitions(name), config)
         for name, config in kinds
     ]
     tick = {"cleanup.policy": "delete", "retention.ms": str(24 * 3600 * 1000)}
-    return [*specs, TopicSpec(settings.join_tick_topic, 1, settings.replication_factor, tick)]
+    return [*specs, TopicSpec.replicated(settings, settings.join_tick_topic, 1, tick)]
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,10 @@ def create_topics(
     )
     for spec in specs:
         others = sorted((k, v) for k, v in spec.config.items() if k != "cleanup.policy")
-        detail = f"{spec.partitions} partitions, {spec.config.get('cleanup.policy', 'delete')}"
+        detail = f"{spec.partitions} partitions, "
+        if spec.replication_factor > 1:
+            detail += f"{spec.replication_factor} replicas, "
+        detail += spec.config.get("cleanup.policy", "delete")
         detail += "".join(f", {name}={value}" for name, value in others)
         if spec.name in futures:
             try:

@@ -110,7 +110,7 @@ def _rejoin(
     ]
     frame = spark.createDataFrame([(*row, None, None) for row in out] + dead, OUTPUT_DDL)
     kafka_rows(frame, settings).write.format("kafka").options(
-        **settings.to_spark_kafka_options()
+        **settings.to_spark_kafka_sink_options()
     ).save()
     return {row[2] for row in out}  # board_id
 

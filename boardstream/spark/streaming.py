@@ -109,7 +109,7 @@ def start_to_kafka(
     writer = (
         rows.writeStream.queryName(name)
         .format("kafka")
-        .options(**settings.to_spark_kafka_options())
+        .options(**settings.to_spark_kafka_sink_options())
         .option("checkpointLocation", str(checkpoint))
         .outputMode(output_mode(trigger))
     )

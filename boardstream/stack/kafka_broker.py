@@ -1,7 +1,9 @@
-"""A single-node Apache Kafka in KRaft combined mode (broker + controller), run from its jars.
+"""A node of the local Apache Kafka in KRaft combined mode (broker + controller), run from its jars.
 
-The same steps as Kafka's own quickstart: ``StorageTool format --standalone`` once, then
-``kafka.Kafka server.properties``. Data and logs live under ``var_dir/kafka``.
+The same steps as Kafka's own quickstart: ``StorageTool format`` once, then ``kafka.Kafka
+server.properties``. A single broker formats itself as a quorum of one (``--standalone``); the
+nodes of a cluster are formatted together (``stack/kafka_cluster.py``). Data and logs live under
+``var_dir/<node name>``.
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ import secrets
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client, cluster_metadata
-from boardstream.settings import Settings
+from boardstream.settings import Settings, cluster_replication
 from boardstream.stack import jars
-from boardstream.stack.processes import LocalService
+from boardstream.stack.kafka_layout import KafkaLayout, KafkaNode, kafka_layout
+from boardstream.stack.processes import LocalService, Starting, await_started
 
 LOG4J2 = """\
 status = warn
@@ -32,52 +36,66 @@ logger.cleaner.level = INFO
 """
 
 
-def broker_policy(settings: Settings) -> dict[str, str]:
+def broker_policy(settings: Settings, brokers: int = 1) -> dict[str, str]:
     """What the platform expects of any broker it runs, local or in docker-compose (whose
-    consistency test reads it from here): single-node replication, no auto-created topics."""
-    return {
+    consistency test reads it from here): internal topics replicated as the cluster allows
+    (see ``cluster_replication``), no auto-created topics."""
+    replicas, in_sync = (str(n) for n in cluster_replication(brokers))
+    policy = {
         "num.partitions": str(settings.partitions),
         # Topics are created on purpose (`boardstream topics create`), never by a typo.
         "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": "1",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
+        "offsets.topic.replication.factor": replicas,
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": in_sync,
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": in_sync,
         "group.initial.rebalance.delay.ms": "0",
         # Let the cleaner look for dirty compacted logs every second (compaction tuning).
         "log.cleaner.backoff.ms": "1000",
     }
+    if brokers > 1:
+        # The defaults of topics created without them, the consumer offsets topic among them.
+        policy |= {"default.replication.factor": replicas, "min.insync.replicas": in_sync}
+    return policy
 
 
 class KafkaBroker(LocalService):
+    """Node ``node`` of ``layout`` (by default the single broker: node 1 of one)."""
+
     name = "kafka"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, node: KafkaNode | None = None, layout: KafkaLayout | None = None
+    ) -> None:
+        self.layout = layout or kafka_layout(settings, 1)
+        self.node = node or self.layout.nodes[0]
+        self.name = self.node.name
         config_file = settings.var_dir / self.name / "server.properties"
         super().__init__(settings, marker=str(config_file))
         self.config_file = config_file
         self.data_dir = self.home / "data"
-        self.tls = BrokerCertificate(self.home / "tls")
+        # One certificate (for localhost) serves every node: clients trust one CA file.
+        self.tls = BrokerCertificate(settings.var_dir / "kafka" / "tls")
 
     @property
     def address(self) -> str:
-        return f"localhost:{self.settings.kafka_port}"
+        return self.node.address
 
     def server_properties(self) -> str:
-        port, controller = self.settings.kafka_port, self.settings.controller_port
-        listener = self._client_listener()
+        node, listener = self.node, self._client_listener()
+        policy = broker_policy(self.settings, self.layout.size)
         lines = [
             "process.roles=broker,controller",
-            "node.id=1",
-            f"controller.quorum.bootstrap.servers=localhost:{controller}",
-            f"listeners={listener}://localhost:{port},CONTROLLER://localhost:{controller}",
-            f"advertised.listeners={listener}://localhost:{port}",
+            f"node.id={node.node_id}",
+            f"controller.quorum.bootstrap.servers={self.layout.controllers}",
+            f"listeners={listener}://{node.address},CONTROLLER://{node.controller}",
+            f"advertised.listeners={listener}://{node.address}",
             "controller.listener.names=CONTROLLER",
             f"inter.broker.listener.name={listener}",
             f"listener.security.protocol.map={listener}:{listener},CONTROLLER:PLAINTEXT",
             f"log.dirs={self.data_dir}",
-            *(f"{name}={value}" for name, value in broker_policy(self.settings).items()),
+            *(f"{name}={value}" for name, value in policy.items()),
         ]
         if self.settings.uses_sasl:
             # Clients and the broker itself (inter-broker) authenticate with SCRAM; the user
@@ -130,35 +148,30 @@ class KafkaBroker(LocalService):
             *args,
         ]
 
-    def _format_storage(self) -> None:
-        """Format the KRaft metadata log once; later starts reuse it (and its topics). With
-        SASL, the SCRAM user of the settings is created in the same step."""
-        users = self.data_dir / "scram-users"
-        sasl = self.settings.uses_sasl
-        if (self.data_dir / "meta.properties").exists():
-            if (
-                sasl and self.settings.sasl_username not in users.read_text().split()
-                if users.exists()
-                else sasl
-            ):
-                raise BoardstreamError(
-                    f"the local broker's storage ({self.data_dir}) has no SCRAM user "
-                    f"{self.settings.sasl_username!r}: it was formatted under other settings. "
-                    "Stop the stack and remove that directory to start a fresh broker."
-                )
-            return
+    def cluster_id(self) -> str | None:
+        """The cluster this node's storage was formatted for, or None while it is not."""
+        try:
+            lines = (self.data_dir / "meta.properties").read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        ids = [line.partition("=")[2] for line in lines if line.startswith("cluster.id=")]
+        return ids[0] if ids else None
+
+    def format_storage(self, cluster_id: str, quorum: list[str]) -> None:
+        """Format the KRaft metadata log (``quorum``: the storage tool's voter arguments, see
+        ``KafkaLayout.quorum_arguments``). With SASL, the SCRAM user of the settings is created
+        in the same step."""
         scram = []
-        if sasl:
+        if self.settings.uses_sasl:
             credential = (
                 f"name={self.settings.sasl_username},"
                 f"password={self.settings.sasl_password.get_secret_value()}"  # type: ignore[union-attr]
             )
             scram = ["--add-scram", f"{self.settings.sasl_mechanism}=[{credential}]"]
-        cluster_id = new_cluster_id()
         command = self._java(
             "kafka.tools.StorageTool",
             "format",
-            "--standalone",
+            *quorum,
             "-t",
             cluster_id,
             "-c",
@@ -170,10 +183,52 @@ class KafkaBroker(LocalService):
             raise BoardstreamError(
                 f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}"
             )
-        if sasl:
-            users.write_text(f"{self.settings.sasl_username}\n")
+        if self.settings.uses_sasl:
+            (self.data_dir / "scram-users").write_text(f"{self.settings.sasl_username}\n")
 
-    def start(self, timeout_s: float = 90.0) -> int:
+    def _ensure_storage(self) -> None:
+        """A single broker formats its storage on its first start; later starts reuse it (and
+        its topics), if it was formatted under these settings and not as a cluster's node."""
+        if self.cluster_id() is None:
+            if self.layout.size > 1:
+                raise BoardstreamError(
+                    f"{self.name}'s storage ({self.data_dir}) is not formatted: a cluster's "
+                    f"nodes are formatted together (`boardstream stack up --brokers "
+                    f"{self.layout.size}`)"
+                )
+            self.format_storage(new_cluster_id(), self.layout.quorum_arguments({}))
+            return
+        self.check_storage()
+
+    def check_storage(self) -> None:
+        """Refuse formatted storage these settings cannot start: without their SCRAM user, or a
+        cluster's node 1 started as a single broker (it would wait for its voters forever)."""
+        users = self.data_dir / "scram-users"
+        sasl = self.settings.uses_sasl
+        if (
+            sasl and self.settings.sasl_username not in users.read_text().split()
+            if users.exists()
+            else sasl
+        ):
+            raise BoardstreamError(
+                f"the local broker's storage ({self.data_dir}) has no SCRAM user "
+                f"{self.settings.sasl_username!r}: it was formatted under other settings. "
+                "Stop the stack and remove that directory to start a fresh broker."
+            )
+        if self.layout.size == 1 and self._second_node().cluster_id() == self.cluster_id():
+            raise BoardstreamError(
+                f"{self.data_dir} holds node 1 of a 3-broker cluster: start it with "
+                "`boardstream stack up --brokers 3`, or stop the stack and remove "
+                f"{self.settings.var_dir}/kafka* for a fresh single broker"
+            )
+
+    def _second_node(self) -> KafkaBroker:
+        cluster = kafka_layout(self.settings, 3)
+        return KafkaBroker(self.settings, cluster.nodes[1], cluster)
+
+    def configure(self) -> None:
+        """Write the node's configuration (and its TLS identity), as starting and formatting
+        need it."""
         self.home.mkdir(parents=True, exist_ok=True)
         if self.settings.uses_tls:
             self.tls.ensure()
@@ -186,24 +241,38 @@ class KafkaBroker(LocalService):
         self.config_file.touch(mode=0o600)
         self.config_file.write_text(self.server_properties())
         (self.home / "log4j2.properties").write_text(LOG4J2)
-        self._format_storage()
-        process = self.process.start(
-            self._java("kafka.Kafka", str(self.config_file)), self.log_file
-        )
-        self._wait_ready(process, timeout_s)
+
+    def launch(self) -> subprocess.Popen[bytes]:
+        """Start the node on its formatted storage; it is ready once its cluster lists it."""
+        return self.process.start(self._java("kafka.Kafka", str(self.config_file)), self.log_file)
+
+    def start(self, timeout_s: float = 90.0) -> int:
+        """Start this node (formatting a single broker's storage the first time) and return
+        once the metadata lists every node of its layout."""
+        self.configure()
+        self._ensure_storage()
+        process = self.launch()
+        await_started([self.starting(process)], self.readiness(), timeout_s)
         return process.pid
 
-    def _wait_ready(self, process: subprocess.Popen[bytes], timeout_s: float) -> None:
-        """Return once the broker answers a metadata request, or explain why it did not."""
-        admin = admin_client(self.settings.model_copy(update={"connect_timeout_s": 2.0}))
+    def starting(self, process: subprocess.Popen[bytes]) -> Starting:
+        what = "Kafka" if self.layout.size == 1 else f"Kafka {self.name}"
+        return Starting(self, process, f"{what} on {self.address}")
 
-        def answers() -> bool:
+    def readiness(self) -> Callable[[], bool]:
+        """A check that the metadata lists every node of the layout (asked of all of them)."""
+        settings = self.settings.model_copy(
+            update={"bootstrap_servers": self.layout.bootstrap_servers, "connect_timeout_s": 2.0}
+        )
+        admin, nodes = admin_client(settings), {node.node_id for node in self.layout.nodes}
+
+        def all_listed() -> bool:
             try:
-                return bool(cluster_metadata(admin, self.settings).brokers)
+                return nodes <= set(cluster_metadata(admin, settings).brokers)
             except BoardstreamError:
                 return False
 
-        self.await_ready(process, answers, f"Kafka on {self.address}", timeout_s)
+        return all_listed
 
 
 class BrokerCertificate:

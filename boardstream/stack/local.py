@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from boardstream.settings import Settings
+from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.stack.airflow import AirflowStandalone
 from boardstream.stack.kafka_broker import KafkaBroker
+from boardstream.stack.kafka_cluster import KafkaCluster
 from boardstream.stack.postgres import Postgres
 from boardstream.stack.processes import ManagedProcess
 from boardstream.stack.spark_cluster import SparkMaster, SparkWorker
@@ -36,7 +37,13 @@ class ServiceStatus:
 
 class LocalStack:
     def __init__(self, settings: Settings) -> None:
+        self.settings = settings
         self.kafka = KafkaBroker(settings)
+        # The nodes a cluster adds (kafka-2, kafka-3): listed by status when the settings ask
+        # for them or they run, stopped by down whenever they run.
+        self.more_brokers: tuple[Service, ...] = tuple(
+            KafkaCluster(settings, max(CLUSTER_SIZES)).brokers[1:]
+        )
         self.postgres = Postgres(settings)
         self.spark_master = SparkMaster(settings)
         self.spark_worker = SparkWorker(settings)
@@ -44,6 +51,7 @@ class LocalStack:
         # Airflow last: its spark_default connection may name the cluster started before it.
         self.services: tuple[Service, ...] = (
             self.kafka,
+            *self.more_brokers,
             self.postgres,
             self.spark_master,
             self.spark_worker,
@@ -51,15 +59,22 @@ class LocalStack:
         )
 
     def up(
-        self, postgres: bool = False, airflow: bool = False, spark_cluster: bool = False
+        self,
+        postgres: bool = False,
+        airflow: bool = False,
+        spark_cluster: bool = False,
+        brokers: int | None = None,
     ) -> list[str]:
-        """Start what is not running yet; report what already was. Returns one line each, and
-        with the Spark cluster, a last one on how jobs reach it."""
-        wanted: list[Service] = [self.kafka]
+        """Start what is not running yet; report what already was. Returns one line each (a
+        Kafka cluster's ends with its bootstrap servers), and with the Spark cluster, a last
+        one on how jobs reach it. ``brokers``: 1 or 3, by default the settings'."""
+        size = brokers or self.settings.brokers
+        # A cluster's nodes start together (see kafka_cluster.py); a single broker as any service.
+        report = KafkaCluster(self.settings, size).up() if size > 1 else []
+        wanted: list[Service] = [] if size > 1 else [self.kafka]
         wanted += [self.postgres] if postgres else []
         wanted += [self.spark_master, self.spark_worker] if spark_cluster else []
         wanted += [self.airflow] if airflow else []
-        report = []
         for service in wanted:
             pid = service.process.pid()
             if pid is not None:
@@ -74,14 +89,20 @@ class LocalStack:
     def down(self) -> list[str]:
         """Stop only the processes this stack's pid files name, in reverse start order (the
         Spark worker before its master)."""
-        report = []
+        running = [service for service in reversed(self.services) if service.process.pid()]
+        if any(broker in running for broker in self.more_brokers):
+            # A cluster's nodes are told at once: stopped one by one, the last would be left
+            # without a quorum to shut down with and wait out the stop timeout (30 s).
+            for broker in (self.kafka, *self.more_brokers):
+                broker.process.signal()
         for service in reversed(self.services):
-            if service.process.stop():
-                report.append(f"{service.name} stopped")
-        return report or ["nothing was running"]
+            service.process.stop()
+        return [f"{service.name} stopped" for service in running] or ["nothing was running"]
 
     def status(self) -> list[ServiceStatus]:
-        return [
+        statuses = [
             ServiceStatus(service.name, service.process.pid(), service.address)
             for service in self.services
         ]
+        unasked = {s.name for s in self.more_brokers} if self.settings.brokers == 1 else set()
+        return [s for s in statuses if s.pid or s.name not in unasked]

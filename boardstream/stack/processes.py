@@ -64,11 +64,30 @@ class ManagedProcess:
         self.pid_file.write_text(str(process.pid))
         return process
 
+    def signal(self) -> None:
+        """Send ``stop_signal`` and return: processes that stop together (a Kafka cluster's
+        nodes) are all told before any is waited for with ``stop``."""
+        pid = self.pid()
+        if pid is not None:
+            os.kill(pid, self.stop_signal)
+
     def stop(self, timeout_s: float = 30.0) -> bool:
         """``stop_signal``, then SIGKILL after ``timeout_s``; False if it was not running."""
         pid = self.pid()
         if pid is None:
             return False
+        self._terminate(pid, timeout_s)
+        return True
+
+    def stop_started(self, process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+        """Stop a process ``start`` returned, by its handle: just after the exec, ``pid()`` may
+        not recognise it yet (see ``start``), and would leave it running."""
+        if process.poll() is None:
+            self._terminate(process.pid, timeout_s)
+        self.pid_file.unlink(missing_ok=True)
+
+    def _terminate(self, pid: int, timeout_s: float) -> None:
+        """``stop_signal``, then SIGKILL after ``timeout_s``."""
         os.kill(pid, self.stop_signal)
         deadline = time.monotonic() + timeout_s
         while _alive(pid) and time.monotonic() < deadline:
@@ -78,14 +97,14 @@ class ManagedProcess:
             while _alive(pid):
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
-        return True
 
 
 class LocalService:
     """A service of the local stack: its home ``var/<name>``, its log ``var/log/<name>.log``
     and its process, recognised by ``marker`` in its command line."""
 
-    name: ClassVar[str]
+    # The class's; an instance may set its own before this __init__ (a Kafka cluster's nodes).
+    name: str
     stop_signal: ClassVar[signal.Signals] = signal.SIGTERM
 
     def __init__(self, settings: Settings, marker: str) -> None:
@@ -105,22 +124,52 @@ class LocalService:
     ) -> None:
         """Return once ``ready()``; if ``process`` exits first or the time runs out (then it is
         stopped), say so with the end of the service's log. ``what`` names it in the error."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if process.poll() is not None:
-                raise BoardstreamError(
-                    f"{what} exited (code {process.returncode}) while starting; last lines of "
-                    f"{self.log_file}:\n" + log_tail(self.log_file)
-                )
-            if ready():
-                return
-            if time.monotonic() > deadline:
-                self.process.stop()
-                raise BoardstreamError(
-                    f"{what} was not ready within {timeout_s:g}s; see {self.log_file}:\n"
-                    + log_tail(self.log_file)
-                )
-            time.sleep(0.5)
+        await_started([Starting(self, process, what)], ready, timeout_s)
+
+
+@dataclass(frozen=True)
+class Starting:
+    """A service's process just started; ``what`` names it in errors."""
+
+    service: LocalService
+    process: subprocess.Popen[bytes]
+    what: str
+
+
+def await_started(starting: list[Starting], ready: Callable[[], bool], timeout_s: float) -> None:
+    """Return once ``ready()``. If one of the processes exits first, or the time runs out, stop
+    all of them (a cluster is started whole or not at all) and say why, with the end of the
+    log of the one that exited (or of the first)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        exited = [s for s in starting if s.process.poll() is not None]
+        if exited:
+            _stop_all(starting)
+            failed = exited[0]
+            raise BoardstreamError(
+                f"{failed.what} exited (code {failed.process.returncode}) while starting; last "
+                f"lines of {failed.service.log_file}:\n" + log_tail(failed.service.log_file)
+            )
+        if ready():
+            return
+        if time.monotonic() > deadline:
+            _stop_all(starting)
+            log_file = starting[0].service.log_file
+            names = " and ".join(s.what for s in starting)
+            raise BoardstreamError(
+                f"{names} {'was' if len(starting) == 1 else 'were'} not ready within "
+                f"{timeout_s:g}s; see {log_file}:\n" + log_tail(log_file)
+            )
+        time.sleep(0.5)
+
+
+def _stop_all(starting: list[Starting]) -> None:
+    """All are signalled before any is waited for (a cluster's last node alone would have no
+    quorum to shut down with)."""
+    for each in starting:
+        each.process.send_signal(each.service.process.stop_signal)
+    for each in starting:
+        each.service.process.stop_started(each.process)
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

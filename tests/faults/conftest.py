@@ -1,5 +1,5 @@
-"""Per-scenario services: a broker and a PostgreSQL of the scenario's own, which it may stop and
-start again without disturbing any other test."""
+"""Per-scenario services: a broker (or a cluster of three) and a PostgreSQL of the scenario's own,
+which it may stop, kill and start again without disturbing any other test."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 
 from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker
+from boardstream.stack.kafka_cluster import KafkaCluster
 from boardstream.stack.postgres import Postgres
-from tests.fixtures import isolated_settings, world_readable_dir
+from tests.fixtures import cluster_settings, isolated_settings, world_readable_dir
 
 
 @dataclass
@@ -46,4 +47,32 @@ def services() -> Iterator[Services]:
     yield running
     running.broker.process.stop()
     running.postgres.process.stop()
+    shutil.rmtree(var_dir, ignore_errors=True)
+
+
+@dataclass
+class ClusterServices:
+    """``stack up --brokers 3``: its topics get 3 replicas, 2 of them in sync for a write."""
+
+    settings: Settings
+    brokers: list[KafkaBroker]
+    postgres: Postgres
+
+    @property
+    def database_url(self) -> str:
+        return self.postgres.url
+
+
+@pytest.fixture
+def cluster_services() -> Iterator[ClusterServices]:
+    var_dir = world_readable_dir("boardstream-faults-")
+    settings = cluster_settings(var_dir)
+    cluster, postgres = KafkaCluster(settings, 3), Postgres(settings)
+    cluster.up()
+    postgres.start()
+    yield ClusterServices(settings, cluster.brokers, postgres)
+    for broker in cluster.brokers:  # together, as `stack down` stops them
+        broker.process.signal()
+    for service in (*cluster.brokers, postgres):
+        service.process.stop()
     shutil.rmtree(var_dir, ignore_errors=True)

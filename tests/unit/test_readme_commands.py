@@ -94,6 +94,10 @@ RUN_BY: dict[str, str | None] = {
         # tests/integration/test_spark_cluster.py (beside the suite's broker, not a second one)
         "tests/integration/test_stack.py::test_up_twice_starts_once_and_down_stops_only_ours"
     ),
+    f"{BS} stack up --brokers 3": (
+        "tests/integration/test_kafka_cluster.py::"
+        "test_three_brokers_replicate_every_topic_and_stop_together"
+    ),
     f"{BS} stack status": (
         "tests/integration/test_stack.py::test_up_twice_starts_once_and_down_stops_only_ours"
     ),

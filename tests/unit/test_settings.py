@@ -85,3 +85,44 @@ def test_to_env_reads_back_to_the_same_settings(tmp_path, monkeypatch) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert Settings() == settings
+
+
+def test_three_brokers_replicate_new_topics_three_times_two_in_sync(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    single = Settings(_env_file=None)
+    assert (single.brokers, single.replication_factor, single.min_insync_replicas) == (1, 1, None)
+    monkeypatch.setenv("BOARDSTREAM_BROKERS", "3")
+    cluster = Settings(_env_file=None)
+    assert (cluster.replication_factor, cluster.min_insync_replicas) == (3, 2)
+    # Kept through the copies jobs and tests make.
+    assert cluster.with_topic_prefix("t").replication_factor == 3
+    # Either may still be chosen.
+    monkeypatch.setenv("BOARDSTREAM_MIN_INSYNC_REPLICAS", "3")
+    assert Settings(_env_file=None).min_insync_replicas == 3
+    assert (
+        Settings(_env_file=None, replication_factor=2, min_insync_replicas=1).replication_factor
+        == 2
+    )
+
+
+def test_replication_that_could_never_acknowledge_a_write_is_refused() -> None:
+    with pytest.raises(
+        ValidationError, match="min_insync_replicas 2 is more than the replication factor 1"
+    ):
+        Settings(_env_file=None, min_insync_replicas=2)
+
+
+@pytest.mark.parametrize("brokers", [0, 2, 4])
+def test_the_local_stack_runs_one_or_three_brokers(brokers: int) -> None:
+    with pytest.raises(ValidationError, match=f"runs 1 or 3, not {brokers}"):
+        Settings(_env_file=None, brokers=brokers)
+
+
+def test_spark_writes_to_kafka_with_acks_all() -> None:
+    settings = Settings(_env_file=None, bootstrap_servers="k:1")
+    assert settings.to_spark_kafka_sink_options() == {
+        "kafka.bootstrap.servers": "k:1",
+        "kafka.security.protocol": "PLAINTEXT",
+        "kafka.acks": "all",
+    }

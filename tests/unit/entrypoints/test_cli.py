@@ -347,8 +347,10 @@ def test_stack_passes_the_services_asked_for_and_prints_a_line_each(monkeypatch,
         def __init__(self, _settings: Settings) -> None:
             pass
 
-        def up(self, postgres: bool, airflow: bool, spark_cluster: bool) -> list[str]:
-            asked.append(("up", postgres, airflow, spark_cluster))
+        def up(
+            self, postgres: bool, airflow: bool, spark_cluster: bool, brokers: int | None
+        ) -> list[str]:
+            asked.append(("up", postgres, airflow, spark_cluster, brokers))
             return ["kafka started", "postgres started"]
 
         def down(self) -> list[str]:
@@ -361,11 +363,17 @@ def test_stack_passes_the_services_asked_for_and_prints_a_line_each(monkeypatch,
     monkeypatch.setattr(local, "LocalStack", Stack)
     assert main(["stack", "up", "--postgres"]) == 0
     assert main(["stack", "up", "--airflow", "--spark-cluster"]) == 0
+    assert main(["stack", "up", "--brokers", "3"]) == 0
     assert main(["stack", "down"]) == 0
     assert main(["stack", "status"]) == 0
-    assert asked == [("up", True, False, False), ("up", False, True, True), ("down",)]
+    assert asked == [
+        ("up", True, False, False, None),
+        ("up", False, True, True, None),
+        ("up", False, False, False, 3),
+        ("down",),
+    ]
     assert capsys.readouterr().out == (
-        "kafka started\npostgres started\n" * 2 + "nothing was running\n"
+        "kafka started\npostgres started\n" * 3 + "nothing was running\n"
         "kafka        stopped                localhost:9092\n"
     )
 

@@ -34,7 +34,8 @@ def settings(**fields: Any) -> Settings:
         "partitions": 3,
         "replication_factor": 1,
     }
-    return Settings(_env_file=None, **{**values, **fields})
+    chosen = {k: v for k, v in {**values, **fields}.items() if v is not None}
+    return Settings(_env_file=None, **chosen)
 
 
 class Done:
@@ -90,6 +91,33 @@ def test_platform_topics() -> None:
         TopicSpec("board-unmatched", 3, 3, stream),
         TopicSpec("board-dlq", 3, 3, stream),
         TopicSpec("board-join-tick", 1, 3, {"cleanup.policy": "delete", "retention.ms": DAY_MS}),
+    ]
+
+
+def test_on_a_cluster_of_three_every_topic_has_three_replicas_two_in_sync() -> None:
+    """brokers=3 alone sets both (Settings derives them); the topic's own config still wins."""
+    cluster = settings(brokers=3, replication_factor=None)
+    specs = platform_topics(cluster)
+    assert {(s.replication_factor, s.config["min.insync.replicas"]) for s in specs} == {(3, "2")}
+    assert specs[0] == TopicSpec(
+        "member", 3, 3, {"min.insync.replicas": "2", "cleanup.policy": "compact"}
+    )
+    assert TopicSpec.replicated(cluster, "x", 1, {"min.insync.replicas": "3"}) == TopicSpec(
+        "x", 1, 3, {"min.insync.replicas": "3"}
+    )
+    # One broker: nothing of the kind set, the broker's default applies, as before.
+    assert all("min.insync.replicas" not in s.config for s in platform_topics(settings()))
+
+
+def test_creating_replicated_topics_says_so() -> None:
+    admin = FakeAdmin({})
+    cluster = settings(brokers=3, replication_factor=None)
+    (result,) = create_topics(admin, cluster, platform_topics(cluster)[1:2])
+    assert (
+        result.line() == "board: created (3 partitions, 3 replicas, delete, min.insync.replicas=2)"
+    )
+    assert admin.created == [
+        ("board", 3, 3, {"min.insync.replicas": "2", "cleanup.policy": "delete"})
     ]
 
 

@@ -175,7 +175,11 @@ def test_a_query_to_kafka_is_checkpointed_and_guarded(tmp_path: Path) -> None:
         ("format", "kafka"),
         (
             "options",
-            {"kafka.bootstrap.servers": "broker:9092", "kafka.security.protocol": "PLAINTEXT"},
+            {
+                "kafka.bootstrap.servers": "broker:9092",
+                "kafka.security.protocol": "PLAINTEXT",
+                "kafka.acks": "all",
+            },
         ),
         ("option", "checkpointLocation", str(checkpoint)),
         ("outputMode", "append"),

@@ -1,5 +1,5 @@
 """The local broker's configuration: cluster ids the storage tool accepts, the listeners the
-settings ask for."""
+settings ask for, and each node's server.properties, alone or in a cluster of three."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import re
 import pytest
 
 from boardstream.errors import BoardstreamError
-from boardstream.stack.kafka_broker import KafkaBroker, new_cluster_id
+from boardstream.settings import Settings
+from boardstream.stack.kafka_broker import KafkaBroker, broker_policy, new_cluster_id
+from boardstream.stack.kafka_cluster import KafkaCluster
 from tests.fixtures import isolated_settings
 
 
@@ -69,3 +71,91 @@ def test_the_local_broker_refuses_what_it_cannot_serve(tmp_path) -> None:
     )
     with pytest.raises(BoardstreamError, match="SCRAM only, not SASL_SSL with PLAIN"):
         KafkaBroker(settings).server_properties()
+
+
+def test_a_single_broker_is_a_quorum_of_one_with_unreplicated_internal_topics(tmp_path) -> None:
+    settings = isolated_settings(
+        tmp_path, bootstrap_servers="localhost:19092", controller_port=19093
+    )
+    broker = KafkaBroker(settings)
+    assert (broker.name, broker.home, broker.address) == (
+        "kafka",
+        tmp_path / "kafka",
+        "localhost:19092",
+    )
+    assert broker.server_properties().splitlines() == [
+        "process.roles=broker,controller",
+        "node.id=1",
+        "controller.quorum.bootstrap.servers=localhost:19093",
+        "listeners=PLAINTEXT://localhost:19092,CONTROLLER://localhost:19093",
+        "advertised.listeners=PLAINTEXT://localhost:19092",
+        "controller.listener.names=CONTROLLER",
+        "inter.broker.listener.name=PLAINTEXT",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        f"log.dirs={tmp_path / 'kafka' / 'data'}",
+        "num.partitions=3",
+        "auto.create.topics.enable=false",
+        "offsets.topic.replication.factor=1",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "share.coordinator.state.topic.replication.factor=1",
+        "share.coordinator.state.topic.min.isr=1",
+        "group.initial.rebalance.delay.ms=0",
+        "log.cleaner.backoff.ms=1000",
+    ]
+
+
+def test_each_node_of_a_cluster_listens_on_its_ports_and_knows_every_controller(
+    tmp_path,
+) -> None:
+    settings = isolated_settings(
+        tmp_path, bootstrap_servers="localhost:19092", controller_port=19093, brokers=3
+    )
+    nodes = KafkaCluster(settings, 3).brokers
+    assert [(b.name, b.home, b.address) for b in nodes] == [
+        ("kafka", tmp_path / "kafka", "localhost:19092"),
+        ("kafka-2", tmp_path / "kafka-2", "localhost:19094"),
+        ("kafka-3", tmp_path / "kafka-3", "localhost:19096"),
+    ]
+    lines = nodes[1].server_properties().splitlines()
+    assert lines == [
+        "process.roles=broker,controller",
+        "node.id=2",
+        "controller.quorum.bootstrap.servers=localhost:19093,localhost:19095,localhost:19097",
+        "listeners=PLAINTEXT://localhost:19094,CONTROLLER://localhost:19095",
+        "advertised.listeners=PLAINTEXT://localhost:19094",
+        "controller.listener.names=CONTROLLER",
+        "inter.broker.listener.name=PLAINTEXT",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        f"log.dirs={tmp_path / 'kafka-2' / 'data'}",
+        "num.partitions=3",
+        "auto.create.topics.enable=false",
+        "offsets.topic.replication.factor=3",
+        "transaction.state.log.replication.factor=3",
+        "transaction.state.log.min.isr=2",
+        "share.coordinator.state.topic.replication.factor=3",
+        "share.coordinator.state.topic.min.isr=2",
+        "group.initial.rebalance.delay.ms=0",
+        "log.cleaner.backoff.ms=1000",
+        "default.replication.factor=3",
+        "min.insync.replicas=2",
+    ]
+    # Each node's process is told apart by its own configuration file, so down stops each.
+    assert len({b.process.marker for b in nodes}) == 3
+    assert [b.process.pid_file.name for b in nodes] == ["kafka.pid", "kafka-2.pid", "kafka-3.pid"]
+
+
+def test_the_broker_policy_of_one_and_of_three(tmp_path) -> None:
+    one, three = (
+        broker_policy(Settings(var_dir=tmp_path)),
+        broker_policy(Settings(var_dir=tmp_path), 3),
+    )
+    assert {k: v for k, v in three.items() if one.get(k) != v} == {
+        "offsets.topic.replication.factor": "3",
+        "transaction.state.log.replication.factor": "3",
+        "transaction.state.log.min.isr": "2",
+        "share.coordinator.state.topic.replication.factor": "3",
+        "share.coordinator.state.topic.min.isr": "2",
+        "default.replication.factor": "3",
+        "min.insync.replicas": "2",
+    }

@@ -1,8 +1,8 @@
 """``boardstream stack up|down|status`` over fake services: up starts only what was asked and is
-not running yet (Kafka always; in order Kafka, PostgreSQL, the Spark master and worker,
-Airflow) and, with the Spark cluster, ends saying how jobs reach it; down stops in reverse
-order (the worker before its master) and reports only what it stopped; status is one aligned
-line per service."""
+not running yet (Kafka always, a single broker or a cluster; in order Kafka, PostgreSQL, the
+Spark master and worker, Airflow) and, with the Spark cluster, ends saying how jobs reach it;
+down stops in reverse order (the worker before its master) and reports only what it stopped;
+status is one aligned line per service (a cluster's extra brokers when asked for or running)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from boardstream.settings import Settings
+from boardstream.stack import local
 from boardstream.stack.local import LocalStack, ServiceStatus
 
 
@@ -25,6 +26,9 @@ class Process:
         was_running = self.running is not None
         self.running = None
         return was_running
+
+    def signal(self) -> None:
+        self.signalled = True
 
 
 class Service:
@@ -51,19 +55,33 @@ def log() -> list[str]:
     return []
 
 
-def stack(tmp_path: Path, log: list[str], **pids: int) -> LocalStack:
-    made = LocalStack(Settings(var_dir=tmp_path))
-    names = ("kafka", "postgres", "spark_master", "spark_worker", "airflow")
+def stack(tmp_path: Path, log: list[str], brokers: int = 1, **pids: int) -> LocalStack:
+    made = LocalStack(Settings(var_dir=tmp_path, brokers=brokers))
+    names = ("kafka", "kafka_2", "kafka_3", "postgres", "spark_master", "spark_worker", "airflow")
     for name in names:
         setattr(made, name, Service(name.replace("_", "-"), pids.get(name), log))
+    made.more_brokers = (made.kafka_2, made.kafka_3)
     made.services = tuple(getattr(made, name) for name in names)
     return made
+
+
+class Cluster:
+    """Stands in for KafkaCluster: records its size and reports its nodes."""
+
+    def __init__(self, settings: Settings, size: int) -> None:
+        self.size = size
+        self.brokers: list[Service] = []
+
+    def up(self) -> list[str]:
+        return [f"{self.size} brokers up", "bootstrap servers: a,b,c"]
 
 
 def test_the_stacks_services_in_start_order(tmp_path: Path) -> None:
     real = LocalStack(Settings(var_dir=tmp_path, airflow_port=8181))
     assert [s.name for s in real.services] == [
         "kafka",
+        "kafka-2",
+        "kafka-3",
         "postgres",
         "spark-master",
         "spark-worker",
@@ -71,12 +89,14 @@ def test_the_stacks_services_in_start_order(tmp_path: Path) -> None:
     ]
     assert real.services == (
         real.kafka,
+        *real.more_brokers,
         real.postgres,
         real.spark_master,
         real.spark_worker,
         real.airflow,
     )
     assert real.airflow.address == "http://localhost:8181"
+    assert [b.address for b in real.more_brokers] == ["localhost:9094", "localhost:9096"]
 
 
 def test_up_starts_kafka_alone_unless_asked(tmp_path, log) -> None:
@@ -118,8 +138,63 @@ def test_down_stops_in_reverse_order_only_what_runs(tmp_path, log) -> None:
         "spark-master stopped",
         "kafka stopped",
     ]
-    assert stopped == ["airflow", "spark-worker", "spark-master", "postgres", "kafka"]
+    assert stopped == [
+        "airflow",
+        "spark-worker",
+        "spark-master",
+        "postgres",
+        "kafka-3",
+        "kafka-2",
+        "kafka",
+    ]
     assert made.down() == ["nothing was running"]
+
+
+def test_up_with_three_brokers_starts_them_as_one_cluster_first(tmp_path, log, monkeypatch) -> None:
+    monkeypatch.setattr(local, "KafkaCluster", Cluster)
+    lines = stack(tmp_path, log).up(postgres=True, brokers=3)
+    assert lines == [
+        "3 brokers up",
+        "bootstrap servers: a,b,c",
+        "postgres started (pid 101) on localhost:8",
+    ]
+    assert log == ["start postgres"]  # the nodes are the cluster's to start, not one by one
+
+
+def test_the_settings_brokers_are_the_default(tmp_path, log, monkeypatch) -> None:
+    monkeypatch.setattr(local, "KafkaCluster", Cluster)
+    assert stack(tmp_path, log, brokers=3).up() == ["3 brokers up", "bootstrap servers: a,b,c"]
+    assert stack(tmp_path, log, brokers=3).up(brokers=1) == [
+        "kafka started (pid 101) on localhost:5"
+    ]
+
+
+def test_down_stops_a_clusters_nodes_whatever_the_settings_say(tmp_path, log) -> None:
+    made = stack(tmp_path, log, kafka=1, kafka_2=2, kafka_3=3)
+    assert made.down() == ["kafka-3 stopped", "kafka-2 stopped", "kafka stopped"]
+    # All told before any is waited for (the last alone would have no quorum to stop with).
+    assert all(node.process.signalled for node in (made.kafka, *made.more_brokers))
+    single = stack(tmp_path, log, kafka=1)
+    assert single.down() == ["kafka stopped"]
+    assert not hasattr(single.kafka.process, "signalled"), "a single broker stops as before"
+
+
+def test_status_lists_the_extra_brokers_when_asked_for_or_running(tmp_path, log) -> None:
+    def kafkas(made: LocalStack) -> list[str]:
+        return [s.line() for s in made.status() if s.name.startswith("kafka")]
+
+    assert kafkas(stack(tmp_path, log, kafka=1)) == [
+        "kafka        running (pid 1)        localhost:5",
+    ]
+    assert kafkas(stack(tmp_path, log, kafka_3=3)) == [
+        "kafka        stopped                localhost:5",
+        "kafka-3      running (pid 3)        localhost:7",
+    ]
+    assert kafkas(stack(tmp_path, log, brokers=3)) == [
+        "kafka        stopped                localhost:5",
+        "kafka-2      stopped                localhost:7",
+        "kafka-3      stopped                localhost:7",
+    ]
 
 
 def test_status_is_a_line_per_service(tmp_path, log) -> None:

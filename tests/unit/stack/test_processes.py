@@ -1,4 +1,5 @@
-"""ManagedProcess: a pid file counts only while its process still carries the marker."""
+"""ManagedProcess: a pid file counts only while its process still carries the marker; processes
+started together are awaited together, and stopped together when one fails."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ import sys
 import time
 from pathlib import Path
 
-from boardstream.stack.processes import ManagedProcess
+import pytest
+
+from boardstream.errors import BoardstreamError
+from boardstream.settings import Settings
+from boardstream.stack.processes import LocalService, ManagedProcess, Starting, await_started
 
 
 def managed(tmp_path: Path, marker: str) -> ManagedProcess:
@@ -46,3 +51,44 @@ def test_a_pid_file_naming_someone_elses_process_is_stale(tmp_path: Path) -> Non
     process.pid_file.write_text("1")  # init: alive, but not ours
     assert process.pid() is None
     assert not process.pid_file.exists()
+
+
+class Sleeper(LocalService):
+    """A service whose process sleeps, or with ``fails``, writes a line and exits 3."""
+
+    def __init__(self, settings: Settings, name: str) -> None:
+        self.name = name
+        super().__init__(settings, marker=str(settings.var_dir / name))
+
+    def launch(self, fails: bool) -> Starting:
+        code = (
+            "print('cannot bind', flush=True); raise SystemExit(3)"
+            if fails
+            else "import time; time.sleep(60)"
+        )
+        process = self.process.start(
+            [sys.executable, "-c", code, self.process.marker], self.log_file
+        )
+        return Starting(self, process, f"the {self.name}")
+
+
+def test_one_of_several_starting_processes_exiting_stops_the_rest(tmp_path: Path) -> None:
+    settings = Settings(var_dir=tmp_path)
+    first, second = Sleeper(settings, "first"), Sleeper(settings, "second")
+    starting = [first.launch(fails=False), second.launch(fails=True)]
+    with pytest.raises(BoardstreamError) as failed:
+        await_started(starting, lambda: False, timeout_s=30)
+    assert str(failed.value) == (
+        f"the second exited (code 3) while starting; last lines of {second.log_file}:\ncannot bind"
+    )
+    assert starting[0].process.poll() is not None, "the first was stopped"
+    assert not first.process.pid_file.exists()
+
+
+def test_several_processes_not_ready_in_time_are_all_stopped(tmp_path: Path) -> None:
+    settings = Settings(var_dir=tmp_path)
+    sleepers = [Sleeper(settings, name) for name in ("a", "b")]
+    starting = [sleeper.launch(fails=False) for sleeper in sleepers]
+    with pytest.raises(BoardstreamError, match=r"^the a and the b were not ready within 1s; see "):
+        await_started(starting, lambda: False, timeout_s=1)
+    assert all(s.process.poll() is not None for s in starting)
