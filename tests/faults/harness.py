@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from boardstream import failpoints
+from boardstream import failpoints, supervision
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.settings import PROJECT_ROOT, Settings
 from tests.pipeline import Pipeline, consume_all, query
@@ -259,3 +259,37 @@ class Supervisor:
                 os.killpg(process.pid, signal.SIGTERM)
         for process in self.processes.values():
             process.wait(timeout=120)
+
+
+class LiveStream:
+    """The live join and sink as the board_detail_stream DAG keeps them (the supervisor, each a
+    long-lived application on a Spark standalone cluster at ``master``), behind the
+    :class:`Supervisor`'s interface; a stream found dead is restarted by the supervisor, and
+    counted."""
+
+    JOBS = ("board-detail-join", "board-detail-sink")
+
+    def __init__(self, scenario: Scenario, master: str) -> None:
+        self.scenario = scenario
+        self.settings = scenario.settings.model_copy(update={"spark_master": master})
+        self.before = {job: scenario.batches(job) for job in self.JOBS}
+        supervision.start(self.settings)
+
+    def await_batches(self, timeout_s: float = 300) -> None:
+        """Until every stream has completed a micro-batch."""
+        deadline = time.monotonic() + timeout_s
+        while any(self.scenario.batches(job) <= self.before[job] for job in self.JOBS):
+            assert time.monotonic() < deadline, f"no batch within {timeout_s:g} s"
+            time.sleep(1)
+
+    def run_until(self, done: Callable[[], bool], timeout_s: float = 600) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            assert time.monotonic() < deadline, f"not done after {timeout_s:g} s"
+            restarts = sum(s.record.restarts for s in supervision.ensure(self.settings))
+            self.scenario.restarts = restarts
+            time.sleep(1)
+
+    def stop(self) -> None:
+        """After each stream's current batch, as a stop request does."""
+        supervision.stop(self.settings)

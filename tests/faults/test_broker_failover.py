@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,15 @@ from confluent_kafka.admin import AdminClient
 from boardstream.generator.plan import Plan
 from boardstream.kafka.clients import admin_client, cluster_metadata
 from boardstream.settings import Settings
-from tests.faults.harness import JOIN_ARGS, SINK_ARGS, Scenario, Supervisor, backlog_options
+from boardstream.stack.spark_cluster import SparkMaster, SparkWorker
+from tests.faults.harness import (
+    JOIN_ARGS,
+    SINK_ARGS,
+    LiveStream,
+    Scenario,
+    Supervisor,
+    backlog_options,
+)
 
 # Minutes on three brokers; CI keeps the cluster's start, layout and stop (integration).
 pytestmark = pytest.mark.long
@@ -33,15 +42,38 @@ def leaders(admin: AdminClient, settings: Settings, topics: list[str]) -> Counte
     return Counter(p.leader for topic in topics for p in metadata[topic].partitions.values())
 
 
-def test_kill_9_the_partition_leader_while_jobs_run(cluster_services, tmp_path: Path) -> None:
+@pytest.fixture
+def spark_cluster(cluster_services) -> Iterator[str]:
+    """A Spark master and worker beside the brokers, with room for both streams; its master."""
+    settings = cluster_services.settings.model_copy(
+        update={"spark_worker_cores": 4, "spark_worker_memory": "3g"}
+    )
+    master, worker = SparkMaster(settings), SparkWorker(settings)
+    master.start()
+    worker.start()
+    yield master.address
+    worker.process.stop()
+    master.process.stop()
+
+
+@pytest.mark.parametrize("runner", ["jobs", "live stream"])
+def test_kill_9_the_partition_leader_while_jobs_run(
+    cluster_services, tmp_path: Path, request: pytest.FixtureRequest, runner: str
+) -> None:
+    """``jobs``: the join and the sink run continuously in local mode, restarted when they
+    exit; ``live stream``: as board_detail_stream runs them, supervised, on a Spark cluster."""
     cluster = cluster_services
-    s = Scenario(NAME, cluster.settings, cluster.database_url, tmp_path, SEED)
+    name = NAME if runner == "jobs" else f"{NAME}, live stream on a Spark cluster"
+    s = Scenario(name, cluster.settings, cluster.database_url, tmp_path, SEED)
     admin = admin_client(s.settings)
     topics = [s.settings.member_topic, s.settings.board_topic, s.settings.board_detail_topic]
     options = backlog_options(SEED)
     half = Plan(options).size // 2
     s.produce(options, slice(0, half))
-    jobs = Supervisor(s, {"board-detail-join": JOIN_ARGS, "board-detail-sink": SINK_ARGS})
+    if runner == "jobs":
+        jobs = Supervisor(s, {"board-detail-join": JOIN_ARGS, "board-detail-sink": SINK_ARGS})
+    else:
+        jobs = LiveStream(s, request.getfixturevalue("spark_cluster"))
     jobs.await_batches()
 
     led = leaders(admin, s.settings, topics)
