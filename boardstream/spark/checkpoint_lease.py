@@ -2,10 +2,12 @@
 
 Two drivers on one checkpoint corrupt it (both write the same offset and state files, and Spark
 guards only queries of one session), so a live stream and a catch-up run, or two starts racing,
-must never overlap. The lease is an exclusive ``flock`` on a file inside the checkpoint, taken by
-the driver process itself: the kernel releases it when that process ends in any way, kill -9
-included, so a dead driver never leaves a stale lease behind. The file also says who holds it
-(pid, host, job, Spark application, since when), for refusals, supervision and the UI page.
+must never overlap. The lease is an exclusive ``flock`` on a file beside the checkpoint
+(``<checkpoint>.lease``: inside, it would create the checkpoint of a run that is then refused
+before it starts), taken by the driver process itself: the kernel releases it when that
+process ends in any way, kill -9 included, so a dead driver never leaves a stale lease behind.
+The file also says who holds it (pid, host, job, Spark application, since when), for refusals,
+supervision and the UI page.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import IO, Any
 
 from boardstream.errors import BoardstreamError
 
-LEASE_FILE = "boardstream-lease.json"
+LEASE_SUFFIX = ".lease"
 
 
 class CheckpointBusyError(BoardstreamError):
@@ -47,8 +49,10 @@ class Holder:
         return f"{self.job} ({where}, since {started})"
 
 
-def _lease_path(checkpoint: Path) -> Path:
-    return checkpoint / LEASE_FILE
+def lease_path(checkpoint: Path) -> Path:
+    """The lease file of ``checkpoint``; never removed (a process may hold the inode a removal
+    would leave behind while another creates a new file: two holders)."""
+    return checkpoint.with_name(checkpoint.name + LEASE_SUFFIX)
 
 
 def _try_lock(handle: IO[str]) -> bool:
@@ -61,7 +65,7 @@ def _try_lock(handle: IO[str]) -> bool:
 
 def holder(checkpoint: Path) -> Holder | None:
     """The live holder of ``checkpoint``'s lease, or None when no process holds it."""
-    path = _lease_path(checkpoint)
+    path = lease_path(checkpoint)
     if not path.exists():
         return None
     with path.open("r") as handle:
@@ -91,8 +95,8 @@ def _read(handle: IO[str]) -> Holder:
 def hold(checkpoint: Path, job: str, details: Mapping[str, Any]) -> Iterator[Holder]:
     """Hold ``checkpoint``'s lease for the duration; refused (:class:`CheckpointBusyError`,
     naming the holder) while another process holds it."""
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    path = _lease_path(checkpoint)
+    path = lease_path(checkpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
     # Opened without truncating: the holder's record must stay readable until we own the lock.
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     with os.fdopen(fd, "r+") as handle:

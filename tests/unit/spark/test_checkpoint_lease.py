@@ -72,10 +72,17 @@ def test_no_lease_file_is_no_holder(tmp_path: Path) -> None:
     assert not (tmp_path / "never-run").exists()
 
 
+def test_the_lease_lives_beside_the_checkpoint_and_creates_no_checkpoint(tmp_path: Path) -> None:
+    """A run refused after taking its lease (too few task slots, say) leaves no checkpoint."""
+    with hold(tmp_path / "checkpoints" / "join", "board-detail-join", {}):
+        pass
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["join.lease"]
+
+
 def test_a_lease_file_being_written_is_still_held(tmp_path: Path) -> None:
     """A holder that has locked but not yet written its record is a holder all the same."""
     checkpoint = tmp_path / "ckpt"
     with hold(checkpoint, "board-detail-join", {}):
-        (checkpoint / checkpoint_lease.LEASE_FILE).write_text("")
+        checkpoint_lease.lease_path(checkpoint).write_text("")
         owner = holder(checkpoint)
     assert owner is not None and owner.pid == -1
