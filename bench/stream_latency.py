@@ -100,7 +100,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=300.0, help="how long the load lasts")
     parser.add_argument("--poll-ms", type=int, default=200, help="how often the table is read")
     parser.add_argument("--trigger", default="processing-time", help="the live join's trigger")
-    parser.add_argument("--interval", default="1 second", help="the live join's interval")
+    parser.add_argument(
+        "--interval", default=StreamOptions.interval, help="the live join's interval"
+    )
+    parser.add_argument(
+        "--sink-interval", default=StreamOptions.sink_interval, help="the live sink's interval"
+    )
     parser.add_argument(
         "--live-only", action="store_true", help="leave out the available-now comparison"
     )
@@ -115,7 +120,7 @@ def main() -> int:
     load = LoadProducer(settings, "stream", 1, members=1_000)
 
     print(f"live: starting the streams on {settings.spark_master}", flush=True)
-    options = StreamOptions(trigger=args.trigger, interval=args.interval)
+    options = StreamOptions(args.trigger, args.interval, args.sink_interval)
     began = time.time()
     supervision.start(settings, options)
     with TablePoller(settings, args.poll_ms) as poller:
@@ -131,7 +136,8 @@ def main() -> int:
     supervision.stop(settings)
     live_missing, live = latencies(live_sent, poller.seen)
     live_row = (
-        f"| live stream ({args.trigger}, {args.interval}) | {len(live_sent):,} | "
+        f"| live stream ({args.trigger}, join {args.interval}, sink {args.sink_interval}) | "
+        f"{len(live_sent):,} | "
         f"{live_missing:,} | {quantiles(live)} |"
     )
     print(live_row, flush=True)

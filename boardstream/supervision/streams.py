@@ -10,7 +10,7 @@ from boardstream.errors import InvalidOptionError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
-from boardstream.spark.triggers import PROCESSING_TIME, REAL_TIME
+from boardstream.spark.triggers import LIVE_INTERVAL, PROCESSING_TIME, REAL_TIME
 
 LIVE_TRIGGERS = (PROCESSING_TIME, REAL_TIME)
 
@@ -18,12 +18,12 @@ LIVE_TRIGGERS = (PROCESSING_TIME, REAL_TIME)
 @dataclass(frozen=True)
 class StreamOptions:
     """How the live streams run: the join's trigger (real-time needs the JVM engine and a task
-    slot per source and shuffle partition) and its micro-batch or checkpoint interval, the
+    slot per source and shuffle partition) and its micro-batch (or checkpoint) interval, the
     sink's micro-batch interval, and the join's own flags (e.g. ``--unmatched-timeout=10m``)."""
 
     trigger: str = PROCESSING_TIME
-    interval: str = "1 second"
-    sink_interval: str = "1 second"
+    interval: str = LIVE_INTERVAL
+    sink_interval: str = LIVE_INTERVAL
     join_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook, Param
 
-from boardstream.spark.triggers import PROCESSING_TIME, REAL_TIME
+from boardstream.spark.triggers import LIVE_INTERVAL, PROCESSING_TIME, REAL_TIME
 
 if TYPE_CHECKING:
     from boardstream.settings import Settings
@@ -26,8 +26,8 @@ def stream_params() -> dict[str, Param]:
     """How a stream runs once started: DAG params of the supervising and the request DAG."""
     return {
         "trigger": Param(PROCESSING_TIME, enum=[PROCESSING_TIME, REAL_TIME]),
-        "interval": Param("1 second", type="string", pattern=INTERVAL),
-        "sink_interval": Param("1 second", type="string", pattern=INTERVAL),
+        "interval": Param(LIVE_INTERVAL, type="string", pattern=INTERVAL),
+        "sink_interval": Param(LIVE_INTERVAL, type="string", pattern=INTERVAL),
         "unmatched_timeout": Param("10m", type="string", pattern=r"^[0-9]+(ms|s|m|h|d)$"),
         "join_mode": Param("latest", enum=["latest", "as-of"]),
     }
