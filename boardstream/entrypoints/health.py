@@ -19,7 +19,6 @@ from boardstream.reconcile.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, S
 from boardstream.settings import Settings
 from boardstream.spark.progress import read_progress
 from boardstream.spark.slo import StreamSlo
-from boardstream.supervision import register
 
 # "airflow:<dag id>/<run id>/<task id>", as the DAGs' tasks record who ran a reconciliation.
 _AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[\w.-]+)")
@@ -31,11 +30,12 @@ def pipeline_health(
     engine = database.engine(settings.database)
     recent = [_run(run, settings.data_docs) for run in ledger.recent_runs(engine, runs)]
     slo = StreamSlo.from_settings(settings)
+    now = now or datetime.now(UTC)
     return {
         "reconciliation_runs": recent,
         "chart": balance_chart(recent),
-        "streams": stream_progress(settings, batches, slo, now or datetime.now(UTC)),
-        "live": live_streams(settings, now or datetime.now(UTC)),
+        "streams": stream_progress(settings, batches, slo, now),
+        "live": live_streams(settings, now),
         "stream_slo": {"max_batch_age_s": slo.max_batch_age_s, "max_lag": slo.max_lag},
         "compaction_changes": [_jsonable(change) for change in tuning_log.recent_changes(engine)],
     }
@@ -91,8 +91,7 @@ def live_streams(settings: Settings, now: datetime) -> dict[str, dict[str, Any]]
     or stopped by a supervisor (the available-now pipeline's) is not listed."""
     live = {}
     for health in supervision.health(settings, int(now.timestamp() * 1000)):
-        record = register.read(settings, health.job)
-        if not record.starts and record.stop_requested_ms is None:
+        if not health.supervised:
             continue
         app = health.application_id
         live[health.job] = {

@@ -105,8 +105,8 @@ def hold(checkpoint: Path, job: str, details: Mapping[str, Any]) -> Iterator[Hol
             raise CheckpointBusyError(
                 f"checkpoint {checkpoint} is in use by {owner.describe()}: one query runs on a "
                 "checkpoint at a time. Stop that one first (a supervised stream: the "
-                "board_detail_stream DAG with action=stop, or `boardstream stream stop`), or "
-                "run on another checkpoint."
+                "board_detail_stream_request DAG with action=stop), or run on another "
+                "checkpoint."
             )
         mine = Holder(os.getpid(), socket.gethostname(), job, int(time.time() * 1000), details)
         handle.seek(0)

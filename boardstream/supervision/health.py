@@ -21,6 +21,7 @@ from boardstream.supervision.supervisor import StreamStatus
 @dataclass(frozen=True)
 class StreamHealth:
     job: str
+    supervised: bool  # a supervisor has started it, or been asked to stop it
     wanted: bool  # the stream is wanted running (not stopped on request)
     running: bool
     healthy: bool
@@ -67,6 +68,7 @@ def evaluate(
         reasons.append("not running")
     return StreamHealth(
         job=status.job,
+        supervised=bool(status.record.starts) or status.record.stop_requested_ms is not None,
         wanted=wanted,
         running=owner is not None,
         healthy=not reasons,

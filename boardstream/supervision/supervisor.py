@@ -117,6 +117,11 @@ def stop(settings: Settings, stream: Stream, timeout_s: float = 120.0) -> Stream
     request(settings, stream, STOPPED)
     owner = holder(stream.checkpoint)
     if owner is not None:
+        if owner.pid <= 0:  # locked, its record not written yet: kill(-1) would signal all
+            raise StreamStopError(
+                f"{stream.job}'s driver has taken its lease but not yet said who it is; "
+                "ask again in a moment"
+            )
         if owner.host != socket.gethostname():
             raise StreamStopError(
                 f"{stream.job} runs on {owner.host}, not here: stop it there ({owner.describe()})"

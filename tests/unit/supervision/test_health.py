@@ -74,3 +74,13 @@ def test_a_stream_stopped_on_request_is_not_a_failure() -> None:
 def test_a_senseless_slo_is_refused(age: float, lag: int) -> None:
     with pytest.raises(ValueError, match="stream SLO"):
         StreamSlo(age, lag)
+
+
+def test_only_streams_a_supervisor_started_or_was_asked_to_stop_count_as_supervised() -> None:
+    never = StreamStatus("board-detail-join", None, StreamRecord())
+    assert not evaluate(never, None, None, SINCE, SLO).supervised
+    assert evaluate(running(), None, None, SINCE, SLO).supervised
+    asked_only = StreamRecord(STOPPED, (), SINCE)
+    assert evaluate(
+        StreamStatus("board-detail-join", None, asked_only), None, None, SINCE, SLO
+    ).supervised

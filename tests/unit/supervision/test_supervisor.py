@@ -112,3 +112,18 @@ def test_a_driver_that_never_takes_its_lease_is_stopped_at_the_timeout(stand_in)
     stand_in.script = "import time; time.sleep(600)"
     with pytest.raises(supervisor.StreamStartError, match=r"did not start its query within 2s"):
         supervisor.ensure_running(settings, stream, timeout_s=2)
+
+
+def test_a_driver_that_has_not_named_itself_is_never_signalled(stand_in, monkeypatch) -> None:
+    """Between taking its lease and writing its record a driver is pid -1 to a reader, and
+    kill(-1, SIGTERM) would signal every process we may signal: the stop is refused instead."""
+    from boardstream.spark.checkpoint_lease import hold, lease_path
+
+    signalled: list[int] = []
+    monkeypatch.setattr(supervisor.os, "kill", lambda pid, _sig: signalled.append(pid))
+    settings, stream = stand_in.settings, stand_in.stream
+    with hold(stream.checkpoint, stream.job, {}):
+        lease_path(stream.checkpoint).write_text("")
+        with pytest.raises(supervisor.StreamStopError, match="not yet said who it is"):
+            supervisor.stop(settings, stream, timeout_s=1)
+    assert signalled == []
