@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ResourceType
 
 from boardstream.kafka.clients import admin_client, cluster_metadata
@@ -19,6 +20,13 @@ from boardstream.settings import Settings
 from tests.fixtures import cli, cluster_settings, world_readable_dir
 
 INTERNAL = ("__consumer_offsets", "__transaction_state")
+# While __consumer_offsets is still being created and its 50 partitions elected, a commit meets
+# one of these; librdkafka does not retry a synchronous commit itself.
+_COORDINATOR_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+}
 
 
 def _processes_under(directory: Path) -> list[int]:
@@ -45,7 +53,16 @@ def cluster() -> Iterator[Settings]:
 def _create_internal_topics(settings: Settings) -> None:
     """Kafka creates them on first use: a group's offset commit, a transactional producer."""
     consumer = Consumer({**settings.to_confluent(), "group.id": "replication-check"})
-    consumer.commit(offsets=[TopicPartition(settings.board_topic, 0, 0)], asynchronous=False)
+    offsets = [TopicPartition(settings.board_topic, 0, 0)]
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            break
+        except KafkaException as error:
+            if error.args[0].code() not in _COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     consumer.close()
     Producer(
         {**settings.to_confluent(), "transactional.id": "replication-check"}
