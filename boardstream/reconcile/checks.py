@@ -7,6 +7,10 @@ of the join's state. Every count and finding is a row filter on one of them, all
 Spark action; liveness (:mod:`.liveness`) and the table's types are checked beside it. A run
 fails on anything it cannot prove: loss, a position in two outcomes, an output or a row nothing
 accounts for, a stall, content or types that differ.
+
+The checks read only their inputs (:class:`CheckInputs`): a full run reads them from the topics
+and the table; the incremental runs of issue #22 are to give them the records of the positions
+and boards new data touches.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from functools import reduce
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -114,6 +119,75 @@ class Reconciliation:
         ]
 
 
+@dataclass(frozen=True)
+class CheckInputs:
+    """What the checks read, each frame with its reader's columns (:mod:`.readers`). A full run
+    reads them from the topics as of the snapshot and from the whole table
+    (:func:`read_inputs`); the checks depend on nothing else, so any set of frames that holds
+    every record of the positions and boards it names is checked exactly alike."""
+
+    sources: DataFrame  # readers.sources of board
+    details: DataFrame  # readers.details of board-detail
+    unmatched: DataFrame  # readers.unmatched of board-unmatched
+    board_dead_letters: DataFrame  # readers.dead_letters of board records
+    sink_dead_letters: DataFrame  # detail_partition, detail_offset the sink dead-lettered
+    refused_members: DataFrame  # member_partition, member_offset the join dead-lettered
+    members: DataFrame  # readers.members of member
+    table: DataFrame  # board_id, detail_partition, detail_offset, digest, typed
+    waiting: DataFrame  # readers.pending: the join's waiting boards
+
+
+def read_inputs(
+    spark: SparkSession,
+    settings: Settings,
+    snapshot: Snapshot,
+    join_checkpoint: str,
+    table_rows: pa.Table,
+) -> CheckInputs:
+    """Every record of the snapshot's topics, the join's waiting boards and ``table_rows``;
+    the frames read more than once are cached (:meth:`release` them)."""
+
+    def topic(name: str) -> DataFrame:
+        return readers.read_topic(
+            spark, settings, name, snapshot.earliest.get(name, {}), snapshot.latest[name]
+        )
+
+    table = spark.createDataFrame(table_rows).select(
+        # SQLite lets a NULL into a non-integer primary key: such a row is named, not lost.
+        F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
+        "detail_partition",
+        "detail_offset",
+        readers.content_digest().alias("digest"),
+        "typed",
+    )
+    dead_letters = topic(settings.dlq_topic).cache()  # three readers of it
+
+    def refused(source_topic: str, prefix: str) -> DataFrame:
+        return readers.dead_letters(dead_letters, source_topic).select(
+            F.col("source_partition").alias(f"{prefix}_partition"),
+            F.col("source_offset").alias(f"{prefix}_offset"),
+        )
+
+    return CheckInputs(
+        sources=readers.sources(topic(settings.board_topic)),
+        details=readers.details(topic(settings.board_detail_topic)).cache(),  # read by every frame
+        unmatched=readers.unmatched(topic(settings.unmatched_topic)),
+        board_dead_letters=readers.dead_letters(dead_letters, settings.board_topic),
+        sink_dead_letters=refused(settings.board_detail_topic, "detail"),
+        refused_members=refused(settings.member_topic, "member"),
+        members=readers.members(topic(settings.member_topic)),
+        table=table,
+        # Cached: the checks read it three times and the summary once more.
+        waiting=readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache(),
+    )
+
+
+def release(inputs: CheckInputs) -> None:
+    """Drop the inputs' cached frames."""
+    for frame in vars(inputs).values():
+        frame.unpersist()
+
+
 def reconcile(
     spark: SparkSession,
     settings: Settings,
@@ -125,80 +199,15 @@ def reconcile(
     options = options or ReconcileOptions()
     # Arrow for this session's pandas conversions (repair's toPandas too): row by row is minutes.
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-    board, detail_topic = settings.board_topic, settings.board_detail_topic
     now_ms = int(time.time() * 1000)
-
-    def topic(name: str) -> DataFrame:
-        return readers.read_topic(
-            spark, settings, name, snapshot.earliest.get(name, {}), snapshot.latest[name]
-        )
-
     with phase("reconcile: read board_detail"):
         table_read = readers.read_table(settings)
-    table = spark.createDataFrame(table_read.rows).select(
-        # SQLite lets a NULL into a non-integer primary key: such a row is named, not lost.
-        F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
-        "detail_partition",
-        "detail_offset",
-        readers.content_digest().alias("digest"),
-        "typed",
-    )
-    details = readers.details(topic(detail_topic)).cache()  # read by every frame
-    dead_letters = topic(settings.dlq_topic).cache()
-    sink_dead_letters = readers.dead_letters(dead_letters, detail_topic).select(
-        F.col("source_partition").alias("detail_partition"),
-        F.col("source_offset").alias("detail_offset"),
-    )
-    boards = table_checks.per_board(
-        details, table, snapshot.sink.of(detail_topic), sink_dead_letters
-    ).cache()
-    # Cached: the checks read it three times and the summary once more.
-    waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
-    holdings = positions.holdings(
-        {
-            "source": readers.sources(topic(board)),
-            "joined": details.select(
-                "board_id", "source_partition", "source_offset", "board_digest", "digest"
-            ),
-            "unmatched": readers.unmatched(topic(settings.unmatched_topic)),
-            "dead_lettered": readers.dead_letters(dead_letters, board),
-            "pending": waiting.drop("member_id", "arrived_ms"),
-        }
-    )
-    member_versions = readers.members(topic(settings.member_topic))
-    cutoff = liveness.overdue_cutoff_ms(
-        now_ms, options.unmatched_timeout_ms, options.stall_after_ms
-    )
-    join_end = snapshot.join.of(board)
+    inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read.rows)
     with phase("reconcile: the balance, the table and every check"):
-        counted = _evaluate(
-            [
-                _emit(
-                    holdings,
-                    positions.checks(
-                        join_end, snapshot.earliest[board], snapshot.join.later_batch_started
-                    ),
-                    "source_partition",
-                ),
-                _emit(boards, table_checks.board_checks()),
-                table_checks.drilled_rows(
-                    boards,
-                    table,
-                    details,
-                    snapshot.earliest[detail_topic],
-                    snapshot.latest[detail_topic],
-                ).select("kind", F.lit(None).cast("int").alias("partition"), "board_id"),
-                _member_checks(details, member_versions),
-                _kind(waiting.where(F.col("arrived_ms") < cutoff), "overdue_pending"),
-                *(
-                    [_stuck(waiting, member_versions, dead_letters, settings, snapshot)]
-                    if _join_mode(join_checkpoint) == LATEST
-                    else []
-                ),
-            ],
-            options.examples,
+        found, balance = evaluate(
+            inputs, settings, snapshot, _join_mode(join_checkpoint), now_ms, options
         )
-    oldest = waiting.orderBy("arrived_ms", "board_id").select("board_id", "arrived_ms")
+    oldest = inputs.waiting.orderBy("arrived_ms", "board_id").select("board_id", "arrived_ms")
     if options.examples:
         oldest = oldest.limit(options.examples)
     waiting_now = waiting_lines(
@@ -206,11 +215,9 @@ def reconcile(
         now_ms,
         options.unmatched_timeout_ms,
     )
-    for frame in (details, dead_letters, boards, waiting):
-        frame.unpersist()
+    release(inputs)
     with phase("reconcile: liveness"):
         stalls = _stalls(settings, snapshot, now_ms, options.stall_after_ms)
-    found, balance = counted
     found["stalled"] = Finding(len(stalls), stalls)
     mismatches = sorted(m.example() for m in table_read.mismatches)
     found["type_mismatch"] = Finding(len(mismatches), mismatches[: options.examples])
@@ -223,6 +230,67 @@ def reconcile(
     )
 
 
+def evaluate(
+    inputs: CheckInputs,
+    settings: Settings,
+    snapshot: Snapshot,
+    join_mode: str | None,
+    now_ms: int,
+    options: ReconcileOptions,
+) -> tuple[dict[str, Finding], dict[int, dict[str, int]]]:
+    """Every check on ``inputs`` in one Spark action: the findings and counts, and the balance
+    per source partition (:func:`_evaluate`)."""
+    board, detail_topic = settings.board_topic, settings.board_detail_topic
+    details, waiting = inputs.details, inputs.waiting
+    boards = table_checks.per_board(
+        details, inputs.table, snapshot.sink.of(detail_topic), inputs.sink_dead_letters
+    ).cache()  # read by its checks and the drill
+    holdings = positions.holdings(
+        {
+            "source": inputs.sources,
+            "joined": details.select(
+                "board_id", "source_partition", "source_offset", "board_digest", "digest"
+            ),
+            "unmatched": inputs.unmatched,
+            "dead_lettered": inputs.board_dead_letters,
+            "pending": waiting.drop("member_id", "arrived_ms"),
+        }
+    )
+    cutoff = liveness.overdue_cutoff_ms(
+        now_ms, options.unmatched_timeout_ms, options.stall_after_ms
+    )
+    join_end = snapshot.join.of(board)
+    evaluated = _evaluate(
+        [
+            _emit(
+                holdings,
+                positions.checks(
+                    join_end, snapshot.earliest[board], snapshot.join.later_batch_started
+                ),
+                "source_partition",
+            ),
+            _emit(boards, table_checks.board_checks()),
+            table_checks.drilled_rows(
+                boards,
+                inputs.table,
+                details,
+                snapshot.earliest[detail_topic],
+                snapshot.latest[detail_topic],
+            ).select("kind", F.lit(None).cast("int").alias("partition"), "board_id"),
+            _member_checks(details, inputs.members),
+            _kind(waiting.where(F.col("arrived_ms") < cutoff), "overdue_pending"),
+            *(
+                [_stuck(waiting, inputs.members, inputs.refused_members, settings, snapshot)]
+                if join_mode == LATEST
+                else []
+            ),
+        ],
+        options.examples,
+    )
+    boards.unpersist()
+    return evaluated
+
+
 def _join_mode(checkpoint: str) -> str | None:
     """The join mode the join's checkpoint was written with (its recorded identity)."""
     return recorded_identity(Path(checkpoint)).get("join_mode")
@@ -231,7 +299,7 @@ def _join_mode(checkpoint: str) -> str | None:
 def _stuck(
     waiting: DataFrame,
     versions: DataFrame,
-    dead_letters: DataFrame,
+    refused: DataFrame,
     settings: Settings,
     snapshot: Snapshot,
 ) -> DataFrame:
@@ -240,10 +308,6 @@ def _stuck(
     means the join lost its member, and its timer would send it to board-unmatched wrongly.
     A waiting board without a member id is stuck too."""
     position = ["member_partition", "member_offset"]
-    refused = readers.dead_letters(dead_letters, settings.member_topic).select(
-        F.col("source_partition").alias("member_partition"),
-        F.col("source_offset").alias("member_offset"),
-    )
     read = versions.where(
         below(
             F.col("member_partition"),
