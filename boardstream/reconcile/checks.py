@@ -63,6 +63,8 @@ REPORTED = ("source_expired", "topic_replays", "unverifiable_in_table")
 FINDINGS = (*FAILING, *REPORTED)
 # Kinds whose board ids are kept (examples), not only counted.
 WITH_IDS = (*FINDINGS, "pending", "not_yet_read", "not_yet_loaded", "sink_dead_lettered")
+# One check holding on one key: a source position (partition, offset), or a board alone.
+FACT_COLUMNS = ("kind", "partition", "offset", "board_id")
 
 
 @dataclass(frozen=True)
@@ -240,11 +242,34 @@ def evaluate(
 ) -> tuple[dict[str, Finding], dict[int, dict[str, int]]]:
     """Every check on ``inputs`` in one Spark action: the findings and counts, and the balance
     per source partition (:func:`_evaluate`)."""
+    boards = table_checks.per_board(
+        inputs.details,
+        inputs.table,
+        snapshot.sink.of(settings.board_detail_topic),
+        inputs.sink_dead_letters,
+    ).cache()  # read by its checks and the drill
+    evaluated = _evaluate(
+        facts(inputs, boards, settings, snapshot, join_mode, now_ms, options), options.examples
+    )
+    boards.unpersist()
+    return evaluated
+
+
+def facts(
+    inputs: CheckInputs,
+    boards: DataFrame,
+    settings: Settings,
+    snapshot: Snapshot,
+    join_mode: str | None,
+    now_ms: int,
+    options: ReconcileOptions,
+) -> DataFrame:
+    """Every check that holds, one row each (FACT_COLUMNS): keyed by the source position a
+    position check holds on, else by board. ``boards`` is :func:`table_checks.per_board` of
+    the inputs. What a run counts is an aggregate of these; an incremental run keeps them per
+    key."""
     board, detail_topic = settings.board_topic, settings.board_detail_topic
     details, waiting = inputs.details, inputs.waiting
-    boards = table_checks.per_board(
-        details, inputs.table, snapshot.sink.of(detail_topic), inputs.sink_dead_letters
-    ).cache()  # read by its checks and the drill
     holdings = positions.holdings(
         {
             "source": inputs.sources,
@@ -260,35 +285,29 @@ def evaluate(
         now_ms, options.unmatched_timeout_ms, options.stall_after_ms
     )
     join_end = snapshot.join.of(board)
-    evaluated = _evaluate(
-        [
-            _emit(
-                holdings,
-                positions.checks(
-                    join_end, snapshot.earliest[board], snapshot.join.later_batch_started
-                ),
-                "source_partition",
-            ),
-            _emit(boards, table_checks.board_checks()),
-            table_checks.drilled_rows(
-                boards,
-                inputs.table,
-                details,
-                snapshot.earliest[detail_topic],
-                snapshot.latest[detail_topic],
-            ).select("kind", F.lit(None).cast("int").alias("partition"), "board_id"),
-            _member_checks(details, inputs.members),
-            _kind(waiting.where(F.col("arrived_ms") < cutoff), "overdue_pending"),
-            *(
-                [_stuck(waiting, inputs.members, inputs.refused_members, settings, snapshot)]
-                if join_mode == LATEST
-                else []
-            ),
-        ],
-        options.examples,
-    )
-    boards.unpersist()
-    return evaluated
+    checked = [
+        _emit(
+            holdings,
+            positions.checks(join_end, snapshot.earliest[board], snapshot.join.later_batch_started),
+            ("source_partition", "source_offset"),
+        ),
+        _emit(boards, table_checks.board_checks()),
+        table_checks.drilled_rows(
+            boards,
+            inputs.table,
+            details,
+            snapshot.earliest[detail_topic],
+            snapshot.latest[detail_topic],
+        ).select("kind", *_no_position(), "board_id"),
+        _member_checks(details, inputs.members),
+        _kind(waiting.where(F.col("arrived_ms") < cutoff), "overdue_pending"),
+        *(
+            [_stuck(waiting, inputs.members, inputs.refused_members, settings, snapshot)]
+            if join_mode == LATEST
+            else []
+        ),
+    ]
+    return reduce(DataFrame.unionByName, checked)
 
 
 def _join_mode(checkpoint: str) -> str | None:
@@ -344,7 +363,7 @@ def _member_checks(details: DataFrame, versions: DataFrame) -> DataFrame:
     ).when(F.col("version_digest").isNull() & F.col("known").isNull(), "referential")
     return (
         named.join(exists.withColumn("known", F.lit(True)), "member_id", "left")
-        .select(kind.alias("kind"), F.lit(None).cast("int").alias("partition"), "board_id")
+        .select(kind.alias("kind"), *_no_position(), "board_id")
         .where(F.col("kind").isNotNull())
     )
 
@@ -373,15 +392,15 @@ def _unbalanced(balance: dict[int, dict[str, int]]) -> list[str]:
 
 
 def _evaluate(
-    checked: list[DataFrame], examples: int | None
+    facts: DataFrame, examples: int | None
 ) -> tuple[dict[str, Finding], dict[int, dict[str, int]]]:
-    """Every finding and count in one Spark action over ``checked`` (kind, partition,
-    board_id rows): per kind, the number of rows and the sorted board ids (``examples`` of
-    them, or all); per source partition, the balance's classes."""
-    ids = F.array_sort(F.collect_list("board_id"))
+    """Every finding and count in one Spark action over ``facts``: per kind, the number of
+    rows and the sorted board ids (``examples`` of them, or all; only the WITH_IDS kinds keep
+    ids); per source partition, the balance's classes."""
+    kind = F.col("kind")
+    ids = F.array_sort(F.collect_list(F.when(kind.isin(*WITH_IDS), F.col("board_id"))))
     rows = (
-        reduce(DataFrame.unionByName, checked)
-        .groupBy("kind", "partition")
+        facts.groupBy("kind", "partition")
         .agg(F.count("*").alias("n"), (F.slice(ids, 1, examples) if examples else ids).alias("ids"))
         .collect()
     )
@@ -401,18 +420,25 @@ def _evaluate(
     return found, balance
 
 
-def _emit(frame: DataFrame, checks: dict[str, Column], partition: str | None = None) -> DataFrame:
-    """(kind, partition, board_id) rows: for every row of ``frame``, one per check that holds
-    on it, with the row's board id where ids are kept. One pass over ``frame`` for them all."""
+def _emit(
+    frame: DataFrame, checks: dict[str, Column], position: tuple[str, str] | None = None
+) -> DataFrame:
+    """Facts (FACT_COLUMNS): for every row of ``frame``, one per check that holds on it, keyed
+    by the row's ``position`` columns (a source position) where given, and its board id. One
+    pass over ``frame`` for them all."""
     holding = F.array_compact(F.array(*[F.when(holds, F.lit(k)) for k, holds in checks.items()]))
-    kind = F.col("kind")
-    where = F.col(partition) if partition else F.lit(None).cast("int")
-    return frame.select(
-        F.explode(holding).alias("kind"), where.alias("partition"), "board_id"
-    ).select(kind, "partition", F.when(kind.isin(*WITH_IDS), F.col("board_id")).alias("board_id"))
+    where = (
+        [F.col(c).alias(a) for c, a in zip(position, ("partition", "offset"), strict=True)]
+        if position
+        else _no_position()
+    )
+    return frame.select(F.explode(holding).alias("kind"), *where, "board_id")
+
+
+def _no_position() -> list[Column]:
+    """The position columns of a fact keyed by board alone."""
+    return [F.lit(None).cast("int").alias("partition"), F.lit(None).cast("bigint").alias("offset")]
 
 
 def _kind(frame: DataFrame, kind: str) -> DataFrame:
-    return frame.select(
-        F.lit(kind).alias("kind"), F.lit(None).cast("int").alias("partition"), "board_id"
-    )
+    return frame.select(F.lit(kind).alias("kind"), *_no_position(), "board_id")
