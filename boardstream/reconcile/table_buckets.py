@@ -34,6 +34,7 @@ import hashlib
 import logging
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,11 +120,13 @@ def differing_rows(expected: Mapping[str, RowDigest], actual: Mapping[str, RowDi
     )
 
 
-def bucket_digests(engine: Engine, buckets: int = DEFAULT_BUCKETS) -> dict[int, BucketDigest]:
+def bucket_digests(
+    engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS
+) -> dict[int, BucketDigest]:
     """Every non-empty bucket's digest, from one ``GROUP BY`` over the whole table: the database
     reads and hashes every row, and only one small row per bucket crosses the wire."""
     _check_buckets(buckets)
-    with engine.connect() as connection:
+    with _connected(engine) as connection:
         dialect = _prepare(connection)
         rows = connection.execute(
             sa.text(
@@ -141,14 +144,15 @@ def bucket_digests(engine: Engine, buckets: int = DEFAULT_BUCKETS) -> dict[int, 
 
 
 def row_digests(
-    engine: Engine, board_ids: Iterable[str], buckets: int = DEFAULT_BUCKETS
+    engine: Engine | Connection, board_ids: Iterable[str], buckets: int = DEFAULT_BUCKETS
 ) -> dict[str, RowDigest]:
     """The digests of just these boards' rows, by primary-key lookups of ``ID_CHUNK`` ids: what an
-    incremental run adds to its running totals for the rows it has just verified. A board
-    without a row is absent from the result."""
+    incremental run adds to its running totals for the rows it has just verified. Given the
+    Connection the rows were verified through, the digests are of the rows it read (same
+    transaction, same snapshot), not of a later write. A board without a row is absent."""
     _check_buckets(buckets)
     result: dict[str, RowDigest] = {}
-    with engine.connect() as connection:
+    with _connected(engine) as connection:
         dialect = _prepare(connection)
         statement = sa.text(
             f"{_digests_select(dialect, buckets, fence=False)} WHERE board_id IN :ids"
@@ -159,7 +163,7 @@ def row_digests(
 
 
 def rows_in_buckets(
-    engine: Engine, buckets_wanted: Iterable[int], buckets: int = DEFAULT_BUCKETS
+    engine: Engine | Connection, buckets_wanted: Iterable[int], buckets: int = DEFAULT_BUCKETS
 ) -> dict[str, RowDigest]:
     """Every row of the wanted buckets, with its digest: the drill-down into buckets that
     differ. One scan of the table (the bucket is computed, not stored), hashing only the rows
@@ -168,13 +172,20 @@ def rows_in_buckets(
     wanted = sorted(set(buckets_wanted))
     if not wanted:
         return {}
-    with engine.connect() as connection:
+    with _connected(engine) as connection:
         dialect = _prepare(connection)
         statement = sa.text(
             f"{_digests_select(dialect, buckets, fence=False)} "
             f"WHERE {_bucket_sql(dialect, buckets)} IN :wanted"
         ).bindparams(sa.bindparam("wanted", expanding=True))
         return _row_digests(connection.execute(statement, {"wanted": wanted}))
+
+
+def _connected(bind: Engine | Connection) -> AbstractContextManager[Connection]:
+    """A connection of its own for an Engine; a Connection as it is (its transaction kept)."""
+    if isinstance(bind, Connection):
+        return nullcontext(bind)
+    return bind.connect()
 
 
 def _row_digests(rows: Iterable[Any]) -> dict[str, RowDigest]:

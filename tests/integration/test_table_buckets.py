@@ -253,6 +253,27 @@ def test_row_digests_in_chunks_skip_absent_boards(engine: Engine, monkeypatch) -
     assert tb.rows_in_buckets(engine, [], BUCKETS) == {}
 
 
+def test_through_a_connection_the_digests_are_of_what_its_transaction_sees(
+    engine: Engine,
+) -> None:
+    """A run verifying rows through a transaction takes their digests in it: a write it has not
+    seen (here: one it has and the others have not) does not slip into the running totals."""
+    was = before(engine)
+    with engine.connect() as connection, connection.begin() as transaction:
+        connection.execute(
+            TABLE.update().where(TABLE.c.board_id == board(5)).values(title="changed")
+        )
+        inside = tb.row_digests(connection, [board(5)], BUCKETS)
+        assert inside[board(5)] != was.rows[board(5)]
+        assert tb.differing_buckets(was.buckets, tb.bucket_digests(connection, BUCKETS)) == [
+            was.rows[board(5)].bucket
+        ]
+        assert board(5) in tb.rows_in_buckets(connection, [was.rows[board(5)].bucket], BUCKETS)
+        assert tb.row_digests(engine, [board(5)], BUCKETS) == {board(5): was.rows[board(5)]}
+        transaction.rollback()
+    assert tb.bucket_digests(engine, BUCKETS) == was.buckets
+
+
 def test_an_empty_table_has_no_buckets(engine: Engine) -> None:
     with engine.begin() as connection:
         connection.execute(TABLE.delete())
