@@ -50,7 +50,6 @@ DEFAULT_BUCKETS = 4096
 # Board ids per key lookup: under SQLite's oldest limit of 999 bound parameters.
 ID_CHUNK = 900
 _HALF = 2**32
-_MASK = _HALF - 1
 _SQLITE_DIGEST = "boardstream_digest64"
 _SQLITE_BUCKET = "boardstream_bucket"
 _SIGNED_64 = struct.Struct(">q")
