@@ -206,8 +206,10 @@ def append(connection: Connection, table_name_or_table: str | sa.Table, rows: pa
     if rows.num_rows == 0:
         return 0
     if connection.dialect.name == "postgresql" and rows.num_rows >= COPY_THRESHOLD:
+        log.debug("digest ledger: %d rows to %s through COPY", rows.num_rows, table.name)
         _copy(connection, table, rows)
         return rows.num_rows
+    log.debug("digest ledger: %d rows to %s", rows.num_rows, table.name)
     statement = _insert(connection, table).on_conflict_do_nothing()
     for start in range(0, rows.num_rows, APPEND_CHUNK):
         connection.execute(statement, rows.slice(start, APPEND_CHUNK).to_pylist())
@@ -228,8 +230,9 @@ def _insert(connection: Connection, table: sa.Table) -> Any:
 
 def _copy(connection: Connection, table: sa.Table, rows: pa.Table) -> None:
     """PostgreSQL: COPY ``rows`` as CSV into a temporary copy of ``table``, then insert what is
-    not there yet; several times faster than a multi-row INSERT (bench/digest_ledger.py). In
-    CSV an empty unquoted field is NULL and every string is quoted, so "" stays ''."""
+    not there yet: 447,017 rows in 2.2 s against 29-54 s through SQLAlchemy's executemany
+    (bench/digest_ledger.py). In CSV an empty unquoted field is NULL and pyarrow quotes every
+    string, so '' stays ''. The staging table lives until the transaction ends."""
     buffer = io.BytesIO()
     pa_csv.write_csv(rows, buffer, pa_csv.WriteOptions(include_header=False))
     buffer.seek(0)
