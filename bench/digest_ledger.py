@@ -5,11 +5,13 @@
     .venv/bin/python bench/digest_ledger.py --backends sqlite
 
 Fills the ledger with synthetic rows (447,017 sources, 447,017 joined outputs, 442,128 member
-versions at 1x) and times that baseline append, then the lookups of 1 % random keys (positions,
-board ids, member ids) and the append of 1 % new rows to each table. Beside the ledger's own
-lookups (chunks of bound parameters) it times the alternative, the keys loaded into a temporary
-table and joined, and on PostgreSQL the baseline through executemany instead of COPY. Each
-figure is the best of ``--repeat`` runs (the lookups run against a warm database).
+versions at 1x, ten times as many at ``--scale 10``) and times that baseline append, then the
+lookups of 4,470 random keys (``--keys``; 1 % of 1x, the same number at any scale: positions,
+board ids, member ids) and the append of as many new rows to each table. Beside the ledger's
+own lookups (chunks of bound parameters) it times the alternative, the keys loaded into a
+temporary table and joined, and on PostgreSQL the baseline through executemany instead of COPY
+(``--no-executemany`` skips that, about 30-50 s at 1x). Each lookup figure is the best of
+``--repeat`` runs against a warm database; appends run once.
 """
 
 from __future__ import annotations
@@ -157,10 +159,10 @@ def backend(name: str) -> Iterator[Engine]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def run(name: str, scale: float, repeat: int, executemany: bool) -> dict[str, float]:
+def run(name: str, scale: float, keys: int, repeat: int, executemany: bool) -> dict[str, float]:
     figures: dict[str, float] = {}
     baseline = synthetic(scale, seed=1)
-    extra = synthetic(scale, seed=2, first=10**9, n=int(BOARDS * scale) // 100)
+    extra = synthetic(scale, seed=2, first=10**9, n=keys)
     with backend(name) as engine:
         if name == "postgresql" and executemany:
             # executemany (SQLAlchemy's multi-row INSERT) against COPY, on a scratch copy
@@ -189,7 +191,7 @@ def run(name: str, scale: float, repeat: int, executemany: bool) -> dict[str, fl
         with engine.begin() as connection:
             connection.execute(sa.text("ANALYZE"))  # as autovacuum or a later run would have
         rng = random.Random(3)
-        n = int(BOARDS * scale) // 100
+        n = keys
         sources = baseline["reconcile_source"]
         picks = rng.sample(range(sources.num_rows), n)
         positions = [
@@ -225,7 +227,7 @@ def run(name: str, scale: float, repeat: int, executemany: bool) -> dict[str, fl
             ledger.advance(connection, {"board": {0: 1}})
         for table, rows in extra.items():
             with engine.begin() as connection:
-                figures[f"append 1 % new {table} ({rows.num_rows:,})"], _ = timed(
+                figures[f"append new {table} ({rows.num_rows:,})"], _ = timed(
                     lambda c=connection, t=table, r=rows: ledger.append(c, t, r)
                 )
     return figures
@@ -235,6 +237,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiple of production scale")
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
+    parser.add_argument(
+        "--keys",
+        type=int,
+        default=BOARDS // 100,
+        help="keys per lookup and new rows per table (default 4,470, 1 %% of 1x, at any scale)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs of each lookup (best kept)")
     parser.add_argument(
         "--no-executemany",
@@ -245,11 +253,11 @@ def main() -> None:
     results = {}
     for name in args.backends:
         start = time.perf_counter()
-        results[name] = run(name, args.scale, args.repeat, not args.no_executemany)
+        results[name] = run(name, args.scale, args.keys, args.repeat, not args.no_executemany)
         print(f"{name}: {time.perf_counter() - start:.1f} s in all", flush=True)
     labels = list(dict.fromkeys(label for figures in results.values() for label in figures))
     names = list(results)
-    header = "| scale " + str(args.scale) + "x | " + " | ".join(names)
+    header = f"| {args.scale:g}x rows, {args.keys:,} keys | " + " | ".join(names)
     if len(names) == 2:
         header += f" | {names[1]} / {names[0]}"
     print(header + " |")
