@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Dialect, Engine
+
+from boardstream.errors import BoardstreamError
 
 
 def engine(url: str) -> Engine:
@@ -23,3 +25,15 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def upsert_insert(dialect: Dialect, table: sa.Table, what: str) -> Any:
+    """An INSERT of ``table`` in ``dialect``'s own flavour, which has ``on_conflict_do_*``
+    (the standard one has not); ``what`` names the caller in the error for other databases."""
+    if dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:
+        raise BoardstreamError(f"{what} support PostgreSQL and SQLite, not {dialect.name}")
+    return insert(table)

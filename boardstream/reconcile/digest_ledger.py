@@ -36,6 +36,7 @@ import pyarrow.csv as pa_csv
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from boardstream import database
 from boardstream.errors import BoardstreamError
 
 log = logging.getLogger(__name__)
@@ -210,22 +211,14 @@ def append(connection: Connection, table_name_or_table: str | sa.Table, rows: pa
         _copy(connection, table, rows)
         return rows.num_rows
     log.debug("digest ledger: %d rows to %s", rows.num_rows, table.name)
-    statement = _insert(connection, table).on_conflict_do_nothing()
+    statement = _upsert(connection, table).on_conflict_do_nothing()
     for start in range(0, rows.num_rows, APPEND_CHUNK):
         connection.execute(statement, rows.slice(start, APPEND_CHUNK).to_pylist())
     return rows.num_rows
 
 
-def _insert(connection: Connection, table: sa.Table) -> Any:
-    if connection.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    elif connection.dialect.name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:
-        raise BoardstreamError(
-            f"the digest ledger supports PostgreSQL and SQLite, not {connection.dialect.name}"
-        )
-    return insert(table)
+def _upsert(connection: Connection, table: sa.Table) -> Any:
+    return database.upsert_insert(connection.dialect, table, "the digest ledger's writes")
 
 
 def _copy(connection: Connection, table: sa.Table, rows: pa.Table) -> None:
@@ -395,7 +388,7 @@ def advance(connection: Connection, offsets: dict[str, dict[int, int]]) -> None:
     ]
     if not rows:
         return
-    statement = _insert(connection, reconcile_cursor)
+    statement = _upsert(connection, reconcile_cursor)
     statement = statement.on_conflict_do_update(
         index_elements=[reconcile_cursor.c.topic, reconcile_cursor.c.partition],
         set_={"end_offset": statement.excluded.end_offset},
