@@ -157,27 +157,38 @@ def details(raw: DataFrame) -> DataFrame:
 
 
 def unmatched(raw: DataFrame) -> DataFrame:
-    """board-unmatched records: the board, the source position they name, its fields' digest."""
+    """board-unmatched records: the board, the source position they name, its fields' digest,
+    and their own position (the digest ledger keys them by it)."""
     record = F.from_json(F.col("value").cast("string"), DETAIL_SCHEMA)
-    return raw.select(record.alias("d")).select(
+    return raw.select(record.alias("d"), *_record_position()).select(
         F.col("d.board_id").alias("board_id"),
         F.col("d.board_partition").alias("source_partition"),
         F.col("d.board_offset").alias("source_offset"),
         board_digest(F.col("d.board_id"), "d").alias("board_digest"),
+        "record_partition",
+        "record_offset",
     )
+
+
+def _record_position() -> list[Column]:
+    """A record's own position in its topic, as the digest ledger keys outputs."""
+    return [F.col("partition").alias("record_partition"), F.col("offset").alias("record_offset")]
 
 
 def dead_letters(raw: DataFrame, source_topic: str) -> DataFrame:
     """Dead letters of records of ``source_topic``: the position of the record each replaces
-    (a dead letter carries no trusted board id: its record could not be parsed)."""
+    (a dead letter carries no trusted board id: its record could not be parsed), and the dead
+    letter's own position."""
     record = F.from_json(F.col("value").cast("string"), DEAD_LETTER_SCHEMA)
     return (
-        raw.select(record.alias("d"))
+        raw.select(record.alias("d"), *_record_position())
         .where(F.col("d.source_topic") == source_topic)
         .select(
             F.lit(None).cast("string").alias("board_id"),
             F.col("d.partition").alias("source_partition"),
             F.col("d.offset").alias("source_offset"),
+            "record_partition",
+            "record_offset",
         )
     )
 
