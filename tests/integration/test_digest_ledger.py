@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 
 from boardstream import database
 from boardstream.reconcile import digest_ledger as ledger
-from tests.fixtures import new_database
+from tests.fixtures import sqlite_or_postgres_url
 
 LOW, HIGH = -(2**63), 2**63 - 1
 INT_LOW, INT_HIGH = -(2**31), 2**31 - 1
@@ -29,11 +29,7 @@ IDS = ledger.CHUNK_PARAMETERS
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    else:
-        url = new_database(request.getfixturevalue("postgres"))
-    created = database.engine(url)
+    created = database.engine(sqlite_or_postgres_url(request, tmp_path))
     ledger.create(created)
     yield created
     created.dispose()

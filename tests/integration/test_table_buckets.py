@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from boardstream import database
 from boardstream.reconcile import table_buckets as tb
 from boardstream.sink import table as sink_table
-from tests.fixtures import new_database
+from tests.fixtures import sqlite_or_postgres_url
 
 BUCKETS = 32  # about ten rows a bucket: a drill-down has neighbours to tell apart
 ROWS = 300
@@ -53,11 +53,7 @@ def make_row(i: int) -> dict[str, Any]:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request, tmp_path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'buckets.db'}"
-    else:
-        url = new_database(request.getfixturevalue("postgres"))
-    created = database.engine(url)
+    created = database.engine(sqlite_or_postgres_url(request, tmp_path))
     sink_table.create(created)
     assert sink_table.upsert(created, [make_row(i) for i in range(ROWS)]) == ROWS
     yield created
