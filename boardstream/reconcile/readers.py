@@ -11,6 +11,7 @@ The table is read type-strictly: a value of another type than its column's is a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from boardstream.sink import table as sink_table
 from boardstream.spark.checkpoint_guard import recorded_identity
 
 TABLE_CHUNK = 50_000  # rows per fetch from board_detail
+ID_CHUNK = 900  # board ids per query, under SQLite's oldest limit of 999 parameters
 # The typed columns a board-detail record and its table row must agree on (provenance included).
 CONTENT = [c for c in sink_table.COLUMNS if c not in ("detail_partition", "detail_offset")]
 _TYPES = {**dict(schema.OUTPUT), "detail_partition": "int", "detail_offset": "bigint"}
@@ -249,31 +251,49 @@ class TableRead:
     mismatches: list[TypeMismatch]
 
 
-def read_table(settings: Settings) -> TableRead:
-    """All of board_detail, whatever positions its rows claim. Read with the DB driver's own
+def read_table(settings: Settings, board_ids: Iterable[str] | None = None) -> TableRead:
+    """All of board_detail, whatever positions its rows claim, or only the rows of
+    ``board_ids`` (an incremental run's boards, by primary key). Read with the DB driver's own
     cursor, in chunks straight into Arrow (SQLAlchemy's row objects added about a tenth)."""
     names = [*CONTENT, "detail_partition", "detail_offset"]
     arrow = pa.schema([(name, _ARROW[_TYPES[name]]) for name in names] + [("typed", pa.bool_())])
     engine = database.engine(settings.database)
     sink_table.create(engine)
     c = sink_table.board_detail.c
-    sql = str(sa.select(*(c[name] for name in names)).compile(engine))
+    query = sa.select(*(c[name] for name in names))
+    if board_ids is None:
+        queries = [(str(query.compile(engine)), ())]
+    else:
+        wanted = sorted(set(board_ids))
+        queries = [
+            _compiled(query.where(c.board_id.in_(wanted[i : i + ID_CHUNK])), engine)
+            for i in range(0, len(wanted), ID_CHUNK)
+        ]
     batches, mismatches = [], []
     with engine.connect() as connection:
         cursor = connection.connection.cursor()
-        cursor.execute(sql)
-        while rows := cursor.fetchmany(TABLE_CHUNK):
-            columns = [list(column) for column in zip(*rows, strict=True)]
-            typed = [True] * len(rows)
-            for index, name in enumerate(names):
-                for row, mismatch in _strict(columns[index], columns[0], name):
-                    typed[row] = False
-                    mismatches.append(mismatch)
-            columns.append(typed)
-            batches.append(pa.record_batch(list(map(pa.array, columns, arrow.types)), arrow))
+        for sql, parameters in queries:
+            cursor.execute(sql, parameters)
+            while rows := cursor.fetchmany(TABLE_CHUNK):
+                columns = [list(column) for column in zip(*rows, strict=True)]
+                typed = [True] * len(rows)
+                for index, name in enumerate(names):
+                    for row, mismatch in _strict(columns[index], columns[0], name):
+                        typed[row] = False
+                        mismatches.append(mismatch)
+                columns.append(typed)
+                batches.append(pa.record_batch(list(map(pa.array, columns, arrow.types)), arrow))
         cursor.close()
     engine.dispose()
     return TableRead(pa.Table.from_batches(batches, arrow), mismatches)
+
+
+def _compiled(query: sa.Select, engine: sa.Engine) -> tuple[str, tuple | dict]:
+    """``query`` as the DB driver's own SQL and parameters (its paramstyle)."""
+    compiled = query.compile(engine, compile_kwargs={"render_postcompile": True})
+    if compiled.positiontup:  # qmark, format: positional
+        return str(compiled), tuple(compiled.params[name] for name in compiled.positiontup)
+    return str(compiled), compiled.params
 
 
 def _strict(values: list, board_ids: list, name: str) -> list[tuple[int, TypeMismatch]]:
