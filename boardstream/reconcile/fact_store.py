@@ -10,7 +10,7 @@ the same data counts (``checks._evaluate``), without counting the whole store ag
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 
 import pyarrow as pa
@@ -89,6 +89,20 @@ def examples(connection: Connection, kind: str, limit: int | None) -> list[str]:
     query = sa.select(f.board_id).where(f.kind == kind, f.board_id.is_not(None))
     query = query.order_by(f.board_id)
     return list(connection.execute(query.limit(limit) if limit else query).scalars())
+
+
+def open_keys(connection: Connection, settled: Iterable[str]) -> Keys:
+    """The keys with a fact of a kind not in ``settled``: a board still in transit (pending,
+    not yet read or loaded) or with a finding, which the next run must check again even if no
+    new record touches it (a repair, a timer, the sink catching up)."""
+    f = reconcile_fact.c
+    rows = connection.execute(
+        sa.select(f.partition, f.offset, f.board_id).where(f.kind.not_in(list(settled))).distinct()
+    ).all()
+    return Keys.of(
+        {(p, o) for p, o, _ in rows if p is not None},
+        {board for p, _, board in rows if p is None},
+    )
 
 
 def _of(keys: Keys) -> Iterator[sa.ColumnElement[bool]]:

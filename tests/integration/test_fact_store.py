@@ -114,3 +114,11 @@ def test_a_rolled_back_replace_changes_nothing(engine: Engine) -> None:
         raise RuntimeError("the run failed after its checks")
     with engine.connect() as connection:
         assert fact_store.counts(connection) == counted(FULL)
+
+
+def test_open_keys_are_those_with_a_fact_of_an_unsettled_kind(engine: Engine) -> None:
+    settled = ("source", "read", "joined", "expected_table_rows")
+    with engine.connect() as connection:
+        found = fact_store.open_keys(connection, settled)
+    # (0, 2) pending, (1, 1) not yet read; b1 missing in the table, b2 not yet loaded
+    assert found == Keys.of([(0, 2), (1, 1)], ["b1", "b2"])
