@@ -1,0 +1,229 @@
+"""An incremental run's inputs (#22): the checks' frames for just the keys new data touches.
+
+The records past the digest ledger's cursor are read from the topics; every older record of a
+touched key is looked up in the ledger. Records the topics no longer hold (below a partition's
+earliest offset: retention, ``deleteRecords``) are left out, as a full run, which reads from the
+earliest offset, never sees them. ``checks.facts`` then checks these frames exactly as it checks
+a full run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from sqlalchemy.engine import Connection
+
+from boardstream.reconcile import digest_ledger, readers, table_checks
+from boardstream.reconcile.affected import Keys, Position
+from boardstream.reconcile.checks import CheckInputs
+from boardstream.reconcile.snapshot import Offsets, Snapshot
+from boardstream.settings import Settings
+
+SOURCE = ("source_partition", "source_offset")
+RECORD = ("record_partition", "record_offset")
+DETAIL = ("detail_partition", "detail_offset")
+MEMBER = ("member_partition", "member_offset")
+
+
+@dataclass(frozen=True)
+class NewRecords:
+    """The records past the ledger's cursor, in the readers' columns (outputs with their own
+    record position), small enough for the driver: what arrived since the last run."""
+
+    sources: pa.Table
+    details: pa.Table
+    unmatched: pa.Table
+    dead_letters: pa.Table  # of board records
+    refused: pa.Table  # reconcile_refused rows: the sink's of board-detail, the join's of member
+    members: pa.Table
+
+
+def read_new(
+    spark: SparkSession, settings: Settings, snapshot: Snapshot, cursor: Offsets
+) -> NewRecords:
+    """Each topic from the ledger's cursor to the snapshot's end."""
+
+    def topic(name: str) -> DataFrame:
+        return readers.read_topic(
+            spark, settings, name, cursor.get(name, {}), snapshot.latest[name]
+        )
+
+    dlq = topic(settings.dlq_topic)
+    refused = [
+        readers.dead_letters(dlq, name).select(
+            F.lit(name).alias("source_topic"), "source_partition", "source_offset"
+        )
+        for name in (settings.board_detail_topic, settings.member_topic)
+    ]
+    return NewRecords(
+        sources=readers.sources(topic(settings.board_topic)).toArrow(),
+        details=readers.details(topic(settings.board_detail_topic)).toArrow(),
+        unmatched=readers.unmatched(topic(settings.unmatched_topic)).toArrow(),
+        dead_letters=readers.dead_letters(dlq, settings.board_topic).toArrow(),
+        refused=refused[0].unionByName(refused[1]).toArrow(),
+        members=readers.members(topic(settings.member_topic)).toArrow(),
+    )
+
+
+def seeds(new: NewRecords, waiting: Iterable[Position], carried: Keys) -> Keys:
+    """The keys new data touches before closure: every new source position and every source
+    position a new output names, the waiting boards' positions, every board with a new
+    board-detail record, and the ``carried`` keys (open at the last run, or whose records the
+    topics have since deleted)."""
+    named = [new.sources, new.details, new.unmatched, new.dead_letters]
+    return carried | Keys.of(
+        {*(p for table in named for p in _positions(table, SOURCE)), *waiting},
+        new.details.column("board_id").drop_null().to_pylist(),
+    )
+
+
+def lookups(
+    connection: Connection, new: NewRecords
+) -> tuple[Callable[[frozenset[str]], list[Position]], Callable[[frozenset[Position]], list[str]]]:
+    """``affected.close``'s two relations over the ledger and the new records: the source
+    positions of the boards' joined records, the boards of the joined records at positions."""
+
+    def positions_of(boards: frozenset[str]) -> list[Position]:
+        old = digest_ledger.outputs_of(connection, boards)
+        return _positions(old, SOURCE) + _positions(_of(new.details, boards), SOURCE)
+
+    def boards_at(positions: frozenset[Position]) -> list[str]:
+        old = digest_ledger.outputs_at(connection, positions)
+        old = old.filter(pc.equal(old["holder"], "joined"))
+        mine = _at(new.details, SOURCE, positions)
+        return [b for t in (old, mine) for b in t.column("board_id").drop_null().to_pylist()]
+
+    return positions_of, boards_at
+
+
+def inputs_for(
+    spark: SparkSession,
+    connection: Connection,
+    settings: Settings,
+    snapshot: Snapshot,
+    keys: Keys,
+    new: NewRecords,
+    waiting: DataFrame,
+) -> CheckInputs:
+    """The checks' frames for ``keys`` (closed): the ledger's records of them and the new
+    ones, less what the topics no longer hold; the table rows of the keys' boards; ``waiting``
+    (the join's waiting boards, all of them: the state is small)."""
+    earliest = snapshot.earliest
+    positions, boards = keys.positions, keys.boards
+    held = digest_ledger.outputs_at(connection, positions)
+
+    def holder(name: str) -> pa.Table:
+        return held.filter(pc.equal(held["holder"], name))
+
+    details = _kept(
+        [
+            digest_ledger.as_details(holder("joined")),
+            digest_ledger.outputs_of(connection, boards),
+            _at(new.details, SOURCE, positions),
+            _of(new.details, boards),
+        ],
+        DETAIL,
+        earliest.get(settings.board_detail_topic, {}),
+    )
+    waiting_members = {r.member_id for r in waiting.select("member_id").collect()}
+    member_ids = {*details.column("member_id").to_pylist(), *waiting_members} - {None}
+    named_versions = set(_positions(details, MEMBER))
+    members = _kept(
+        [
+            digest_ledger.members_at(connection, named_versions),
+            digest_ledger.members_of(connection, member_ids),
+            new.members.filter(
+                pc.is_in(new.members["member_id"], pa.array(sorted(member_ids), pa.int64()))
+            ),
+            _at(new.members, MEMBER, named_versions),
+        ],
+        MEMBER,
+        earliest.get(settings.member_topic, {}),
+    )
+    outputs = {
+        name: _kept(
+            [holder(name).select(new_table.column_names), _at(new_table, SOURCE, positions)],
+            RECORD,
+            earliest.get(topic, {}),
+        )
+        for name, new_table, topic in (
+            ("unmatched", new.unmatched, settings.unmatched_topic),
+            ("dead_lettered", new.dead_letters, settings.dlq_topic),
+        )
+    }
+    sources = _kept(
+        [digest_ledger.sources_at(connection, positions), _at(new.sources, SOURCE, positions)],
+        SOURCE,
+        earliest.get(settings.board_topic, {}),
+    )
+
+    def refused(topic: str, at: set[Position], prefix: str) -> DataFrame:
+        found = _concat(
+            [
+                digest_ledger.refused_at(connection, topic, at),
+                _at(new.refused.filter(pc.equal(new.refused["source_topic"], topic)), SOURCE, at),
+            ]
+        )
+        return spark.createDataFrame(found).select(
+            F.col("source_partition").alias(f"{prefix}_partition"),
+            F.col("source_offset").alias(f"{prefix}_offset"),
+        )
+
+    table = readers.read_table(settings, sorted(boards))
+    frame = spark.createDataFrame
+    return CheckInputs(
+        sources=frame(sources),
+        details=frame(details),
+        unmatched=frame(outputs["unmatched"]),
+        board_dead_letters=frame(outputs["dead_lettered"]),
+        sink_dead_letters=refused(
+            settings.board_detail_topic, set(_positions(details, DETAIL)), "detail"
+        ),
+        refused_members=refused(settings.member_topic, set(_positions(members, MEMBER)), "member"),
+        members=frame(members),
+        table=frame(table.rows).select(
+            F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
+            *DETAIL,
+            readers.content_digest().alias("digest"),
+            "typed",
+        ),
+        waiting=waiting,
+    )
+
+
+def _positions(table: pa.Table, columns: tuple[str, str]) -> list[Position]:
+    return list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+
+
+def _at(table: pa.Table, columns: tuple[str, str], positions: Iterable[Position]) -> pa.Table:
+    """The rows of ``table`` at one of ``positions`` (its ``columns``)."""
+    wanted = {f"{p}@{o}" for p, o in positions}
+    here = [f"{p}@{o}" for p, o in _positions(table, columns)]
+    return table.filter(pa.array([key in wanted for key in here], pa.bool_()))
+
+
+def _of(details: pa.Table, boards: Iterable[str]) -> pa.Table:
+    return details.filter(pc.is_in(details["board_id"], pa.array(sorted(boards), pa.string())))
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """One table of ``tables``' rows, in the first one's columns and types."""
+    first = tables[0].schema
+    return pa.concat_tables([t.select(first.names).cast(first) for t in tables])
+
+
+def _kept(tables: list[pa.Table], position: tuple[str, str], earliest: dict[int, int]) -> pa.Table:
+    """``tables``' rows, each record once (by its own ``position``), less those below their
+    partition's ``earliest`` offset: records the topic no longer holds."""
+    rows = _concat(tables)
+    seen: set[Position] = set()
+    keep = []
+    for p, o in _positions(rows, position):
+        keep.append((p, o) not in seen and o >= earliest.get(p, 0))
+        seen.add((p, o))
+    return rows.filter(pa.array(keep, pa.bool_()))
