@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection
 
-from boardstream.reconcile import digest_ledger, readers, table_checks
+from boardstream.reconcile import digest_ledger, fact_store, readers, table_checks
 from boardstream.reconcile.affected import Keys, Position
 from boardstream.reconcile.checks import CheckInputs
 from boardstream.reconcile.snapshot import Offsets, Snapshot
@@ -28,6 +28,18 @@ SOURCE = ("source_partition", "source_offset")
 RECORD = ("record_partition", "record_offset")
 DETAIL = ("detail_partition", "detail_offset")
 MEMBER = ("member_partition", "member_offset")
+# Kinds a key keeps once its board has gone its way: no reason to check it again unasked.
+SETTLED = (
+    "source",
+    "read",
+    "joined",
+    "unmatched",
+    "dead_lettered",
+    "expected_table_rows",
+    "sink_dead_lettered",
+    "source_expired",
+    "topic_replays",
+)
 
 
 @dataclass(frozen=True)
@@ -70,15 +82,45 @@ def read_new(
     )
 
 
-def seeds(new: NewRecords, waiting: Iterable[Position], carried: Keys) -> Keys:
+def seeds(new: NewRecords, carried: Keys) -> Keys:
     """The keys new data touches before closure: every new source position and every source
-    position a new output names, the waiting boards' positions, every board with a new
-    board-detail record, and the ``carried`` keys (open at the last run, or whose records the
-    topics have since deleted)."""
+    position a new output names, every board with a new board-detail record, and the
+    ``carried`` keys (:func:`carried`)."""
     named = [new.sources, new.details, new.unmatched, new.dead_letters]
     return carried | Keys.of(
-        {*(p for table in named for p in _positions(table, SOURCE)), *waiting},
+        {p for table in named for p in _positions(table, SOURCE)},
         new.details.column("board_id").drop_null().to_pylist(),
+    )
+
+
+def carried(
+    connection: Connection, settings: Settings, snapshot: Snapshot, waiting: DataFrame
+) -> Keys:
+    """The keys checked again though no new record names them: open at the last run
+    (:func:`fact_store.open_keys`); every waiting board, by position and by board (its
+    ``overdue_pending`` or ``stuck_pending`` facts are keyed by board, so each run replaces
+    them); and the keys of records the topics have deleted since (below a partition's earliest
+    offset), whose facts a full run would no longer find."""
+    pending = waiting.select("board_id", *SOURCE).collect()
+    keys = fact_store.open_keys(connection, SETTLED) | Keys.of(
+        {(r.source_partition, r.source_offset) for r in pending},
+        {r.board_id for r in pending if r.board_id is not None},
+    )
+    earliest = snapshot.earliest
+    gone = [
+        digest_ledger.below(connection, "source", earliest.get(settings.board_topic, {})),
+        *(
+            digest_ledger.below(connection, holder, earliest.get(topic, {}))
+            for holder, topic in (
+                ("joined", settings.board_detail_topic),
+                ("unmatched", settings.unmatched_topic),
+                ("dead_lettered", settings.dlq_topic),
+            )
+        ),
+    ]
+    return keys | Keys.of(
+        {p for table in gone for p in _positions(table, SOURCE)},
+        gone[1].column("board_id").drop_null().to_pylist(),
     )
 
 

@@ -17,6 +17,7 @@ from boardstream.reconcile import (
     baseline,
     checks,
     digest_ledger,
+    fact_store,
     incremental,
     readers,
     table_checks,
@@ -101,6 +102,7 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
     settings = Settings(var_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'db.sqlite'}")
     engine = database.engine(settings.database)
     digest_ledger.create(engine)
+    fact_store.create(engine)
     sink_table.create(engine)
     cut = {"board": {0: 5}, "board-detail": {1: 6}, "board-unmatched": {2: 12}, "member": {1: 13}}
     end = {"board": {0: 9}, "board-detail": {1: 8}, "board-unmatched": {2: 12}, "member": {1: 13}}
@@ -142,7 +144,8 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
 
     with engine.connect() as connection:
         keys = affected.close(
-            incremental.seeds(new, [], Keys()), *incremental.lookups(connection, new)
+            incremental.seeds(new, incremental.carried(connection, settings, snapshot, waiting)),
+            *incremental.lookups(connection, new),
         )
         assert keys == Keys.of([(0, 3), (0, 7), (0, 8)], ["b1", "b3"])
         partial = incremental.inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
