@@ -1,5 +1,5 @@
-"""What a full run leaves the incremental runs (#22): every record it read, as its digest
-projection in the digest ledger, and the offsets up to which the ledger now holds each topic.
+"""The records a run adds to the digest ledger (#22), and how far the ledger then holds each
+topic: a full run adds every record it read, an incremental run the records past the cursor.
 
 An incremental run then reads only the records past those offsets and looks the older ones up
 by key. Written in the caller's transaction, so the ledger and the run's verdict commit
@@ -9,68 +9,78 @@ together or not at all.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection
 
 from boardstream.reconcile import digest_ledger
 from boardstream.reconcile.checks import CheckInputs
-from boardstream.reconcile.snapshot import Snapshot
+from boardstream.reconcile.snapshot import Offsets
 from boardstream.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-def record(
-    connection: Connection, inputs: CheckInputs, settings: Settings, snapshot: Snapshot
-) -> dict[str, int]:
-    """Append the records of ``inputs`` (the topics as of ``snapshot``) to the digest ledger
-    and advance its cursor to the snapshot's end offsets; returns the rows given per kind."""
+@dataclass(frozen=True)
+class Records:
+    """Records in the readers' columns (outputs with their own record position), as Arrow."""
+
+    sources: pa.Table
+    details: pa.Table
+    unmatched: pa.Table
+    dead_letters: pa.Table  # of board records
+    refused: pa.Table  # reconcile_refused rows: the sink's of board-detail, the join's of member
+    members: pa.Table
+
+    @classmethod
+    def of(cls, inputs: CheckInputs, settings: Settings) -> Records:
+        """A full run's inputs, every record of them."""
+
+        def refused(topic: str, frame: DataFrame) -> DataFrame:
+            return frame.toDF("source_partition", "source_offset").select(
+                F.lit(topic).alias("source_topic"), "source_partition", "source_offset"
+            )
+
+        return cls(
+            sources=inputs.sources.toArrow(),
+            details=inputs.details.toArrow(),
+            unmatched=inputs.unmatched.toArrow(),
+            dead_letters=inputs.board_dead_letters.toArrow(),
+            refused=refused(settings.board_detail_topic, inputs.sink_dead_letters)
+            .unionByName(refused(settings.member_topic, inputs.refused_members))
+            .toArrow(),
+            members=inputs.members.toArrow(),
+        )
+
+
+def record(connection: Connection, records: Records, held_to: Offsets) -> dict[str, int]:
+    """Append ``records`` to the digest ledger and advance its cursor to ``held_to`` (the end
+    offsets the records were read to); returns the rows given per kind."""
     outputs = {
-        "joined": inputs.details,
-        "unmatched": inputs.unmatched,
-        "dead_lettered": inputs.board_dead_letters,
+        "joined": records.details,
+        "unmatched": records.unmatched,
+        "dead_lettered": records.dead_letters,
     }
     written = {
         "sources": digest_ledger.append(
-            connection, digest_ledger.reconcile_source, inputs.sources.toArrow()
+            connection, digest_ledger.reconcile_source, records.sources
         ),
         **{
             holder: digest_ledger.append(
-                connection,
-                digest_ledger.reconcile_output,
-                digest_ledger.outputs(holder, frame.toArrow()),
+                connection, digest_ledger.reconcile_output, digest_ledger.outputs(holder, rows)
             )
-            for holder, frame in outputs.items()
+            for holder, rows in outputs.items()
         },
         "members": digest_ledger.append(
-            connection, digest_ledger.reconcile_member, inputs.members.toArrow()
+            connection, digest_ledger.reconcile_member, records.members
         ),
         "refused": digest_ledger.append(
-            connection,
-            digest_ledger.reconcile_refused,
-            pa.concat_tables(
-                [
-                    _refused(settings.board_detail_topic, inputs.sink_dead_letters, "detail"),
-                    _refused(settings.member_topic, inputs.refused_members, "member"),
-                ]
-            ),
+            connection, digest_ledger.reconcile_refused, records.refused
         ),
     }
-    digest_ledger.advance(connection, snapshot.latest)
+    digest_ledger.advance(connection, held_to)
     log.info("digest ledger: %s", ", ".join(f"{n:,} {kind}" for kind, n in written.items()))
     return written
-
-
-def _refused(topic: str, frame: DataFrame, prefix: str) -> pa.Table:
-    """Positions of ``topic`` a job dead-lettered (``<prefix>_partition``/``_offset``), as
-    ``reconcile_refused`` rows."""
-    positions = frame.toArrow()
-    return pa.table(
-        {
-            "source_topic": pa.array([topic] * positions.num_rows, pa.string()),
-            "source_partition": positions.column(f"{prefix}_partition").cast(pa.int32()),
-            "source_offset": positions.column(f"{prefix}_offset").cast(pa.int64()),
-        }
-    )

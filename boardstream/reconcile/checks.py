@@ -207,7 +207,7 @@ def reconcile(
     inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read.rows)
     with phase("reconcile: the balance, the table and every check"):
         found, balance = evaluate(
-            inputs, settings, snapshot, _join_mode(join_checkpoint), now_ms, options
+            inputs, settings, snapshot, join_mode(join_checkpoint), now_ms, options
         )
     oldest = inputs.waiting.orderBy("arrived_ms", "board_id").select("board_id", "arrived_ms")
     if options.examples:
@@ -310,7 +310,7 @@ def facts(
     return reduce(DataFrame.unionByName, checked)
 
 
-def _join_mode(checkpoint: str) -> str | None:
+def join_mode(checkpoint: str) -> str | None:
     """The join mode the join's checkpoint was written with (its recorded identity)."""
     return recorded_identity(Path(checkpoint)).get("join_mode")
 

@@ -18,8 +18,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection
 
-from boardstream.reconcile import digest_ledger, fact_store, readers, table_checks
+from boardstream.errors import BoardstreamError
+from boardstream.reconcile import (
+    affected,
+    baseline,
+    checks,
+    digest_ledger,
+    fact_store,
+    readers,
+    table_checks,
+)
 from boardstream.reconcile.affected import Keys, Position
+from boardstream.reconcile.baseline import Records
 from boardstream.reconcile.checks import CheckInputs
 from boardstream.reconcile.snapshot import Offsets, Snapshot
 from boardstream.settings import Settings
@@ -42,22 +52,9 @@ SETTLED = (
 )
 
 
-@dataclass(frozen=True)
-class NewRecords:
-    """The records past the ledger's cursor, in the readers' columns (outputs with their own
-    record position), small enough for the driver: what arrived since the last run."""
-
-    sources: pa.Table
-    details: pa.Table
-    unmatched: pa.Table
-    dead_letters: pa.Table  # of board records
-    refused: pa.Table  # reconcile_refused rows: the sink's of board-detail, the join's of member
-    members: pa.Table
-
-
 def read_new(
     spark: SparkSession, settings: Settings, snapshot: Snapshot, cursor: Offsets
-) -> NewRecords:
+) -> Records:
     """Each topic from the ledger's cursor to the snapshot's end."""
 
     def topic(name: str) -> DataFrame:
@@ -72,7 +69,7 @@ def read_new(
         )
         for name in (settings.board_detail_topic, settings.member_topic)
     ]
-    return NewRecords(
+    return Records(
         sources=readers.sources(topic(settings.board_topic)).toArrow(),
         details=readers.details(topic(settings.board_detail_topic)).toArrow(),
         unmatched=readers.unmatched(topic(settings.unmatched_topic)).toArrow(),
@@ -82,7 +79,7 @@ def read_new(
     )
 
 
-def seeds(new: NewRecords, carried: Keys) -> Keys:
+def seeds(new: Records, carried: Keys) -> Keys:
     """The keys new data touches before closure: every new source position and every source
     position a new output names, every board with a new board-detail record, and the
     ``carried`` keys (:func:`carried`)."""
@@ -125,7 +122,7 @@ def carried(
 
 
 def lookups(
-    connection: Connection, new: NewRecords
+    connection: Connection, new: Records
 ) -> tuple[Callable[[frozenset[str]], list[Position]], Callable[[frozenset[Position]], list[str]]]:
     """``affected.close``'s two relations over the ledger and the new records: the source
     positions of the boards' joined records, the boards of the joined records at positions."""
@@ -149,7 +146,7 @@ def inputs_for(
     settings: Settings,
     snapshot: Snapshot,
     keys: Keys,
-    new: NewRecords,
+    new: Records,
     waiting: DataFrame,
 ) -> CheckInputs:
     """The checks' frames for ``keys`` (closed): the ledger's records of them and the new
@@ -269,3 +266,51 @@ def _kept(tables: list[pa.Table], position: tuple[str, str], earliest: dict[int,
         keep.append((p, o) not in seen and o >= earliest.get(p, 0))
         seen.add((p, o))
     return rows.filter(pa.array(keep, pa.bool_()))
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What one incremental run re-checked and how its counts moved."""
+
+    keys: Keys
+    new: dict[str, int]  # records added to the ledger, per kind
+    delta: dict[tuple[str, int], int]  # the fact counts' changes (kind, partition or -1)
+
+
+def check(
+    spark: SparkSession,
+    connection: Connection,
+    settings: Settings,
+    snapshot: Snapshot,
+    join_checkpoint: str,
+    options: checks.ReconcileOptions,
+    now_ms: int,
+) -> Checked:
+    """Re-check the keys new data touches, store their facts in place of the old ones, and add
+    the new records to the ledger, its cursor to the snapshot's end: all in the caller's
+    transaction. A ledger no full run has filled yet is refused."""
+    cursor = digest_ledger.cursor(connection)
+    if not cursor:
+        raise BoardstreamError(
+            "no full reconciliation has filled the digest ledger yet: run one first "
+            "(boardstream reconcile --full)"
+        )
+    new = read_new(spark, settings, snapshot, cursor)
+    waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
+    keys = affected.close(
+        seeds(new, carried(connection, settings, snapshot, waiting)), *lookups(connection, new)
+    )
+    inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
+    boards = table_checks.per_board(
+        inputs.details,
+        inputs.table,
+        snapshot.sink.of(settings.board_detail_topic),
+        inputs.sink_dead_letters,
+    )
+    found = checks.facts(
+        inputs, boards, settings, snapshot, checks.join_mode(join_checkpoint), now_ms, options
+    ).toArrow()
+    waiting.unpersist()
+    delta = fact_store.replace(connection, keys, found)
+    added = baseline.record(connection, new, snapshot.latest)
+    return Checked(keys, added, dict(delta))

@@ -4,7 +4,6 @@ records, in a real Spark session, recorded into a real SQLite ledger and looked 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -12,7 +11,6 @@ from sqlalchemy.engine import Engine
 from boardstream import database
 from boardstream.reconcile import baseline, digest_ledger, readers
 from boardstream.reconcile.checks import CheckInputs
-from boardstream.reconcile.snapshot import JobProgress, Snapshot
 from boardstream.settings import Settings
 
 BOARD = {
@@ -84,13 +82,11 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
         waiting=empty,
     )
     latest = {settings.board_topic: {0: 4}, settings.board_detail_topic: {1: 6}}
-    idle = JobProgress(None, {})
-    snapshot = Snapshot(datetime.now(UTC), {}, latest, idle, idle)
     engine: Engine = database.engine(f"sqlite:///{tmp_path / 'ledger.db'}")
     digest_ledger.create(engine)
 
     with engine.begin() as connection:
-        written = baseline.record(connection, inputs, settings, snapshot)
+        written = baseline.record(connection, baseline.Records.of(inputs, settings), latest)
     assert written == {
         "sources": 1,
         "joined": 1,

@@ -120,12 +120,9 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
 
     with engine.begin() as connection:
         baseline.record(
-            connection,
-            frames(spark, settings, [BASE], table),
-            settings,
-            Snapshot(datetime.now(UTC), {}, cut, joined, sink),
+            connection, baseline.Records.of(frames(spark, settings, [BASE], table), settings), cut
         )
-    new = incremental.NewRecords(
+    new = baseline.Records(
         sources=readers.sources(raw(spark, NEW["board"])).toArrow(),
         details=readers.details(raw(spark, NEW["board-detail"])).toArrow(),
         unmatched=readers.unmatched(raw(spark, [])).toArrow(),
