@@ -147,7 +147,7 @@ def read_inputs(
     table_rows: pa.Table,
 ) -> CheckInputs:
     """Every record of the snapshot's topics, the join's waiting boards and ``table_rows``;
-    the frames read more than once are cached (:meth:`release` them)."""
+    the frames read more than once are cached (:func:`release` them)."""
 
     def topic(name: str) -> DataFrame:
         return readers.read_topic(
