@@ -108,6 +108,7 @@ def test_no_secret_in_task_logs_or_the_airflow_ui(
     a deployment would: the run succeeds, and neither the task logs, the task and connection
     pages a logged-in user sees, nor the REST API behind them show the password."""
     from airflow.dag_processing.dagbag import DagBag
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -145,8 +146,17 @@ def test_no_secret_in_task_logs_or_the_airflow_ui(
         assert password not in body, f"the password shows in the API's {name}"
 
     login(browser, api_server, f"/dags/board_detail_pipeline/runs/{dag_run.run_id}/tasks/join")
+    # Once, under a loaded CI run, the page had not shown the log after 60 s, though the API
+    # served it (asserted above); the cause is not known. A reload asks for the page again.
+    for _ in range(4):
+        try:
+            WebDriverWait(browser, 45).until(lambda b: "board-detail-join batch" in b.page_source)
+            break
+        except TimeoutException:
+            browser.refresh()
+    else:
+        raise AssertionError("the join's task page never showed its log")
     wait = WebDriverWait(browser, 60)
-    wait.until(lambda b: "board-detail-join batch" in b.page_source)
     assert password not in browser.page_source
     browser.find_element(By.XPATH, tab("Rendered Templates")).click()
     wait.until(lambda b: "application_args" in b.page_source)
