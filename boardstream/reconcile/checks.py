@@ -137,6 +137,9 @@ class CheckInputs:
     members: DataFrame  # readers.members of member
     table: DataFrame  # board_id, detail_partition, detail_offset, digest, typed
     waiting: DataFrame  # readers.pending: the join's waiting boards
+    # Frames cached for these inputs (some only behind the fields: the DLQ's records), which
+    # :func:`release` drops.
+    cached: tuple[DataFrame, ...] = ()
 
 
 def read_inputs(
@@ -163,6 +166,9 @@ def read_inputs(
         "typed",
     )
     dead_letters = topic(settings.dlq_topic).cache()  # three readers of it
+    details = readers.details(topic(settings.board_detail_topic)).cache()  # read by every frame
+    # Cached: the checks read it three times and the summary once more.
+    waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
 
     def refused(source_topic: str, prefix: str) -> DataFrame:
         return readers.dead_letters(dead_letters, source_topic).select(
@@ -172,21 +178,21 @@ def read_inputs(
 
     return CheckInputs(
         sources=readers.sources(topic(settings.board_topic)),
-        details=readers.details(topic(settings.board_detail_topic)).cache(),  # read by every frame
+        details=details,
         unmatched=readers.unmatched(topic(settings.unmatched_topic)),
         board_dead_letters=readers.dead_letters(dead_letters, settings.board_topic),
         sink_dead_letters=refused(settings.board_detail_topic, "detail"),
         refused_members=refused(settings.member_topic, "member"),
         members=readers.members(topic(settings.member_topic)),
         table=table,
-        # Cached: the checks read it three times and the summary once more.
-        waiting=readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache(),
+        waiting=waiting,
+        cached=(dead_letters, details, waiting),
     )
 
 
 def release(inputs: CheckInputs) -> None:
     """Drop the inputs' cached frames."""
-    for frame in vars(inputs).values():
+    for frame in inputs.cached:
         frame.unpersist()
 
 

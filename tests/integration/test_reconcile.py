@@ -78,6 +78,14 @@ def execute(database_url: str, *statements: str) -> None:
     engine.dispose()
 
 
+def test_a_run_leaves_nothing_cached_in_its_session(pipeline: Pipeline) -> None:
+    """The DAGs and benches reuse one Spark session across runs: a frame a run caches and does
+    not drop would hold its records (the whole DLQ, every board-detail record) for good."""
+    pipeline.spark.catalog.clearCache()
+    assert reconcile(pipeline).passed
+    assert pipeline.spark._jsparkSession.sharedState().cacheManager().isEmpty()
+
+
 def test_clean_run_passes_with_exact_counts(pipeline: Pipeline) -> None:
     result = reconcile(pipeline)
     assert result.passed, "\n".join(result.summary())
