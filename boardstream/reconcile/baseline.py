@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -17,9 +18,11 @@ from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection
 
 from boardstream.reconcile import digest_ledger
-from boardstream.reconcile.checks import CheckInputs
 from boardstream.reconcile.snapshot import Offsets
 from boardstream.settings import Settings
+
+if TYPE_CHECKING:  # checks imports this module
+    from boardstream.reconcile.checks import CheckInputs
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,7 @@ reconcile_fact = sa.Table(
     sa.Column("partition", sa.Integer),  # with offset: the source position; NULL: a board's
     sa.Column("offset", sa.BigInteger),
     sa.Column("board_id", sa.Text),
+    sa.Column("detail", sa.Text),  # what a type_mismatch found, as its example says it
     sa.Index("reconcile_fact_position", "partition", "offset"),
     sa.Index("reconcile_fact_board", "board_id"),
     sa.Index("reconcile_fact_kind", "kind", "board_id"),
@@ -43,6 +44,8 @@ reconcile_count = sa.Table(
 )
 NO_PARTITION = -1
 _CHUNK = 400  # keys per statement: two parameters a position, under SQLite's 999
+_INSERT_CHUNK = 50_000
+COLUMNS = ("kind", "partition", "offset", "board_id", "detail")
 
 
 def create(engine: Engine) -> None:
@@ -65,15 +68,23 @@ def replace(connection: Connection, keys: Keys, facts: pa.Table) -> Counter[tupl
             facts.column("kind").to_pylist(), facts.column("partition").to_pylist(), strict=True
         )
     )
-    if facts.num_rows:
-        connection.execute(
-            reconcile_fact.insert(),
-            facts.select(["kind", "partition", "offset", "board_id"]).to_pylist(),
-        )
+    _insert(connection, facts)
     new.subtract(old)
     delta = Counter({key: n for key, n in new.items() if n})
     _move(connection, delta)
     return delta
+
+
+def reset(connection: Connection, facts: pa.Table) -> None:
+    """Every fact of a full run in place of all stored ones, the counts counted afresh. In the
+    caller's transaction."""
+    connection.execute(reconcile_fact.delete())
+    connection.execute(reconcile_count.delete())
+    _insert(connection, facts)
+    f = reconcile_fact.c
+    partition = sa.func.coalesce(f.partition, NO_PARTITION)
+    counted = sa.select(f.kind, partition, sa.func.count()).group_by(f.kind, partition)
+    connection.execute(reconcile_count.insert().from_select(["kind", "partition", "n"], counted))
 
 
 def counts(connection: Connection) -> dict[tuple[str, int | None], int]:
@@ -84,11 +95,13 @@ def counts(connection: Connection) -> dict[tuple[str, int | None], int]:
 
 
 def examples(connection: Connection, kind: str, limit: int | None) -> list[str]:
-    """The sorted board ids of ``kind``'s facts, the first ``limit`` (all when None)."""
+    """``kind``'s facts as a run lists them (a fact's detail, else its board id), sorted, the
+    first ``limit`` (all when None)."""
     f = reconcile_fact.c
-    query = sa.select(f.board_id).where(f.kind == kind, f.board_id.is_not(None))
-    query = query.order_by(f.board_id)
-    return list(connection.execute(query.limit(limit) if limit else query).scalars())
+    query = sa.select(f.board_id, f.detail).where(f.kind == kind, f.board_id.is_not(None))
+    query = query.order_by(f.board_id, f.detail)
+    rows = connection.execute(query.limit(limit) if limit else query)
+    return [detail or board_id for board_id, detail in rows]
 
 
 def open_keys(connection: Connection, settled: Iterable[str]) -> Keys:
@@ -103,6 +116,16 @@ def open_keys(connection: Connection, settled: Iterable[str]) -> Keys:
         {(p, o) for p, o, _ in rows if p is not None},
         {board for p, _, board in rows if p is None},
     )
+
+
+def _insert(connection: Connection, facts: pa.Table) -> None:
+    """``facts`` (FACT_COLUMNS, with or without ``detail``) into the store, in chunks."""
+    if "detail" not in facts.column_names:
+        facts = facts.append_column("detail", pa.nulls(facts.num_rows, pa.string()))
+    facts = facts.select(list(COLUMNS))
+    statement = reconcile_fact.insert()
+    for start in range(0, facts.num_rows, _INSERT_CHUNK):
+        connection.execute(statement, facts.slice(start, _INSERT_CHUNK).to_pylist())
 
 
 def _of(keys: Keys) -> Iterator[sa.ColumnElement[bool]]:

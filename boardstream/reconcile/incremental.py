@@ -9,9 +9,11 @@ a full run's.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
@@ -25,14 +27,18 @@ from boardstream.reconcile import (
     checks,
     digest_ledger,
     fact_store,
+    ledger,
     readers,
     table_checks,
+    table_watch,
 )
 from boardstream.reconcile.affected import Keys, Position
 from boardstream.reconcile.baseline import Records
 from boardstream.reconcile.checks import CheckInputs
 from boardstream.reconcile.snapshot import Offsets, Snapshot
 from boardstream.settings import Settings
+
+log = logging.getLogger(__name__)
 
 SOURCE = ("source_partition", "source_offset")
 RECORD = ("record_partition", "record_offset")
@@ -232,6 +238,7 @@ def inputs_for(
             "typed",
         ),
         waiting=waiting,
+        table_read=table,
     )
 
 
@@ -270,11 +277,15 @@ def _kept(tables: list[pa.Table], position: tuple[str, str], earliest: dict[int,
 
 @dataclass(frozen=True)
 class Checked:
-    """What one incremental run re-checked and how its counts moved."""
+    """What one incremental run re-checked, and what its verdict needs beside the fact store."""
 
     keys: Keys
     new: dict[str, int]  # records added to the ledger, per kind
     delta: dict[tuple[str, int], int]  # the fact counts' changes (kind, partition or -1)
+    table_snapshot: pd.DataFrame  # board_id, member_id of the re-checked boards' rows
+    expected_rows: int  # how many of those rows the checks expect
+    waiting: list[str]  # the oldest waiting boards, as the summary lists them
+    covered: dict[str, dict[str, list[int]]]  # per topic and partition, the offsets read
 
 
 def check(
@@ -286,9 +297,11 @@ def check(
     options: checks.ReconcileOptions,
     now_ms: int,
 ) -> Checked:
-    """Re-check the keys new data touches, store their facts in place of the old ones, and add
-    the new records to the ledger, its cursor to the snapshot's end: all in the caller's
-    transaction. A ledger no full run has filled yet is refused."""
+    """Re-check the keys new data touches and the boards whose rows changed since they were
+    checked (:func:`table_watch.suspects`), store their facts in place of the old ones,
+    remember the re-checked boards' rows, and add the new records to the ledger, its cursor to
+    the snapshot's end: all in the caller's transaction. A ledger no full run has filled yet
+    is refused."""
     cursor = digest_ledger.cursor(connection)
     if not cursor:
         raise BoardstreamError(
@@ -297,20 +310,30 @@ def check(
         )
     new = read_new(spark, settings, snapshot, cursor)
     waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
-    keys = affected.close(
-        seeds(new, carried(connection, settings, snapshot, waiting)), *lookups(connection, new)
-    )
+    changed = Keys.of((), table_watch.suspects(connection))
+    seeded = seeds(new, carried(connection, settings, snapshot, waiting) | changed)
+    keys = affected.close(seeded, *lookups(connection, new))
     inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
-    boards = table_checks.per_board(
-        inputs.details,
-        inputs.table,
-        snapshot.sink.of(settings.board_detail_topic),
-        inputs.sink_dead_letters,
+    found = checks.evaluate(
+        inputs, settings, snapshot, checks.join_mode(join_checkpoint), now_ms, options
     )
-    found = checks.facts(
-        inputs, boards, settings, snapshot, checks.join_mode(join_checkpoint), now_ms, options
-    ).toArrow()
+    lines = checks.waiting_now(waiting, now_ms, options)
     waiting.unpersist()
     delta = fact_store.replace(connection, keys, found)
+    table_watch.remember(connection, keys.boards)
     added = baseline.record(connection, new, snapshot.latest)
-    return Checked(keys, added, dict(delta))
+    log.info(
+        "incremental run: %d positions and %d boards re-checked, %d new source records",
+        len(keys.positions),
+        len(keys.boards),
+        new.sources.num_rows,
+    )
+    return Checked(
+        keys,
+        added,
+        dict(delta),
+        inputs.table_read.rows.select(["board_id", "member_id"]).to_pandas(),
+        pc.sum(pc.equal(found["kind"], "expected_table_rows")).as_py() or 0,
+        lines,
+        ledger.covered(cursor, snapshot.latest),
+    )

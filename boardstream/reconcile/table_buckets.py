@@ -47,6 +47,7 @@ from boardstream.sink import table as sink_table
 logger = logging.getLogger(__name__)
 
 DEFAULT_BUCKETS = 4096
+NULL_BUCKET = -1  # the rows without a board id
 # Board ids per key lookup: under SQLite's oldest limit of 999 bound parameters.
 ID_CHUNK = 900
 _HALF = 2**32
@@ -161,6 +162,15 @@ def row_digests(
     return result
 
 
+def every_row(engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS) -> dict[str, RowDigest]:
+    """Every row's digest, by board (one of a board's duplicate rows; a row without a board id
+    under None, in :data:`NULL_BUCKET`): what a full run remembers."""
+    _check_buckets(buckets)
+    with _connected(engine) as connection:
+        dialect = _prepare(connection)
+        return _row_digests(connection.execute(sa.text(_digests_select(dialect, buckets))))
+
+
 def rows_in_buckets(
     engine: Engine | Connection, buckets_wanted: Iterable[int], buckets: int = DEFAULT_BUCKETS
 ) -> dict[str, RowDigest]:
@@ -222,9 +232,13 @@ def _digest_sql(dialect: str, columns: Sequence[str]) -> str:
 
 
 def _bucket_sql(dialect: str, buckets: int) -> str:
+    """The bucket of the row's board id; :data:`NULL_BUCKET` for a row without one (SQLite
+    lets a NULL into a non-integer primary key)."""
     if dialect == "postgresql":
-        return f"(('x' || left({_pg_sha256_hex('board_id')}, 8))::bit(32)::bigint % {buckets})"
-    return f"{_SQLITE_BUCKET}(CAST(board_id AS BLOB), {buckets})"
+        bucket = f"(('x' || left({_pg_sha256_hex('board_id')}, 8))::bit(32)::bigint % {buckets})"
+    else:
+        bucket = f"{_SQLITE_BUCKET}(CAST(board_id AS BLOB), {buckets})"
+    return f"coalesce({bucket}, {NULL_BUCKET})"
 
 
 def _pg_sha256_hex(text: str) -> str:

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from boardstream.reconcile.checks import FAILING, ReconcileOptions
+from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
 from tests.pipeline import Pipeline
@@ -35,6 +36,18 @@ def board(pipeline: Pipeline, board_id: str, member_id: int, ts: int, **fields: 
 
 
 def reconcile(pipeline: Pipeline, **options: Any) -> RunResult:
+    """An incremental run, then a full one of the same state (#22): both must give the same
+    verdict, counts, findings and balance. Returns the incremental run's result."""
+    incremental = reconcile_as(pipeline, INCREMENTAL, **options)
+    full = reconcile_as(pipeline, FULL, **options)
+    assert incremental.kind == INCREMENTAL, "no full run filled the ledger before the tampering"
+    assert verdict(incremental) == verdict(full), (
+        "\n".join(["incremental:", *incremental.summary(), "full:", *full.summary()])
+    )
+    return incremental
+
+
+def reconcile_as(pipeline: Pipeline, kind: str, **options: Any) -> RunResult:
     settings = pipeline.settings
     return reconcile_once(
         pipeline.spark,
@@ -43,6 +56,19 @@ def reconcile(pipeline: Pipeline, **options: Any) -> RunResult:
         join_checkpoint=pipeline.workdir / f"{settings.board_topic}-join",
         sink_checkpoint=pipeline.workdir / f"{settings.board_topic}-sink",
         options=ReconcileOptions(**options),
+        kind=kind,
+    )
+
+
+def verdict(result: RunResult) -> tuple:
+    """What two runs of one state must agree on: the verdict, every count and finding (with
+    its ids), the balance."""
+    found = result.reconciliation
+    return (
+        result.passed,
+        found.counts,
+        {kind: (f.count, f.examples) for kind, f in found.findings.items()},
+        found.balance,
     )
 
 
