@@ -59,9 +59,12 @@ class Records:
         )
 
 
-def record(connection: Connection, records: Records, held_to: Offsets) -> dict[str, int]:
+def record(
+    connection: Connection, records: Records, held_to: Offsets, full: bool = False
+) -> dict[str, int]:
     """Append ``records`` to the digest ledger and advance its cursor to ``held_to`` (the end
-    offsets the records were read to); returns the rows given per kind."""
+    offsets the records were read to; a ``full`` run's set it there exactly,
+    :func:`digest_ledger.rebase`); returns the rows given per kind."""
     outputs = {
         "joined": records.details,
         "unmatched": records.unmatched,
@@ -84,6 +87,6 @@ def record(connection: Connection, records: Records, held_to: Offsets) -> dict[s
             connection, digest_ledger.reconcile_refused, records.refused
         ),
     }
-    digest_ledger.advance(connection, held_to)
+    (digest_ledger.rebase if full else digest_ledger.advance)(connection, held_to)
     log.info("digest ledger: %s", ", ".join(f"{n:,} {kind}" for kind, n in written.items()))
     return written

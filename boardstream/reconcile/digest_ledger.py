@@ -48,6 +48,8 @@ CHUNK_PARAMETERS = 900  # bound parameters per lookup statement, under SQLite's 
 APPEND_CHUNK = 10_000  # rows per executemany of an append
 # PostgreSQL appends of at least this many rows go through COPY into a temporary table.
 COPY_THRESHOLD = 1_000
+LOCK_WAIT_S = 900  # how long a run waits for another's ledger transaction on SQLite
+_LOCK_KEY = 0x626F617264  # "board": the advisory lock the runs' ledger transactions hold
 
 reconcile_source = sa.Table(
     "reconcile_source",
@@ -395,3 +397,32 @@ def advance(connection: Connection, offsets: dict[str, dict[int, int]]) -> None:
         where=reconcile_cursor.c.end_offset < statement.excluded.end_offset,
     )
     connection.execute(statement, rows)
+
+
+def rebase(connection: Connection, offsets: dict[str, dict[int, int]]) -> None:
+    """Record that the ledger holds each topic partition up to exactly ``offsets``: a full
+    run's snapshot, even below what a later run recorded (that run's facts were just replaced
+    with the full run's, so the records past the snapshot are to be checked again)."""
+    connection.execute(reconcile_cursor.delete())
+    rows = [
+        {"topic": topic, "partition": p, "end_offset": end}
+        for topic, ends in sorted(offsets.items())
+        for p, end in sorted(ends.items())
+    ]
+    if rows:
+        connection.execute(reconcile_cursor.insert(), rows)
+
+
+def lock(connection: Connection) -> None:
+    """Hold the ledger for the caller's transaction: a second run waits for it (SQLite: up to
+    ``LOCK_WAIT_S``, then fails as "database is locked") instead of interleaving its reads and
+    writes with this one's, which would move the counts by a stale difference."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+    else:  # a write takes SQLite's one writer lock, held until the transaction ends
+        connection.exec_driver_sql(f"PRAGMA busy_timeout = {LOCK_WAIT_S * 1000}")
+        connection.execute(
+            reconcile_cursor.update()
+            .where(sa.false())
+            .values(end_offset=reconcile_cursor.c.end_offset)
+        )

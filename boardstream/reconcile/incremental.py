@@ -302,11 +302,23 @@ def check(
     remember the re-checked boards' rows, and add the new records to the ledger, its cursor to
     the snapshot's end: all in the caller's transaction. A ledger no full run has filled yet
     is refused."""
+    digest_ledger.lock(connection)
     cursor = digest_ledger.cursor(connection)
     if not cursor:
         raise BoardstreamError(
             "no full reconciliation has filled the digest ledger yet: run one first "
             "(boardstream reconcile --full)"
+        )
+    ahead = [
+        f"{topic}[{p}]@{end}"
+        for topic, ends in cursor.items()
+        for p, end in ends.items()
+        if end > snapshot.latest.get(topic, {}).get(p, end)
+    ]
+    if ahead:
+        raise BoardstreamError(
+            "a run that started later has already checked past this run's snapshot "
+            f"({', '.join(sorted(ahead))}): this one would check older data as new"
         )
     new = read_new(spark, settings, snapshot, cursor)
     waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()

@@ -171,8 +171,9 @@ def _full(
     assert result.facts is not None and result.records is not None  # a full run keeps them
     stored = "reconcile: the digest ledger, the facts and the rows as checked"
     with phase(stored), engine.begin() as connection:
+        digest_ledger.lock(connection)
         fact_store.reset(connection, result.facts)
-        baseline.record(connection, result.records, snapshot.latest)
+        baseline.record(connection, result.records, snapshot.latest, full=True)
         table_watch.remember_all(connection)
     result.facts, result.records = None, None
     return _Outcome(result, result.expected_table_rows), ledger.covered(
