@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 from sqlalchemy.engine import Engine
 
 from boardstream import database
@@ -80,6 +81,7 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
         members=readers.members(_raw(spark, [("7", 1, 9, {"nickname": "n"}), ("7", 1, 10, None)])),
         table=empty,
         waiting=empty,
+        table_read=readers.TableRead(pa.table({}), []),
     )
     latest = {settings.board_topic: {0: 4}, settings.board_detail_topic: {1: 6}}
     engine: Engine = database.engine(f"sqlite:///{tmp_path / 'ledger.db'}")

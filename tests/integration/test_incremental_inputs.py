@@ -95,6 +95,7 @@ def frames(spark, settings: Settings, parts: list[dict], table: pa.Table) -> che
             "typed",
         ),
         waiting=readers.pending(spark, "", None),
+        table_read=readers.TableRead(table, []),
     )
 
 
