@@ -28,12 +28,11 @@ import time
 
 import sqlalchemy as sa
 from backlog import backlog_settings, produce_backlog
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from boardstream import database, joins, logs, reconcile, sink
 from boardstream.joins.job import JoinJobConfig
-from boardstream.kafka.clients import admin_client
-from boardstream.kafka.replay import replay
+from boardstream.kafka.clients import admin_client, client_config
 from boardstream.kafka.topics import describe_topics, platform_topics
 from boardstream.reconcile import digest_ledger, table_buckets
 from boardstream.reconcile.ledger import FULL, INCREMENTAL
@@ -68,25 +67,42 @@ def produce_new_boards(settings: Settings, count: int, members: int) -> None:
             "created_at": "2026-11-25T00:00:00",
             "modified_at": "2026-11-25T00:00:00",
         }
-        producer.produce(settings.board_topic, board_id.encode(), json.dumps(value).encode())
+        producer.produce(
+            settings.board_topic, key=board_id.encode(), value=json.dumps(value).encode()
+        )
         if i % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0, "new boards not acknowledged"
 
 
 def consume_since(settings: Settings, topics: list[str], cursor: dict) -> int:
-    """One plain consume of the records past ``cursor`` in ``topics``; how many."""
-    admin = admin_client(settings)
-    records = 0
-
-    def count(_message: object) -> None:
-        nonlocal records
-        records += 1
-
-    for description in describe_topics(admin, settings, topics):
-        topic = description.name
-        start = cursor.get(topic, {})
-        replay(settings, topic, description.end_offsets, count, start_offsets=start)
+    """One plain consume of the records past ``cursor`` in ``topics`` (one consumer assigned
+    every partition with something new); how many."""
+    ends = {
+        (d.name, p): end
+        for d in describe_topics(admin_client(settings), settings, topics)
+        for p, end in d.end_offsets.items()
+        if end > cursor.get(d.name, {}).get(p, 0)
+    }
+    consumer = Consumer(
+        client_config(
+            settings,
+            **{
+                "group.id": "bench-floor",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            },
+        )
+    )
+    consumer.assign([TopicPartition(t, p, cursor.get(t, {}).get(p, 0)) for t, p in ends])
+    records, waiting = 0, set(ends)
+    while waiting:
+        for message in consumer.consume(10_000, timeout=1.0):
+            if message.error() is None:
+                records += 1
+            elif message.error().code() == KafkaError._PARTITION_EOF:
+                waiting.discard((message.topic(), message.partition()))
+    consumer.close()
     return records
 
 

@@ -22,12 +22,9 @@ def replay(
     end_offsets: dict[int, int],
     handle: Callable[[Message], None],
     advanced: Callable[[int], None] | None = None,
-    start_offsets: dict[int, int] | None = None,
 ) -> None:
     """Call ``handle`` for every record of ``topic`` below ``end_offsets`` (per partition),
-    from ``start_offsets`` (the beginning where not given), in offset order within each
-    partition; ``advanced(n)`` after each fetched chunk."""
-    start = start_offsets or {}
+    in offset order within each partition; ``advanced(n)`` after each fetched chunk."""
     consumer = Consumer(
         client_config(
             settings,
@@ -40,11 +37,9 @@ def replay(
             },
         )
     )
-    waiting = {p for p, end in end_offsets.items() if end > start.get(p, 0)}
+    waiting = {p for p, end in end_offsets.items() if end > 0}
     try:
-        consumer.assign(
-            [TopicPartition(topic, p, start.get(p, OFFSET_BEGINNING)) for p in waiting]
-        )
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in waiting])
         idle_limit_s = settings.connect_timeout_s * 3
         idle_since = time.monotonic()
         while waiting:

@@ -45,7 +45,6 @@ metadata = sa.MetaData()
 
 HOLDERS = ("joined", "unmatched", "dead_lettered")
 CHUNK_PARAMETERS = 900  # bound parameters per lookup statement, under SQLite's 999
-APPEND_CHUNK = 10_000  # rows per executemany of an append
 # PostgreSQL appends of at least this many rows go through COPY into a temporary table.
 COPY_THRESHOLD = 1_000
 LOCK_WAIT_S = 900  # how long a run waits for another's ledger transaction on SQLite
@@ -213,9 +212,7 @@ def append(connection: Connection, table_name_or_table: str | sa.Table, rows: pa
         _copy(connection, table, rows)
         return rows.num_rows
     log.debug("digest ledger: %d rows to %s", rows.num_rows, table.name)
-    statement = _upsert(connection, table).on_conflict_do_nothing()
-    for start in range(0, rows.num_rows, APPEND_CHUNK):
-        connection.execute(statement, rows.slice(start, APPEND_CHUNK).to_pylist())
+    database.insert_rows(connection, table, rows, skip_present=True)
     return rows.num_rows
 
 

@@ -44,7 +44,6 @@ reconcile_count = sa.Table(
 )
 NO_PARTITION = -1
 _CHUNK = 400  # keys per statement: two parameters a position, under SQLite's 999
-_INSERT_CHUNK = 50_000
 COLUMNS = ("kind", "partition", "offset", "board_id", "detail")
 
 
@@ -119,13 +118,10 @@ def open_keys(connection: Connection, settled: Iterable[str]) -> Keys:
 
 
 def _insert(connection: Connection, facts: pa.Table) -> None:
-    """``facts`` (FACT_COLUMNS, with or without ``detail``) into the store, in chunks."""
+    """``facts`` (FACT_COLUMNS, with or without ``detail``) into the store."""
     if "detail" not in facts.column_names:
         facts = facts.append_column("detail", pa.nulls(facts.num_rows, pa.string()))
-    facts = facts.select(list(COLUMNS))
-    statement = reconcile_fact.insert()
-    for start in range(0, facts.num_rows, _INSERT_CHUNK):
-        connection.execute(statement, facts.slice(start, _INSERT_CHUNK).to_pylist())
+    database.insert_rows(connection, reconcile_fact, facts.select(list(COLUMNS)))
 
 
 def _of(keys: Keys) -> Iterator[sa.ColumnElement[bool]]:

@@ -20,9 +20,11 @@ import logging
 from collections.abc import Iterable
 from itertools import islice
 
+import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from boardstream import database
 from boardstream.reconcile import table_buckets
 from boardstream.reconcile.table_buckets import BucketDigest, RowDigest
 from boardstream.reconcile.table_checks import NULL_BOARD_ID
@@ -146,8 +148,8 @@ def remember_all(connection: Connection) -> None:
     rows = [
         _row(board_id, digest) for board_id, digest in table_buckets.every_row(connection).items()
     ]
-    for start in range(0, len(rows), 50_000):
-        connection.execute(reconcile_row.insert(), rows[start : start + 50_000])
+    if rows:
+        database.insert_rows(connection, reconcile_row, pa.Table.from_pylist(rows))
     r = reconcile_row.c
     connection.execute(
         reconcile_bucket.insert().from_select(

@@ -41,13 +41,3 @@ def test_nothing_read_for_three_connect_timeouts_is_an_error() -> None:
         replay(settings(0.01), "t", {0: 5, 1: 0}, handled.append, advanced.append)
     assert handled == []
     assert advanced == [], "the idle check comes before a chunk is counted"
-
-
-def test_partitions_read_up_to_their_start_are_not_read_at_all() -> None:
-    """With start offsets (the records since a run's cursor), a partition with nothing past its
-    start is as empty as one that holds nothing."""
-    handled: list[Message] = []
-    began = time.monotonic()
-    replay(settings(10.0), "t", {0: 5, 1: 9}, handled.append, start_offsets={0: 5, 1: 9})
-    assert handled == []
-    assert time.monotonic() - began < 5.0, "returned without waiting for a broker"
