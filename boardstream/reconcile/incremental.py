@@ -37,6 +37,7 @@ from boardstream.reconcile.baseline import Records
 from boardstream.reconcile.checks import CheckInputs
 from boardstream.reconcile.snapshot import Offsets, Snapshot
 from boardstream.settings import Settings
+from boardstream.timing import phase
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +62,20 @@ SETTLED = (
 def read_new(
     spark: SparkSession, settings: Settings, snapshot: Snapshot, cursor: Offsets
 ) -> Records:
-    """Each topic from the ledger's cursor to the snapshot's end."""
+    """Each topic from the ledger's cursor to the snapshot's end, in one scan."""
+    names = (
+        settings.board_topic,
+        settings.board_detail_topic,
+        settings.unmatched_topic,
+        settings.dlq_topic,
+        settings.member_topic,
+    )
+    every = readers.read_topics(
+        spark, settings, {name: (cursor.get(name, {}), snapshot.latest[name]) for name in names}
+    ).cache()
 
     def topic(name: str) -> DataFrame:
-        return readers.read_topic(
-            spark, settings, name, cursor.get(name, {}), snapshot.latest[name]
-        )
+        return every.where(F.col("topic") == name)
 
     dlq = topic(settings.dlq_topic)
     refused = [
@@ -75,7 +84,7 @@ def read_new(
         )
         for name in (settings.board_detail_topic, settings.member_topic)
     ]
-    return Records(
+    new = Records(
         sources=readers.sources(topic(settings.board_topic)).toArrow(),
         details=readers.details(topic(settings.board_detail_topic)).toArrow(),
         unmatched=readers.unmatched(topic(settings.unmatched_topic)).toArrow(),
@@ -83,6 +92,8 @@ def read_new(
         refused=refused[0].unionByName(refused[1]).toArrow(),
         members=readers.members(topic(settings.member_topic)).toArrow(),
     )
+    every.unpersist()
+    return new
 
 
 def seeds(new: Records, carried: Keys) -> Keys:
@@ -320,20 +331,24 @@ def check(
             "a run that started later has already checked past this run's snapshot "
             f"({', '.join(sorted(ahead))}): this one would check older data as new"
         )
-    new = read_new(spark, settings, snapshot, cursor)
+    with phase("reconcile: the new records"):
+        new = read_new(spark, settings, snapshot, cursor)
     waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
-    changed = Keys.of((), table_watch.suspects(connection))
-    seeded = seeds(new, carried(connection, settings, snapshot, waiting) | changed)
-    keys = affected.close(seeded, *lookups(connection, new))
-    inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
-    found = checks.evaluate(
-        inputs, settings, snapshot, checks.join_mode(join_checkpoint), now_ms, options
-    )
-    lines = checks.waiting_now(waiting, now_ms, options)
+    with phase("reconcile: the keys to re-check"):
+        changed = Keys.of((), table_watch.suspects(connection))
+        seeded = seeds(new, carried(connection, settings, snapshot, waiting) | changed)
+        keys = affected.close(seeded, *lookups(connection, new))
+    with phase("reconcile: their records, rows and checks"):
+        inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
+        found = checks.evaluate(
+            inputs, settings, snapshot, checks.join_mode(join_checkpoint), now_ms, options
+        )
+        lines = checks.waiting_now(waiting, now_ms, options)
     waiting.unpersist()
-    delta = fact_store.replace(connection, keys, found)
-    table_watch.remember(connection, keys.boards)
-    added = baseline.record(connection, new, snapshot.latest)
+    with phase("reconcile: the facts, the rows as checked and the ledger"):
+        delta = fact_store.replace(connection, keys, found)
+        table_watch.remember(connection, keys.boards)
+        added = baseline.record(connection, new, snapshot.latest)
     log.info(
         "incremental run: %d positions and %d boards re-checked, %d new source records",
         len(keys.positions),

@@ -60,15 +60,38 @@ def read_topic(
     spark: SparkSession, settings: Settings, topic: str, start: dict[int, int], end: dict[int, int]
 ) -> DataFrame:
     """Committed records of ``topic`` in [start, end) per partition, as a batch."""
-    ranges = {p: (start.get(p, 0), end[p]) for p in end if end[p] > start.get(p, 0)}
-    if not ranges:
+    return read_topics(spark, settings, {topic: (start, end)})
+
+
+def read_topics(
+    spark: SparkSession,
+    settings: Settings,
+    ranges: dict[str, tuple[dict[int, int], dict[int, int]]],
+) -> DataFrame:
+    """Committed records of several topics, each in its [start, end) per partition, as one
+    batch (one scan: an incremental run's few new records of every topic in one job)."""
+    wanted = {
+        topic: {p: (start.get(p, 0), end[p]) for p in end if end[p] > start.get(p, 0)}
+        for topic, (start, end) in ranges.items()
+    }
+    wanted = {topic: parts for topic, parts in wanted.items() if parts}
+    if not wanted:
         return spark.createDataFrame([], KAFKA_COLUMNS)
+
+    def offsets(side: int) -> str:
+        return json.dumps(
+            {
+                t: {str(p): bounds[side] for p, bounds in parts.items()}
+                for t, parts in wanted.items()
+            }
+        )
+
     return (
         spark.read.format("kafka")
         .options(**settings.to_spark_kafka_options())
-        .option("assign", json.dumps({topic: sorted(ranges)}))
-        .option("startingOffsets", json.dumps({topic: {str(p): s for p, (s, _) in ranges.items()}}))
-        .option("endingOffsets", json.dumps({topic: {str(p): e for p, (_, e) in ranges.items()}}))
+        .option("assign", json.dumps({t: sorted(parts) for t, parts in wanted.items()}))
+        .option("startingOffsets", offsets(0))
+        .option("endingOffsets", offsets(1))
         .option("kafka.isolation.level", "read_committed")
         # Compaction (member) and transaction markers leave offset gaps that are not loss.
         .option("failOnDataLoss", "false")

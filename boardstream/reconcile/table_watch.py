@@ -6,8 +6,9 @@ After a run checks some boards it remembers their rows' digests (:func:`remember
 all of them, :func:`remember_all`) and moves its running per-bucket totals. The next run has the
 database compute the table's per-bucket digests (one ``GROUP BY``,
 :func:`table_buckets.bucket_digests`) and re-checks every board of the buckets that differ
-(:func:`suspects`): rows altered, deleted, added or duplicated since. A whole bucket, not only
-the rows whose digest moved, because a duplicated row leaves its board's digest as it was.
+(:func:`suspects`): within them, the boards whose row digest moved (altered, deleted, added), and
+every board of a bucket holding more rows than boards (a duplicated row leaves its board's
+digest as it was).
 
 What it cannot see: a change that leaves a bucket's row count and 64-bit digest sum as they were
 (a checksum, not a seal); a write between a run's read of the rows and its remembering them.
@@ -26,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database
 from boardstream.reconcile import table_buckets
-from boardstream.reconcile.table_buckets import BucketDigest, RowDigest
+from boardstream.reconcile.table_buckets import EMPTY, BucketDigest, RowDigest
 from boardstream.reconcile.table_checks import NULL_BOARD_ID
 from boardstream.sink import table as sink_table
 
@@ -70,14 +71,15 @@ def create(engine: Engine) -> None:
 
 
 def suspects(connection: Connection) -> set[str]:
-    """Every board of the buckets whose digests differ from the remembered ones: the boards
-    remembered there and the boards the table holds there (a row without a board id as
-    :data:`NULL_BOARD_ID`). Every board when the table's column types have changed."""
+    """The boards whose rows changed since they were last checked: in the buckets whose digests
+    differ from the remembered ones, each board whose row digest differs, is new or is gone,
+    and every board of such a bucket that holds more rows than boards (a row without a board id
+    counts as :data:`NULL_BOARD_ID`). Every board when the table's column types changed."""
     remembered_schema = connection.execute(sa.select(reconcile_table_schema.c.signature)).scalar()
     if remembered_schema != _signature(connection):
         r = reconcile_row.c
         every = set(connection.execute(sa.select(r.board_id)).scalars())
-        every |= set(table_buckets.every_row(connection))
+        every |= {b or NULL_BOARD_ID for b in table_buckets.every_row(connection)}
         log.info("board_detail: its columns' types changed; all %d boards re-checked", len(every))
         return every
     actual = table_buckets.bucket_digests(connection)
@@ -91,17 +93,35 @@ def suspects(connection: Connection) -> set[str]:
     if not differ:
         return set()
     r = reconcile_row.c
-    remembered = set(
-        connection.execute(sa.select(r.board_id).where(r.bucket.in_(differ))).scalars()
-    )
-    present = set(table_buckets.rows_in_buckets(connection, differ))
+    remembered = {
+        board_id: RowDigest(bucket, _HALF * high + low)
+        for board_id, bucket, high, low in connection.execute(
+            sa.select(r.board_id, r.bucket, r.high, r.low).where(r.bucket.in_(differ))
+        )
+    }
+    present = {
+        NULL_BOARD_ID if board_id is None else board_id: row
+        for board_id, row in table_buckets.rows_in_buckets(connection, differ).items()
+    }
+    changed = set(table_buckets.differing_rows(remembered, present))
+    # A bucket holding more rows than boards has a duplicate (or rows without a board id),
+    # whose board's own digest may be unchanged: all of its boards.
+    boards_in: dict[int, set[str]] = {}
+    for board_id, row in [*remembered.items(), *present.items()]:
+        boards_in.setdefault(row.bucket, set()).add(board_id)
+    present_per_bucket: dict[int, int] = {}
+    for row in present.values():
+        present_per_bucket[row.bucket] = present_per_bucket.get(row.bucket, 0) + 1
+    for bucket in differ:
+        if actual.get(bucket, EMPTY).rows != present_per_bucket.get(bucket, 0):
+            changed |= boards_in.get(bucket, set())
     log.info(
-        "board_detail: %d of %d buckets differ from the last checks; their %d boards re-checked",
+        "board_detail: %d of %d buckets differ from the last checks; %d boards re-checked",
         len(differ),
         table_buckets.DEFAULT_BUCKETS,
-        len(remembered | present),
+        len(changed),
     )
-    return remembered | present
+    return changed
 
 
 def remember(connection: Connection, board_ids: Iterable[str]) -> None:
