@@ -335,9 +335,9 @@ def check(
         new = read_new(spark, settings, snapshot, cursor)
     waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
     with phase("reconcile: the keys to re-check"):
-        changed = Keys.of((), table_watch.suspects(connection))
-        seeded = seeds(new, carried(connection, settings, snapshot, waiting) | changed)
-        keys = affected.close(seeded, *lookups(connection, new))
+        seeded = seeds(new, carried(connection, settings, snapshot, waiting))
+        changed = Keys.of((), table_watch.suspects(connection, seeded.boards))
+        keys = affected.close(seeded | changed, *lookups(connection, new))
     with phase("reconcile: their records, rows and checks"):
         inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
         found = checks.evaluate(
