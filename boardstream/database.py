@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Dialect, Engine
+
+from boardstream.errors import BoardstreamError
+
+_INSERT_BATCH = 50_000  # rows per executemany of insert_rows
 
 
 def engine(url: str) -> Engine:
@@ -23,3 +28,53 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def upsert_insert(dialect: Dialect, table: sa.Table, what: str) -> Any:
+    """An INSERT of ``table`` in ``dialect``'s own flavour, which has ``on_conflict_do_*``
+    (the standard one has not); ``what`` names the caller in the error for other databases."""
+    if dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:
+        raise BoardstreamError(f"{what} support PostgreSQL and SQLite, not {dialect.name}")
+    return insert(table)
+
+
+def insert_rows(
+    connection: Connection, table: sa.Table, rows: pa.Table, skip_present: bool = False
+) -> None:
+    """``rows`` (Arrow, named as ``table``'s columns) into ``table``, in the caller's
+    transaction; with ``skip_present``, rows whose key is there already are skipped. SQLite
+    gets them as tuples straight through its driver: SQLAlchemy's per-row dicts cost about ten
+    times the insert itself (447,017 ledger rows). Other databases through SQLAlchemy."""
+    if rows.num_rows == 0:
+        return
+    names = rows.column_names
+    if connection.dialect.name == "sqlite":
+        conflict = " ON CONFLICT DO NOTHING" if skip_present else ""
+        quoted = ", ".join(f'"{name}"' for name in names)
+        marks = ", ".join("?" * len(names))
+        sql = f"INSERT INTO {table.name} ({quoted}) VALUES ({marks}){conflict}"
+        for batch in rows.to_batches(_INSERT_BATCH):
+            columns = [column.to_pylist() for column in batch.columns]
+            connection.exec_driver_sql(sql, list(zip(*columns, strict=True)))
+        return
+    statement = upsert_insert(connection.dialect, table, "bulk inserts")
+    if skip_present:
+        statement = statement.on_conflict_do_nothing()
+    for batch in rows.to_batches(_INSERT_BATCH):
+        connection.execute(statement, batch.to_pylist())
+
+
+def replace_all(connection: Connection, table: sa.Table, rows: pa.Table) -> None:
+    """Every row of ``table`` replaced by ``rows``, in the caller's transaction: its secondary
+    indexes dropped for the load and built again after it (SQLite: 1.8 M rows in a few seconds,
+    against 34 s deleting and inserting with three indexes kept)."""
+    for index in table.indexes:
+        index.drop(connection)
+    connection.execute(table.delete())
+    insert_rows(connection, table, rows)
+    for index in table.indexes:
+        index.create(connection)

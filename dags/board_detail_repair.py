@@ -29,6 +29,7 @@ def board_detail_repair() -> None:
     @task
     def repair_and_reconcile(**context) -> dict:
         from boardstream import reconcile
+        from boardstream.reconcile.ledger import FULL
         from boardstream.spark.session import spark_session
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
         from boardstream_airflow.reconciliation import reconcile_or_fail
@@ -38,7 +39,7 @@ def board_detail_repair() -> None:
         spark = spark_session(settings, "board-detail-repair")
         done = reconcile.repair_run(spark, settings, params["run_id"], params["join_mode"])
         print(", ".join(f"{step}: {count:,}" for step, count in done.items()))
-        return {"repaired": done, **reconcile_or_fail(spark, settings, context)}
+        return {"repaired": done, **reconcile_or_fail(spark, settings, context, FULL)}
 
     repair_and_reconcile()
 

@@ -3,7 +3,10 @@
 
 Every 15 minutes, and whenever the pipeline updates `board_detail` (the Asset
 `boardstream://board_detail`): proves that `board-detail` and `board_detail` hold exactly every
-source board, plus the accounted unmatched and dead-lettered ones. Fails with a readable summary
+source board, plus the accounted unmatched and dead-lettered ones. An incremental run: it reads
+what arrived since the last run and the table's rows that changed since they were checked (the
+first run, with no digest ledger yet, is a full one); `reconciliation_full` re-reads everything
+daily. Fails with a readable summary
 (in the task log and XCom) when anything is missing, extra, duplicated or mismatched; the
 evidence is in `reconciliation_run` / `reconciliation_issue` and the Great Expectations Data Docs.
 Repair a failed run with the `board_detail_repair` DAG (param `run_id`).
@@ -30,12 +33,14 @@ def reconciliation() -> None:
     @task
     def reconcile(**context) -> dict:
         """One run; its counts go to XCom, and a failure raises with the summary."""
+        from boardstream.reconcile.ledger import INCREMENTAL
         from boardstream.spark.session import spark_session
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
         from boardstream_airflow.reconciliation import reconcile_or_fail
 
         settings = BoardstreamKafkaHook().settings()
-        return reconcile_or_fail(spark_session(settings, "reconciliation"), settings, context)
+        spark = spark_session(settings, "reconciliation")
+        return reconcile_or_fail(spark, settings, context, INCREMENTAL)
 
     reconcile()
 

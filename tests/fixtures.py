@@ -71,6 +71,14 @@ def isolated_settings(var_dir: Path, **overrides: object) -> Settings:
     return Settings(**values)
 
 
+def sqlite_or_postgres_url(request, tmp_path: Path) -> str:
+    """The database URL of a test parametrized ``["sqlite", "postgresql"]``: a SQLite file of
+    its own, or a database of its own on the session's PostgreSQL (the ``postgres`` fixture)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'test.db'}"
+    return new_database(request.getfixturevalue("postgres"))
+
+
 def new_database(postgres: Settings) -> str:
     """A PostgreSQL database of its own on the test server, so no other test's rows show up."""
     import uuid

@@ -146,6 +146,9 @@ def _run(run: dict[str, Any], docs_root: Path) -> dict[str, Any]:
             "in_transit": in_transit(run["issues"]),
             "data_docs": data_docs_page(run["data_docs"], docs_root),
             "airflow": airflow_run(run["run_by"]),
+            # Runs recorded before #22 were all full ones, of no recorded range.
+            "kind": run.get("kind") or ledger.FULL,
+            "covered": ledger.describe_covered(run["covered"]) if run.get("covered") else None,
         }
     )
 

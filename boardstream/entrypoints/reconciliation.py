@@ -15,6 +15,7 @@ from boardstream.logs import configure, verbose_requested
 from boardstream.reconcile import repair as repairing
 from boardstream.reconcile import run as running
 from boardstream.reconcile.checks import ReconcileOptions
+from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import ReconciliationError
 from boardstream.settings import Settings
 
@@ -30,6 +31,13 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--join-checkpoint", type=Path)
     parser.add_argument("--sink-checkpoint", type=Path)
     parser.add_argument("--run-by", default="cli")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="read every topic and the whole table again, and rebuild the digest ledger "
+        "(default: an incremental run, reading what arrived since the last run and the rows "
+        "that changed; a full one while no full run has filled the ledger)",
+    )
     parser.add_argument(
         "--stall-after",
         type=duration_ms,
@@ -50,7 +58,13 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     try:
         result = reconcile.run_once(
-            spark, settings, args.run_by, args.join_checkpoint, args.sink_checkpoint, options
+            spark,
+            settings,
+            args.run_by,
+            args.join_checkpoint,
+            args.sink_checkpoint,
+            options,
+            FULL if args.full else INCREMENTAL,
         )
     except ReconciliationError as error:
         print(str(error), file=sys.stderr, flush=True)
@@ -91,6 +105,7 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
         f"{args.run_by} (after repair of run {args.run})",
         args.join_checkpoint,
         args.sink_checkpoint,
+        kind=FULL,
     )
     print("\n".join(result.summary()), flush=True)
     return 0 if result.passed else 1

@@ -16,18 +16,22 @@ and boards new data touches.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import LATEST, JoinOptions
 from boardstream.reconcile import liveness, positions, readers, table_checks
+from boardstream.reconcile.baseline import Records
+from boardstream.reconcile.readers import TableRead
 from boardstream.reconcile.snapshot import Snapshot
 from boardstream.reconcile.waiting import waiting_lines
 from boardstream.settings import Settings
@@ -98,6 +102,9 @@ class Reconciliation:
     table_snapshot: pd.DataFrame = field(repr=False)  # board_id, member_id of board_detail
     # The oldest pending boards, with their age and when the unmatched timeout sends them on.
     waiting: list[str] = field(default_factory=list)
+    # A full run's facts and records, which the run stores (the fact store, the digest ledger).
+    facts: pa.Table | None = field(default=None, repr=False)
+    records: Records | None = field(default=None, repr=False)
 
     @property
     def passed(self) -> bool:
@@ -137,6 +144,7 @@ class CheckInputs:
     members: DataFrame  # readers.members of member
     table: DataFrame  # board_id, detail_partition, detail_offset, digest, typed
     waiting: DataFrame  # readers.pending: the join's waiting boards
+    table_read: TableRead  # the table's rows behind ``table``, and their type mismatches
     # Frames cached for these inputs (some only behind the fields: the DLQ's records), which
     # :func:`release` drops.
     cached: tuple[DataFrame, ...] = ()
@@ -147,17 +155,18 @@ def read_inputs(
     settings: Settings,
     snapshot: Snapshot,
     join_checkpoint: str,
-    table_rows: pa.Table,
+    table_read: TableRead,
 ) -> CheckInputs:
-    """Every record of the snapshot's topics, the join's waiting boards and ``table_rows``;
-    the frames read more than once are cached (:func:`release` them)."""
+    """Every record of the snapshot's topics, the join's waiting boards and ``table_read``'s
+    rows; every frame is cached (:func:`release` them): the checks read some several times,
+    and the digest ledger takes them all once more."""
 
     def topic(name: str) -> DataFrame:
         return readers.read_topic(
             spark, settings, name, snapshot.earliest.get(name, {}), snapshot.latest[name]
         )
 
-    table = spark.createDataFrame(table_rows).select(
+    table = spark.createDataFrame(table_read.rows).select(
         # SQLite lets a NULL into a non-integer primary key: such a row is named, not lost.
         F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
         "detail_partition",
@@ -169,6 +178,9 @@ def read_inputs(
     details = readers.details(topic(settings.board_detail_topic)).cache()  # read by every frame
     # Cached: the checks read it three times and the summary once more.
     waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
+    sources = readers.sources(topic(settings.board_topic)).cache()
+    unmatched = readers.unmatched(topic(settings.unmatched_topic)).cache()
+    members = readers.members(topic(settings.member_topic)).cache()
 
     def refused(source_topic: str, prefix: str) -> DataFrame:
         return readers.dead_letters(dead_letters, source_topic).select(
@@ -177,16 +189,17 @@ def read_inputs(
         )
 
     return CheckInputs(
-        sources=readers.sources(topic(settings.board_topic)),
+        sources=sources,
         details=details,
-        unmatched=readers.unmatched(topic(settings.unmatched_topic)),
+        unmatched=unmatched,
         board_dead_letters=readers.dead_letters(dead_letters, settings.board_topic),
         sink_dead_letters=refused(settings.board_detail_topic, "detail"),
         refused_members=refused(settings.member_topic, "member"),
-        members=readers.members(topic(settings.member_topic)),
+        members=members,
         table=table,
         waiting=waiting,
-        cached=(dead_letters, details, waiting),
+        table_read=table_read,
+        cached=(dead_letters, details, waiting, sources, unmatched, members),
     )
 
 
@@ -203,38 +216,77 @@ def reconcile(
     join_checkpoint: str,
     options: ReconcileOptions | None = None,
 ) -> Reconciliation:
-    """Check ``snapshot`` against the topics, the join's state and the whole table."""
+    """Check ``snapshot`` against the topics, the join's state and the whole table. The
+    result keeps its facts and records (``facts``, ``records``) for the run to store."""
     options = options or ReconcileOptions()
     # Arrow for this session's pandas conversions (repair's toPandas too): row by row is minutes.
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     now_ms = int(time.time() * 1000)
     with phase("reconcile: read board_detail"):
         table_read = readers.read_table(settings)
-    inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read.rows)
+    inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read)
     with phase("reconcile: the balance, the table and every check"):
-        found, balance = evaluate(
-            inputs, settings, snapshot, _join_mode(join_checkpoint), now_ms, options
-        )
-    oldest = inputs.waiting.orderBy("arrived_ms", "board_id").select("board_id", "arrived_ms")
-    if options.examples:
-        oldest = oldest.limit(options.examples)
-    waiting_now = waiting_lines(
-        [(row.board_id, row.arrived_ms) for row in oldest.collect()],
-        now_ms,
-        options.unmatched_timeout_ms,
-    )
+        found = evaluate(inputs, settings, snapshot, join_mode(join_checkpoint), now_ms, options)
+    waiting = waiting_now(inputs.waiting, now_ms, options)
+    with phase("reconcile: the records for the digest ledger"):
+        records = Records.of(inputs, settings)
     release(inputs)
+    return conclude(
+        fact_counts(found),
+        lambda kind: fact_examples(found, kind, options.examples),
+        settings,
+        snapshot,
+        now_ms,
+        options,
+        table_read.rows.select(["board_id", "member_id"]).to_pandas(),
+        waiting,
+        found,
+        records,
+    )
+
+
+def conclude(
+    counted: Mapping[tuple[str, int | None], int],
+    examples: Callable[[str], list[str]],
+    settings: Settings,
+    snapshot: Snapshot,
+    now_ms: int,
+    options: ReconcileOptions,
+    table_snapshot: pd.DataFrame,
+    waiting: list[str],
+    facts: pa.Table | None = None,
+    records: Records | None = None,
+) -> Reconciliation:
+    """A run's verdict from its facts' counts per (kind, source partition or None) and the
+    listing of a kind's facts (``examples``), with the jobs' liveness checked now: how a full
+    run concludes from its own facts and an incremental run from the fact store's."""
+    found, balance = summarize(counted, examples)
     with phase("reconcile: liveness"):
         stalls = _stalls(settings, snapshot, now_ms, options.stall_after_ms)
     found["stalled"] = Finding(len(stalls), stalls)
-    mismatches = sorted(m.example() for m in table_read.mismatches)
-    found["type_mismatch"] = Finding(len(mismatches), mismatches[: options.examples])
     unbalanced = _unbalanced(balance)
     found["unbalanced"] = Finding(len(unbalanced), unbalanced)
     counts = {kind: found[kind].count for kind in (*COUNTS, *FINDINGS)}
-    table_snapshot = table_read.rows.select(["board_id", "member_id"]).to_pandas()
     return Reconciliation(
-        counts, {kind: found[kind] for kind in WITH_IDS}, balance, table_snapshot, waiting_now
+        counts,
+        {kind: found[kind] for kind in WITH_IDS},
+        balance,
+        table_snapshot,
+        waiting,
+        facts,
+        records,
+    )
+
+
+def waiting_now(waiting: DataFrame, now_ms: int, options: ReconcileOptions) -> list[str]:
+    """The oldest waiting boards as the summary lists them."""
+    oldest = waiting.orderBy("arrived_ms", "board_id").select("board_id", "arrived_ms")
+    if options.examples:
+        oldest = oldest.limit(options.examples)
+    return waiting_lines(
+        [(row.board_id, row.arrived_ms) for row in oldest.collect()],
+        now_ms,
+        options.unmatched_timeout_ms,
     )
 
 
@@ -245,20 +297,73 @@ def evaluate(
     join_mode: str | None,
     now_ms: int,
     options: ReconcileOptions,
-) -> tuple[dict[str, Finding], dict[int, dict[str, int]]]:
-    """Every check on ``inputs`` in one Spark action: the findings and counts, and the balance
-    per source partition (:func:`_evaluate`)."""
+) -> pa.Table:
+    """Every check on ``inputs`` in one Spark action: the facts (FACT_COLUMNS and ``detail``),
+    the table's type mismatches among them (a board fact each, its example as ``detail``)."""
     boards = table_checks.per_board(
         inputs.details,
         inputs.table,
         snapshot.sink.of(settings.board_detail_topic),
         inputs.sink_dead_letters,
     ).cache()  # read by its checks and the drill
-    evaluated = _evaluate(
-        facts(inputs, boards, settings, snapshot, join_mode, now_ms, options), options.examples
-    )
+    found = facts(inputs, boards, settings, snapshot, join_mode, now_ms, options).toArrow()
     boards.unpersist()
-    return evaluated
+    mismatches = sorted(inputs.table_read.mismatches, key=lambda m: (m.board_id, m.example()))
+    typed = pa.table(
+        {
+            "kind": pa.array(["type_mismatch"] * len(mismatches), pa.string()),
+            "partition": pa.nulls(len(mismatches), pa.int32()),
+            "offset": pa.nulls(len(mismatches), pa.int64()),
+            "board_id": pa.array([m.board_id for m in mismatches], pa.string()),
+            "detail": pa.array([m.example() for m in mismatches], pa.string()),
+        }
+    )
+    found = found.append_column("detail", pa.nulls(found.num_rows, pa.string()))
+    return pa.concat_tables([found.cast(typed.schema), typed])
+
+
+def fact_counts(facts: pa.Table) -> dict[tuple[str, int | None], int]:
+    """``facts`` counted per (kind, source partition or None), as the fact store counts."""
+    grouped = facts.group_by(["kind", "partition"]).aggregate([([], "count_all")])
+    return {
+        (kind, partition): n
+        for kind, partition, n in zip(
+            grouped.column("kind").to_pylist(),
+            grouped.column("partition").to_pylist(),
+            grouped.column("count_all").to_pylist(),
+            strict=True,
+        )
+    }
+
+
+def fact_examples(facts: pa.Table, kind: str, limit: int | None) -> list[str]:
+    """``kind``'s facts as a run lists them (a fact's detail, else its board id), sorted by
+    board, the first ``limit`` (all when None), as the fact store lists them."""
+    mine = facts.filter(pc.and_(pc.equal(facts["kind"], kind), pc.is_valid(facts["board_id"])))
+    mine = mine.sort_by([("board_id", "ascending"), ("detail", "ascending")])
+    if limit:
+        mine = mine.slice(0, limit)
+    listed = pc.coalesce(mine["detail"], mine["board_id"])
+    return listed.to_pylist()
+
+
+def summarize(
+    counted: Mapping[tuple[str, int | None], int], examples: Callable[[str], list[str]]
+) -> tuple[dict[str, Finding], dict[int, dict[str, int]]]:
+    """Every finding and count from the facts' counts: per kind, the number of facts and the
+    listing (only the WITH_IDS kinds keep ids); per source partition, the balance's classes."""
+    totals: dict[str, int] = {}
+    balance: dict[int, dict[str, int]] = {}
+    for (kind, partition), n in counted.items():
+        totals[kind] = totals.get(kind, 0) + n
+        if kind in BALANCE and partition is not None:
+            balance.setdefault(partition, dict.fromkeys(BALANCE, 0))[kind] = n
+    found = {
+        kind: Finding(totals.get(kind, 0), examples(kind) if totals.get(kind) else [])
+        for kind in (*COUNTS, *FINDINGS, *WITH_IDS)
+        if kind not in ("stalled", "unbalanced")
+    }
+    return found, balance
 
 
 def facts(
@@ -316,7 +421,7 @@ def facts(
     return reduce(DataFrame.unionByName, checked)
 
 
-def _join_mode(checkpoint: str) -> str | None:
+def join_mode(checkpoint: str) -> str | None:
     """The join mode the join's checkpoint was written with (its recorded identity)."""
     return recorded_identity(Path(checkpoint)).get("join_mode")
 
@@ -395,35 +500,6 @@ def _unbalanced(balance: dict[int, dict[str, int]]) -> list[str]:
         if c["read"] != outcomes or c["source"] != c["read"] + c["not_yet_read"]:
             wrong.append(f"board[{p}]: read {c['read']} vs {outcomes} classed")
     return wrong
-
-
-def _evaluate(
-    facts: DataFrame, examples: int | None
-) -> tuple[dict[str, Finding], dict[int, dict[str, int]]]:
-    """Every finding and count in one Spark action over ``facts``: per kind, the number of
-    rows and the sorted board ids (``examples`` of them, or all; only the WITH_IDS kinds keep
-    ids); per source partition, the balance's classes."""
-    kind = F.col("kind")
-    ids = F.array_sort(F.collect_list(F.when(kind.isin(*WITH_IDS), F.col("board_id"))))
-    rows = (
-        facts.groupBy("kind", "partition")
-        .agg(F.count("*").alias("n"), (F.slice(ids, 1, examples) if examples else ids).alias("ids"))
-        .collect()
-    )
-    totals: dict[str, int] = {}
-    found_ids: dict[str, list[str]] = {}
-    balance: dict[int, dict[str, int]] = {}
-    for row in rows:
-        totals[row.kind] = totals.get(row.kind, 0) + row.n
-        found_ids.setdefault(row.kind, []).extend(row.ids)
-        if row.kind in BALANCE and row.partition is not None:
-            balance.setdefault(row.partition, dict.fromkeys(BALANCE, 0))[row.kind] = row.n
-    kinds = (*COUNTS, *FINDINGS, *WITH_IDS)
-    found = {
-        kind: Finding(totals.get(kind, 0), sorted(found_ids.get(kind, []))[:examples])
-        for kind in kinds
-    }
-    return found, balance
 
 
 def _emit(

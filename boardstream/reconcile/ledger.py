@@ -27,7 +27,11 @@ reconciliation_run = sa.Table(
     sa.Column("status", sa.String(16)),  # PASSED, FAILED, ERRORED; NULL while running
     sa.Column("error", sa.Text),  # why an ERRORED run could not finish
     sa.Column("balance", sa.JSON),  # per source partition, the balance's classes
+    sa.Column("kind", sa.String(16)),  # full or incremental (NULL: before #22, full)
+    # Per topic and partition, the offsets [from, to) the run read.
+    sa.Column("covered", sa.JSON),
 )
+FULL, INCREMENTAL = "full", "incremental"
 PASSED, FAILED, ERRORED = "PASSED", "FAILED", "ERRORED"
 
 reconciliation_issue = sa.Table(
@@ -55,12 +59,37 @@ def create(engine: Engine) -> None:
                 )
 
 
-def start_run(engine: Engine, snapshot: dict[str, Any], run_by: str) -> int:
+def covered(
+    start: dict[str, dict[int, int]], end: dict[str, dict[int, int]]
+) -> dict[str, dict[str, list[int]]]:
+    """Per topic and partition of ``end``, the offsets [from ``start`` (0 if absent), end)."""
+    return {
+        topic: {str(p): [start.get(topic, {}).get(p, 0), to] for p, to in ends.items()}
+        for topic, ends in end.items()
+    }
+
+
+def describe_covered(covered: dict[str, dict[str, list[int]]]) -> str:
+    """The offsets a run read, as a person reads them: ``board 0:[120, 180) 1:[95, 140); ...``
+    (partitions it read nothing of left out; a topic with none of them, too)."""
+    parts = []
+    for topic, ranges in sorted(covered.items()):
+        read = [
+            f"{p}:[{start:,}, {end:,})"
+            for p, (start, end) in sorted(ranges.items(), key=lambda item: int(item[0]))
+            if end > start
+        ]
+        if read:
+            parts.append(f"{topic} {' '.join(read)}")
+    return "; ".join(parts) or "nothing new"
+
+
+def start_run(engine: Engine, snapshot: dict[str, Any], run_by: str, kind: str = FULL) -> int:
     create(engine)
     with engine.begin() as connection:
         result = connection.execute(
             reconciliation_run.insert().values(
-                started_at=datetime.now(UTC), snapshot=snapshot, run_by=run_by
+                started_at=datetime.now(UTC), snapshot=snapshot, run_by=run_by, kind=kind
             )
         )
         return result.inserted_primary_key[0]
@@ -74,6 +103,7 @@ def finish_run(
     findings: dict[str, tuple[int, list[str]]],
     data_docs: str | None,
     balance: dict[int, dict[str, int]] | None = None,
+    covered: dict[str, dict[str, list[int]]] | None = None,
 ) -> None:
     with engine.begin() as connection:
         connection.execute(
@@ -86,6 +116,7 @@ def finish_run(
                 counts=counts,
                 data_docs=data_docs,
                 balance={str(p): classes for p, classes in (balance or {}).items()},
+                covered=covered,
             )
         )
         rows = [

@@ -11,6 +11,7 @@ The table is read type-strictly: a value of another type than its column's is a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from boardstream.sink import table as sink_table
 from boardstream.spark.checkpoint_guard import recorded_identity
 
 TABLE_CHUNK = 50_000  # rows per fetch from board_detail
+ID_CHUNK = 900  # board ids per query, under SQLite's oldest limit of 999 parameters
 # The typed columns a board-detail record and its table row must agree on (provenance included).
 CONTENT = [c for c in sink_table.COLUMNS if c not in ("detail_partition", "detail_offset")]
 _TYPES = {**dict(schema.OUTPUT), "detail_partition": "int", "detail_offset": "bigint"}
@@ -58,15 +60,38 @@ def read_topic(
     spark: SparkSession, settings: Settings, topic: str, start: dict[int, int], end: dict[int, int]
 ) -> DataFrame:
     """Committed records of ``topic`` in [start, end) per partition, as a batch."""
-    ranges = {p: (start.get(p, 0), end[p]) for p in end if end[p] > start.get(p, 0)}
-    if not ranges:
+    return read_topics(spark, settings, {topic: (start, end)})
+
+
+def read_topics(
+    spark: SparkSession,
+    settings: Settings,
+    ranges: dict[str, tuple[dict[int, int], dict[int, int]]],
+) -> DataFrame:
+    """Committed records of several topics, each in its [start, end) per partition, as one
+    batch (one scan: an incremental run's few new records of every topic in one job)."""
+    wanted = {
+        topic: {p: (start.get(p, 0), end[p]) for p in end if end[p] > start.get(p, 0)}
+        for topic, (start, end) in ranges.items()
+    }
+    wanted = {topic: parts for topic, parts in wanted.items() if parts}
+    if not wanted:
         return spark.createDataFrame([], KAFKA_COLUMNS)
+
+    def offsets(side: int) -> str:
+        return json.dumps(
+            {
+                t: {str(p): bounds[side] for p, bounds in parts.items()}
+                for t, parts in wanted.items()
+            }
+        )
+
     return (
         spark.read.format("kafka")
         .options(**settings.to_spark_kafka_options())
-        .option("assign", json.dumps({topic: sorted(ranges)}))
-        .option("startingOffsets", json.dumps({topic: {str(p): s for p, (s, _) in ranges.items()}}))
-        .option("endingOffsets", json.dumps({topic: {str(p): e for p, (_, e) in ranges.items()}}))
+        .option("assign", json.dumps({t: sorted(parts) for t, parts in wanted.items()}))
+        .option("startingOffsets", offsets(0))
+        .option("endingOffsets", offsets(1))
         .option("kafka.isolation.level", "read_committed")
         # Compaction (member) and transaction markers leave offset gaps that are not loss.
         .option("failOnDataLoss", "false")
@@ -157,27 +182,38 @@ def details(raw: DataFrame) -> DataFrame:
 
 
 def unmatched(raw: DataFrame) -> DataFrame:
-    """board-unmatched records: the board, the source position they name, its fields' digest."""
+    """board-unmatched records: the board, the source position they name, its fields' digest,
+    and their own position (the digest ledger keys them by it)."""
     record = F.from_json(F.col("value").cast("string"), DETAIL_SCHEMA)
-    return raw.select(record.alias("d")).select(
+    return raw.select(record.alias("d"), *_record_position()).select(
         F.col("d.board_id").alias("board_id"),
         F.col("d.board_partition").alias("source_partition"),
         F.col("d.board_offset").alias("source_offset"),
         board_digest(F.col("d.board_id"), "d").alias("board_digest"),
+        "record_partition",
+        "record_offset",
     )
+
+
+def _record_position() -> list[Column]:
+    """A record's own position in its topic, as the digest ledger keys outputs."""
+    return [F.col("partition").alias("record_partition"), F.col("offset").alias("record_offset")]
 
 
 def dead_letters(raw: DataFrame, source_topic: str) -> DataFrame:
     """Dead letters of records of ``source_topic``: the position of the record each replaces
-    (a dead letter carries no trusted board id: its record could not be parsed)."""
+    (a dead letter carries no trusted board id: its record could not be parsed), and the dead
+    letter's own position."""
     record = F.from_json(F.col("value").cast("string"), DEAD_LETTER_SCHEMA)
     return (
-        raw.select(record.alias("d"))
+        raw.select(record.alias("d"), *_record_position())
         .where(F.col("d.source_topic") == source_topic)
         .select(
             F.lit(None).cast("string").alias("board_id"),
             F.col("d.partition").alias("source_partition"),
             F.col("d.offset").alias("source_offset"),
+            "record_partition",
+            "record_offset",
         )
     )
 
@@ -238,31 +274,49 @@ class TableRead:
     mismatches: list[TypeMismatch]
 
 
-def read_table(settings: Settings) -> TableRead:
-    """All of board_detail, whatever positions its rows claim. Read with the DB driver's own
+def read_table(settings: Settings, board_ids: Iterable[str] | None = None) -> TableRead:
+    """All of board_detail, whatever positions its rows claim, or only the rows of
+    ``board_ids`` (an incremental run's boards, by primary key). Read with the DB driver's own
     cursor, in chunks straight into Arrow (SQLAlchemy's row objects added about a tenth)."""
     names = [*CONTENT, "detail_partition", "detail_offset"]
     arrow = pa.schema([(name, _ARROW[_TYPES[name]]) for name in names] + [("typed", pa.bool_())])
     engine = database.engine(settings.database)
     sink_table.create(engine)
     c = sink_table.board_detail.c
-    sql = str(sa.select(*(c[name] for name in names)).compile(engine))
+    query = sa.select(*(c[name] for name in names))
+    if board_ids is None:
+        queries = [(str(query.compile(engine)), ())]
+    else:
+        wanted = sorted(set(board_ids))
+        queries = [
+            _compiled(query.where(c.board_id.in_(wanted[i : i + ID_CHUNK])), engine)
+            for i in range(0, len(wanted), ID_CHUNK)
+        ]
     batches, mismatches = [], []
     with engine.connect() as connection:
         cursor = connection.connection.cursor()
-        cursor.execute(sql)
-        while rows := cursor.fetchmany(TABLE_CHUNK):
-            columns = [list(column) for column in zip(*rows, strict=True)]
-            typed = [True] * len(rows)
-            for index, name in enumerate(names):
-                for row, mismatch in _strict(columns[index], columns[0], name):
-                    typed[row] = False
-                    mismatches.append(mismatch)
-            columns.append(typed)
-            batches.append(pa.record_batch(list(map(pa.array, columns, arrow.types)), arrow))
+        for sql, parameters in queries:
+            cursor.execute(sql, parameters)
+            while rows := cursor.fetchmany(TABLE_CHUNK):
+                columns = [list(column) for column in zip(*rows, strict=True)]
+                typed = [True] * len(rows)
+                for index, name in enumerate(names):
+                    for row, mismatch in _strict(columns[index], columns[0], name):
+                        typed[row] = False
+                        mismatches.append(mismatch)
+                columns.append(typed)
+                batches.append(pa.record_batch(list(map(pa.array, columns, arrow.types)), arrow))
         cursor.close()
     engine.dispose()
     return TableRead(pa.Table.from_batches(batches, arrow), mismatches)
+
+
+def _compiled(query: sa.Select, engine: sa.Engine) -> tuple[str, tuple | dict]:
+    """``query`` as the DB driver's own SQL and parameters (its paramstyle)."""
+    compiled = query.compile(engine, compile_kwargs={"render_postcompile": True})
+    if compiled.positiontup:  # qmark, format: positional
+        return str(compiled), tuple(compiled.params[name] for name in compiled.positiontup)
+    return str(compiled), compiled.params
 
 
 def _strict(values: list, board_ids: list, name: str) -> list[tuple[int, TypeMismatch]]:

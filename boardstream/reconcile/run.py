@@ -4,24 +4,35 @@ and a summary a person reads in a terminal or a task log."""
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from sqlalchemy.engine import Engine
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka.clients import admin_client
-from boardstream.reconcile import ledger
+from boardstream.reconcile import (
+    baseline,
+    digest_ledger,
+    fact_store,
+    incremental,
+    ledger,
+    table_watch,
+)
 from boardstream.reconcile.checks import (
     FAILING,
     REPORTED,
     ReconcileOptions,
     Reconciliation,
+    conclude,
     reconcile,
 )
 from boardstream.reconcile.expectations import ValidationReport, validate_reconciliation
+from boardstream.reconcile.ledger import FULL, INCREMENTAL, describe_covered
 from boardstream.reconcile.snapshot import Snapshot, take_snapshot
 from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
@@ -47,6 +58,8 @@ class RunResult:
     run_id: int
     reconciliation: Reconciliation
     validation: ValidationReport
+    kind: str = FULL
+    covered: dict[str, dict[str, list[int]]] | None = None  # per topic and partition: [from, to)
 
     @property
     def passed(self) -> bool:
@@ -55,7 +68,9 @@ class RunResult:
     def summary(self) -> list[str]:
         counts = self.reconciliation.counts
         verdict = "PASSED" if self.passed else "FAILED"
-        lines = [f"reconciliation run {self.run_id}: {verdict}"]
+        lines = [f"reconciliation run {self.run_id} ({self.kind}): {verdict}"]
+        if self.covered:
+            lines.append(f"  read {describe_covered(self.covered)}")
         lines += [f"  {name:<22} {counts.get(name, 0):>10,}" for name in SUMMARY_ORDER]
         lines += [f"  {equation}" for equation in self.reconciliation.equations()]
         for kind in LISTED:
@@ -87,50 +102,122 @@ def reconcile_once(
     join_checkpoint: Path | None = None,
     sink_checkpoint: Path | None = None,
     options: ReconcileOptions | None = None,
+    kind: str = FULL,
 ) -> RunResult:
     """One run, recorded from start to verdict; a run that cannot finish is recorded as
-    ERRORED and raises :class:`ReconciliationError`."""
+    ERRORED and raises :class:`ReconciliationError`. ``kind``: a full run reads everything and
+    fills the digest ledger; an incremental one (#22) reads what arrived since the last run
+    and the boards whose rows changed, and is a full one while no full run has filled the
+    ledger."""
+    if kind not in (FULL, INCREMENTAL):
+        raise BoardstreamError(f"a reconciliation is {FULL} or {INCREMENTAL}, not {kind!r}")
     default_join, default_sink = checkpoints(settings)
     join_checkpoint = join_checkpoint or default_join
     sink_checkpoint = sink_checkpoint or default_sink
     engine = database.engine(settings.database)
+    for store in (digest_ledger, fact_store, table_watch):
+        store.create(engine)
+    if kind == INCREMENTAL and not _has_baseline(engine):
+        logger.info("no full reconciliation has filled the digest ledger yet: this run is full")
+        kind = FULL
     snapshot = take_snapshot(admin_client(settings), settings, join_checkpoint, sink_checkpoint)
-    run_id = ledger.start_run(engine, snapshot.to_json(), run_by)
+    run_id = ledger.start_run(engine, snapshot.to_json(), run_by, kind)
+    check = _full if kind == FULL else _incremental
     try:
-        outcome = _check(spark, settings, snapshot, run_id, str(join_checkpoint), options)
+        outcome, covered = check(
+            spark, engine, settings, snapshot, str(join_checkpoint), options or ReconcileOptions()
+        )
+        validation = _validate(outcome, settings, run_id)
     except Exception as error:
         logger.exception("reconciliation run %s could not finish", run_id)
         ledger.error_run(engine, run_id, f"{type(error).__name__}: {error}"[:4000])
         raise ReconciliationError(run_id, f"{type(error).__name__}: {error}") from error
-    result = outcome.reconciliation
+    result = RunResult(run_id, outcome.reconciliation, validation, kind, covered)
     ledger.finish_run(
         engine,
         run_id,
-        outcome.passed,
-        result.counts,
-        {kind: (f.count, f.examples) for kind, f in result.findings.items()},
-        str(outcome.validation.data_docs_index) if outcome.validation.data_docs_index else None,
-        result.balance,
+        result.passed,
+        outcome.reconciliation.counts,
+        {k: (f.count, f.examples) for k, f in outcome.reconciliation.findings.items()},
+        str(validation.data_docs_index) if validation.data_docs_index else None,
+        outcome.reconciliation.balance,
+        covered,
     )
-    return outcome
+    return result
 
 
-def _check(
+@dataclass(frozen=True)
+class _Outcome:
+    reconciliation: Reconciliation
+    validated_rows: int  # the rows of ``reconciliation.table_snapshot`` the checks expect
+
+
+def _has_baseline(engine: Engine) -> bool:
+    with engine.connect() as connection:
+        return bool(digest_ledger.cursor(connection))
+
+
+def _full(
     spark: SparkSession,
+    engine: Engine,
     settings: Settings,
     snapshot: Snapshot,
-    run_id: int,
     join_checkpoint: str,
-    options: ReconcileOptions | None,
-) -> RunResult:
+    options: ReconcileOptions,
+) -> tuple[_Outcome, dict[str, dict[str, list[int]]]]:
+    """Today's run over everything, then its facts, records and rows as the next incremental
+    run's baseline, in one transaction."""
     result = reconcile(spark, settings, snapshot, join_checkpoint, options)
+    assert result.facts is not None and result.records is not None  # a full run keeps them
+    stored = "reconcile: the digest ledger, the facts and the rows as checked"
+    with phase(stored), engine.begin() as connection:
+        digest_ledger.lock(connection)
+        fact_store.reset(connection, result.facts)
+        baseline.record(connection, result.records, snapshot.latest, full=True)
+        table_watch.remember_all(connection)
+    result.facts, result.records = None, None
+    return _Outcome(result, result.expected_table_rows), ledger.covered(
+        snapshot.earliest, snapshot.latest
+    )
+
+
+def _incremental(
+    spark: SparkSession,
+    engine: Engine,
+    settings: Settings,
+    snapshot: Snapshot,
+    join_checkpoint: str,
+    options: ReconcileOptions,
+) -> tuple[_Outcome, dict[str, dict[str, list[int]]]]:
+    """The keys new data touches and the boards whose rows changed, checked and stored; the
+    verdict from the fact store: what the last check of every key found."""
+    now_ms = int(time.time() * 1000)
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    with phase("reconcile: incremental checks"), engine.begin() as connection:
+        checked = incremental.check(
+            spark, connection, settings, snapshot, join_checkpoint, options, now_ms
+        )
+        result = conclude(
+            fact_store.counts(connection),
+            lambda kind: fact_store.examples(connection, kind, options.examples),
+            settings,
+            snapshot,
+            now_ms,
+            options,
+            checked.table_snapshot,
+            checked.waiting,
+        )
+    return _Outcome(result, checked.expected_rows), checked.covered
+
+
+def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationReport:
+    """The Great Expectations suite over the rows the run read (all of them in a full run)."""
     with phase("reconcile: Great Expectations"):
-        validation = validate_reconciliation(
-            result.table_snapshot,
-            result.expected_table_rows,
-            result.difference_sets(),
+        return validate_reconciliation(
+            outcome.reconciliation.table_snapshot,
+            outcome.validated_rows,
+            outcome.reconciliation.difference_sets(),
             settings.data_docs,
             f"reconciliation-{run_id}",
             settings.data_docs_retention,
         )
-    return RunResult(run_id, result, validation)

@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from boardstream.errors import BoardstreamError
+from boardstream import database
 from boardstream.joins.schema import BOARD_ID_MAX_CHARS
 
 metadata = sa.MetaData()
@@ -49,18 +49,6 @@ def create(engine: Engine) -> None:
     metadata.create_all(engine)
 
 
-def _insert(engine: Engine) -> Any:
-    if engine.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    elif engine.dialect.name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:
-        raise BoardstreamError(
-            f"board_detail upserts support PostgreSQL and SQLite, not {engine.dialect.name}"
-        )
-    return insert(board_detail)
-
-
 def latest_per_board(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per board_id, the one furthest in ``board-detail``. A multi-row upsert may not
     touch a key twice, and a batch can hold a replayed copy of a record."""
@@ -78,7 +66,7 @@ def upsert(engine: Engine, rows: list[dict[str, Any]], chunk: int = 5_000) -> in
     rows = latest_per_board(rows)
     if not rows:
         return 0
-    statement = _insert(engine)
+    statement = database.upsert_insert(engine.dialect, board_detail, "board_detail upserts")
     excluded = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=[board_detail.c.board_id],

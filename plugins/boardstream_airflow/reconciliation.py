@@ -11,11 +11,14 @@ from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
 
 
-def reconcile_or_fail(spark: Any, settings: Settings, context: dict[str, Any]) -> dict[str, Any]:
+def reconcile_or_fail(
+    spark: Any, settings: Settings, context: dict[str, Any], kind: str
+) -> dict[str, Any]:
+    """One run of ``kind`` (full or incremental)."""
     from boardstream import reconcile
 
     run_by = f"airflow:{context['dag'].dag_id}/{context['run_id']}/{context['ti'].task_id}"
-    result = reconcile.run_once(spark, settings, run_by)
+    result = reconcile.run_once(spark, settings, run_by, kind=kind)
     summary = "\n".join(result.summary())
     print(summary)
     if not result.passed:

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from boardstream.reconcile.ledger import FULL
 from boardstream.sink import table as sink_table
-from tests.adversarial.world import NOW, board, execute
+from tests.adversarial.world import NOW, board, execute, reconcile_as
 from tests.fixtures import new_database
 from tests.pipeline import Pipeline
 
@@ -40,6 +41,7 @@ def table_world(kafka, spark, postgres, tmp_path_factory) -> Iterator[Pipeline]:
     pipeline.join()
     pipeline.sink()
     execute(url, "CREATE TABLE board_detail_pristine AS SELECT * FROM board_detail")
+    reconcile_as(pipeline, FULL)  # the incremental runs' baseline
     yield pipeline
 
 
@@ -64,4 +66,5 @@ def fresh(kafka, spark, postgres, tmp_path) -> Pipeline:
     populate(pipeline)
     pipeline.join()
     pipeline.sink()
+    reconcile_as(pipeline, FULL)  # the incremental runs' baseline
     return pipeline

@@ -4,6 +4,7 @@ tamper with what a reconciliation reads and to reconcile exactly as production d
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from typing import Any
@@ -12,6 +13,7 @@ import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from boardstream.reconcile.checks import FAILING, ReconcileOptions
+from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
 from tests.pipeline import Pipeline
@@ -35,6 +37,22 @@ def board(pipeline: Pipeline, board_id: str, member_id: int, ts: int, **fields: 
 
 
 def reconcile(pipeline: Pipeline, **options: Any) -> RunResult:
+    """An incremental run and a full one of the same state (#22): both must give the same
+    verdict, counts, findings and balance. Returns the incremental run's result. The pipelines
+    that tamper run a full one first (their fixtures), so the incremental run finds the
+    tampering as new data or changed rows; elsewhere the first run, with no ledger yet, is the
+    full one, and the incremental one follows it."""
+    first = reconcile_as(pipeline, INCREMENTAL, **options)
+    second = reconcile_as(pipeline, FULL if first.kind == INCREMENTAL else INCREMENTAL, **options)
+    incremental, full = (first, second) if first.kind == INCREMENTAL else (second, first)
+    assert (incremental.kind, full.kind) == (INCREMENTAL, FULL)
+    assert verdict(incremental) == verdict(full), "\n".join(
+        ["incremental:", *incremental.summary(), "full:", *full.summary()]
+    )
+    return incremental
+
+
+def reconcile_as(pipeline: Pipeline, kind: str, **options: Any) -> RunResult:
     settings = pipeline.settings
     return reconcile_once(
         pipeline.spark,
@@ -43,6 +61,22 @@ def reconcile(pipeline: Pipeline, **options: Any) -> RunResult:
         join_checkpoint=pipeline.workdir / f"{settings.board_topic}-join",
         sink_checkpoint=pipeline.workdir / f"{settings.board_topic}-sink",
         options=ReconcileOptions(**options),
+        kind=kind,
+    )
+
+
+def verdict(result: RunResult) -> tuple:
+    """What two runs of one state must agree on: the verdict, every count and finding (with
+    its ids), the balance."""
+    found = result.reconciliation
+    stalled = found.findings["stalled"]
+    return (
+        result.passed,
+        found.counts,
+        {k: (f.count, f.examples) for k, f in found.findings.items() if k != "stalled"},
+        # how long a job has stalled is measured at each run
+        [re.sub(r" for \S+$", "", line) for line in stalled.examples],
+        found.balance,
     )
 
 

@@ -25,6 +25,7 @@ def test_no_import_errors(dagbag) -> None:
         "changelog_compaction_tuning",
         "demo_data",
         "reconciliation",
+        "reconciliation_full",
     }
 
 

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from boardstream import database
 from boardstream.durations import span
 from boardstream.reconcile import ledger
+from boardstream.reconcile.ledger import INCREMENTAL
 from boardstream.reconcile.run import reconcile_once
 from boardstream.spark.progress import read_progress
 from boardstream.spark.slo import batch_ended
@@ -83,7 +84,7 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
     passed = reconcile_once(spark, settings, RUN_BY)
     with engine.begin() as connection:
         connection.execute(sa.text("DELETE FROM board_detail WHERE board_id = 'r3'"))
-    failed = reconcile_once(spark, settings, RUN_BY)
+    failed = reconcile_once(spark, settings, RUN_BY, kind=INCREMENTAL)
     assert (passed.passed, failed.passed) == (True, False)
 
     paths = ("api/health", "health", "data-docs/", "static/chartjs/chart.umd.min.js")
@@ -111,6 +112,8 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         assert set(shown) >= {"source", "joined", "unmatched", "dead_lettered", "missing"}
         verdict = row.find_element(By.CSS_SELECTOR, "[data-field=verdict]").text
         assert verdict == ("PASSED" if stored["passed"] else "FAILED")
+        kind = row.find_element(By.CSS_SELECTOR, "[data-field=kind]").text.split("\n")
+        assert kind == [result.kind, f"read {ledger.describe_covered(stored['covered'])}"]
         log_link = row.find_element(By.LINK_TEXT, "task log").get_attribute("href")
         assert log_link == f"{api_server}/dags/reconciliation/runs/manual__test/tasks/reconcile"
         docs_link = row.find_element(By.LINK_TEXT, "Data Docs").get_attribute("href")

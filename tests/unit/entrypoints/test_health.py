@@ -107,6 +107,14 @@ def test_a_runs_status(status, passed, shown, tmp_path: Path) -> None:
     assert _run(ledger_run(1, status=status, passed=passed), tmp_path)["status"] == shown
 
 
+# Per topic and partition, the offsets [from, to) a run read; nothing new in board[1] and dlq.
+COVERED = {
+    "member": {"1": [40, 41]},
+    "board": {"2": [0, 7], "1": [30, 30], "0": [1200, 1500]},
+    "board-dlq": {"0": [5, 5]},
+}
+
+
 def test_a_run_as_the_page_gets_it(tmp_path: Path) -> None:
     issues = {
         "zz_from_an_older_version": (1, ["x"]),
@@ -140,7 +148,14 @@ def test_a_run_as_the_page_gets_it(tmp_path: Path) -> None:
         "in_transit": {},
         "data_docs": None,
         "airflow": ["reconciliation", "r9", "reconcile"],
+        "kind": "full",  # recorded before #22: a full run of no recorded range
+        "covered": None,
     }
+    incremental = _run({**run, "kind": "incremental", "covered": COVERED}, tmp_path)
+    assert (incremental["kind"], incremental["covered"]) == (
+        "incremental",
+        "board 0:[1,200, 1,500) 2:[0, 7); member 1:[40, 41)",
+    )
     failed = _run({**run, "passed": False, "status": "FAILED"}, tmp_path)["findings"]
     assert failed == {
         "missing": {"count": 1, "examples": ["b7"]},

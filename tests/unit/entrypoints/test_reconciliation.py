@@ -44,8 +44,8 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
         seen["spark"].append(name)
         return Spark
 
-    def run_once(spark, _settings, run_by, join_cp, sink_cp, options=None):
-        seen["runs"].append((spark, run_by, join_cp, sink_cp, options))
+    def run_once(spark, _settings, run_by, join_cp, sink_cp, options=None, kind="full"):
+        seen["runs"].append((spark, run_by, join_cp, sink_cp, options, kind))
         if isinstance(seen["outcome"], BaseException):
             raise seen["outcome"]
         return seen["outcome"]
@@ -71,6 +71,7 @@ def test_reconcile_flags_become_the_runs_options(calls, capsys) -> None:
         "airflow:r/1/t",
         "--join-checkpoint",
         "/cp/join",
+        "--full",
     ]
     assert reconciliation.reconcile_main(argv) == 0
     assert calls["spark"] == ["reconcile"]
@@ -82,6 +83,7 @@ def test_reconcile_flags_become_the_runs_options(calls, capsys) -> None:
             Path("/cp/join"),
             None,
             ReconcileOptions(stall_after_ms=1_800_000, unmatched_timeout_ms=300_000),
+            "full",
         )
     ]
     assert capsys.readouterr().out == "reconciliation run 9: PASSED\n  source 3\n"
@@ -89,8 +91,8 @@ def test_reconcile_flags_become_the_runs_options(calls, capsys) -> None:
 
 def test_reconcile_defaults(calls) -> None:
     assert reconciliation.reconcile_main([]) == 0
-    ((_, run_by, join_cp, sink_cp, options),) = calls["runs"]
-    assert (run_by, join_cp, sink_cp) == ("cli", None, None)
+    ((_, run_by, join_cp, sink_cp, options, kind),) = calls["runs"]
+    assert (run_by, join_cp, sink_cp, kind) == ("cli", None, None, "incremental")
     assert options == ReconcileOptions(stall_after_ms=1_200_000, unmatched_timeout_ms=600_000)
 
 
@@ -145,7 +147,9 @@ def test_a_repair_then_reconciles_again(calls, monkeypatch, capsys) -> None:
     assert looked_up == [7]
     assert calls["spark"] == ["repair"]
     assert calls["repairs"] == [(Spark, 7, "as-of", Path("/cp/j"))]
-    assert calls["runs"] == [(Spark, "me (after repair of run 7)", Path("/cp/j"), None, None)]
+    assert calls["runs"] == [
+        (Spark, "me (after repair of run 7)", Path("/cp/j"), None, None, "full")
+    ]
     assert capsys.readouterr().out == (
         "rejoined: 1,234, table: 2\nreconciliation run 9: FAILED\n  source 3\n"
     )

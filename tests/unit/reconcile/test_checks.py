@@ -21,8 +21,8 @@ from boardstream.reconcile.checks import (
     Finding,
     ReconcileOptions,
     Reconciliation,
-    _join_mode,
     _unbalanced,
+    join_mode,
 )
 from boardstream.spark.checkpoint_guard import record_identity
 
@@ -180,5 +180,5 @@ def test_partitions_whose_classes_do_not_add_up_are_named_in_order() -> None:
 
 def test_the_join_mode_is_the_checkpoints_recorded_one(tmp_path: Path) -> None:
     record_identity(tmp_path / "join", {"query": "board-detail-join", "join_mode": "as-of"})
-    assert _join_mode(str(tmp_path / "join")) == "as-of"
-    assert _join_mode(str(tmp_path / "never-started")) is None
+    assert join_mode(str(tmp_path / "join")) == "as-of"
+    assert join_mode(str(tmp_path / "never-started")) is None

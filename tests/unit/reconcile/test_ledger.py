@@ -40,6 +40,8 @@ def test_a_started_run_is_open(engine: Engine) -> None:
         "status": None,
         "error": None,
         "balance": None,
+        "kind": "full",
+        "covered": None,
         "issues": {},
     }
 
@@ -157,6 +159,8 @@ def test_an_older_database_gains_the_missing_columns_and_keeps_its_runs(engine: 
         "status",
         "error",
         "balance",
+        "kind",
+        "covered",
     ]
     old = ledger.run(engine, 1)
     assert old is not None

@@ -76,7 +76,7 @@ def test_the_summary_of_a_failed_run() -> None:
     )
     validation = _validation(ROW_COUNT_OK, ROW_COUNT_FAILED, index=Path("/docs/run-7/index.html"))
     assert RunResult(7, reconciliation, validation).summary() == [
-        "reconciliation run 7: FAILED",
+        "reconciliation run 7 (full): FAILED",
         "  source                  1,234,567",
         "  read                    1,200,000",
         "  not_yet_read               34,567",
@@ -123,7 +123,7 @@ def test_the_summary_of_a_passed_run_lists_every_waiting_board_without_oldest() 
         {"source": 1, "read": 1, "pending": 1}, {"pending": Finding(1, ["b3"])}, ["b3: waiting"]
     )
     lines = RunResult(2, reconciliation, _validation(ROW_COUNT_OK)).summary()
-    assert lines[0] == "reconciliation run 2: PASSED"
+    assert lines[0] == "reconciliation run 2 (full): PASSED"
     assert lines[-4:] == [
         "  sink_dead_lettered              0",
         "  board[0]: source 1 = joined 0 + unmatched 0 + dead-lettered 0 + pending 1 + missing 0 "

@@ -1,0 +1,173 @@
+"""An incremental reconciliation (#22) after new data, next to its floor and to a full run.
+
+    .venv/bin/boardstream stack up
+    .venv/bin/python bench/reconcile_incremental.py                 # production scale, 1 % new
+    .venv/bin/python bench/reconcile_incremental.py --scale 0.1 --new 0.01
+    .venv/bin/python bench/reconcile_incremental.py --scale 1 --keep  # prints the backlog's RUN
+    .venv/bin/python bench/reconcile_incremental.py --reuse RUN       # new boards on it again
+
+Produces the seeded backlog (or reuses a kept one), drains it through the join and the sink,
+and runs a full reconciliation (timed: it also fills the digest ledger). Then produces ``--new``
+times the backlog's boards as new boards of existing members, drains them, and times, in the
+same session:
+
+- the incremental run (snapshot, the new records, the ledger's lookups, the table's bucket
+  digests, every check of the touched keys, the fact store, Great Expectations);
+- its floor: one plain consume of just the new records of every topic the run reads, plus one
+  aggregate query over the table (``count(*)``);
+- the table's bucket digests alone (the aggregate the run does compute), for where time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import time
+
+import sqlalchemy as sa
+from backlog import backlog_settings, produce_backlog
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from boardstream import database, joins, logs, reconcile, sink
+from boardstream.joins.job import JoinJobConfig
+from boardstream.kafka.clients import admin_client, client_config
+from boardstream.kafka.topics import describe_topics, platform_topics
+from boardstream.reconcile import digest_ledger, table_buckets
+from boardstream.reconcile.ledger import FULL, INCREMENTAL
+from boardstream.settings import Settings
+from boardstream.sink.job import SinkJobConfig
+from boardstream.spark.session import spark_session
+
+NAME = "bench-inc"
+
+
+def drain(spark, settings: Settings) -> None:
+    """The join, then the sink, each until it has read everything (available-now)."""
+    for start in (joins.start(spark, settings, JoinJobConfig()), None):
+        query = start or sink.start(spark, settings, SinkJobConfig())
+        query.awaitTermination()
+        assert query.exception() is None, query.exception()
+
+
+def produce_new_boards(settings: Settings, count: int, members: int) -> None:
+    """``count`` boards of ids no backlog uses, each of a random existing member."""
+    producer = Producer({**settings.to_confluent(), "acks": "all", "linger.ms": 20})
+    pick = random.Random(2)
+    now = int(time.time() * 1000)
+    for i in range(count):
+        board_id = f"new-{now}-{i}"
+        value = {
+            "id": board_id,
+            "member_id": pick.randint(1, members),
+            "title": f"title {i}",
+            "body": "body",
+            "created_ts": now + i,
+            "created_at": "2026-11-25T00:00:00",
+            "modified_at": "2026-11-25T00:00:00",
+        }
+        producer.produce(
+            settings.board_topic, key=board_id.encode(), value=json.dumps(value).encode()
+        )
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0, "new boards not acknowledged"
+
+
+def consume_since(settings: Settings, topics: list[str], cursor: dict) -> int:
+    """One plain consume of the records past ``cursor`` in ``topics`` (one consumer assigned
+    every partition with something new); how many."""
+    ends = {
+        (d.name, p): end
+        for d in describe_topics(admin_client(settings), settings, topics)
+        for p, end in d.end_offsets.items()
+        if end > cursor.get(d.name, {}).get(p, 0)
+    }
+    consumer = Consumer(
+        client_config(
+            settings,
+            **{
+                "group.id": "bench-floor",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            },
+        )
+    )
+    consumer.assign([TopicPartition(t, p, cursor.get(t, {}).get(p, 0)) for t, p in ends])
+    records, waiting = 0, set(ends)
+    while waiting:
+        for message in consumer.consume(10_000, timeout=1.0):
+            if message.error() is None:
+                records += 1
+            elif message.error().code() == KafkaError._PARTITION_EOF:
+                waiting.discard((message.topic(), message.partition()))
+    consumer.close()
+    return records
+
+
+def timed(action):
+    began = time.perf_counter()
+    result = action()
+    return result, time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of production scale")
+    parser.add_argument("--new", type=float, default=0.01, help="new boards, as a fraction")
+    parser.add_argument("--keep", action="store_true", help="leave the backlog in place")
+    parser.add_argument("--reuse", metavar="RUN", help="add new boards to a kept backlog")
+    args = parser.parse_args()
+    logs.configure(verbose=False)  # the runs' phase timings, as the CLI shows them
+    if args.reuse:
+        settings = backlog_settings(NAME, args.reuse)
+    else:
+        settings, _ = produce_backlog(NAME, args.scale)
+    spark = spark_session(settings, "bench-reconcile-incremental")
+    spark.sparkContext.setLogLevel("ERROR")
+    if not args.reuse:
+        drain(spark, settings)
+    run_once = reconcile.run_once  # imported (with GX) before any clock starts
+    full, full_s = timed(lambda: run_once(spark, settings, "bench", kind=FULL))
+    print("\n".join(full.summary()), flush=True)
+    boards = full.reconciliation.counts["source"]
+    engine = database.engine(settings.database)
+    with engine.connect() as connection:
+        cursor = digest_ledger.cursor(connection)
+    members = max(1, round(442_128 * args.scale))
+    new_boards = max(1, round(boards * args.new))
+    produce_new_boards(settings, new_boards, members)
+    drain(spark, settings)
+    print(f"{new_boards:,} new boards joined and loaded; reconciling incrementally", flush=True)
+
+    result, incremental_s = timed(lambda: run_once(spark, settings, "bench", kind=INCREMENTAL))
+    print("\n".join(result.summary()), flush=True)
+    assert result.kind == INCREMENTAL and result.passed, "the incremental run did not pass"
+    topics = [spec.name for spec in platform_topics(settings)]
+    new_records, consume_s = timed(lambda: consume_since(settings, topics, cursor))
+    with engine.connect() as connection:
+        table_rows, count_s = timed(
+            lambda: connection.execute(sa.text("SELECT count(*) FROM board_detail")).scalar()
+        )
+        _, buckets_s = timed(lambda: table_buckets.bucket_digests(connection))
+    floor_s = consume_s + count_s
+
+    print(f"\n{boards:,} source boards before; {new_boards:,} new ({args.new:.1%})")
+    print(f"{new_records:,} new records in the topics; {table_rows:,} table rows")
+    print("| step | seconds |\n|---|---:|")
+    print(f"| full run (all checks, table, GX, fills the ledger) | {full_s:.1f} |")
+    print(f"| incremental run | {incremental_s:.1f} |")
+    print(f"| floor: consume the new records | {consume_s:.2f} |")
+    print(f"| floor: one aggregate query over the table (count) | {count_s:.2f} |")
+    print(f"| the table's bucket digests (inside the run) | {buckets_s:.2f} |")
+    print(f"\nincremental: {incremental_s:.1f} s, {incremental_s / floor_s:.1f}x its floor")
+    if args.keep or args.reuse:
+        print(f"backlog kept: --reuse {settings.var_dir.name}")
+        return
+    admin_client(settings).delete_topics(topics)
+    shutil.rmtree(settings.var_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

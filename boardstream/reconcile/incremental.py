@@ -1,0 +1,366 @@
+"""An incremental run's inputs (#22): the checks' frames for just the keys new data touches.
+
+The records past the digest ledger's cursor are read from the topics; every older record of a
+touched key is looked up in the ledger. Records the topics no longer hold (below a partition's
+earliest offset: retention, ``deleteRecords``) are left out, as a full run, which reads from the
+earliest offset, never sees them. ``checks.facts`` then checks these frames exactly as it checks
+a full run's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from sqlalchemy.engine import Connection
+
+from boardstream.errors import BoardstreamError
+from boardstream.reconcile import (
+    affected,
+    baseline,
+    checks,
+    digest_ledger,
+    fact_store,
+    ledger,
+    readers,
+    table_checks,
+    table_watch,
+)
+from boardstream.reconcile.affected import Keys, Position
+from boardstream.reconcile.baseline import Records
+from boardstream.reconcile.checks import CheckInputs
+from boardstream.reconcile.snapshot import Offsets, Snapshot
+from boardstream.settings import Settings
+from boardstream.timing import phase
+
+log = logging.getLogger(__name__)
+
+SOURCE = ("source_partition", "source_offset")
+RECORD = ("record_partition", "record_offset")
+DETAIL = ("detail_partition", "detail_offset")
+MEMBER = ("member_partition", "member_offset")
+# Kinds a key keeps once its board has gone its way: no reason to check it again unasked.
+SETTLED = (
+    "source",
+    "read",
+    "joined",
+    "unmatched",
+    "dead_lettered",
+    "expected_table_rows",
+    "sink_dead_lettered",
+    "source_expired",
+    "topic_replays",
+)
+
+
+def read_new(
+    spark: SparkSession, settings: Settings, snapshot: Snapshot, cursor: Offsets
+) -> Records:
+    """Each topic from the ledger's cursor to the snapshot's end, in one scan."""
+    names = (
+        settings.board_topic,
+        settings.board_detail_topic,
+        settings.unmatched_topic,
+        settings.dlq_topic,
+        settings.member_topic,
+    )
+    every = readers.read_topics(
+        spark, settings, {name: (cursor.get(name, {}), snapshot.latest[name]) for name in names}
+    ).cache()
+
+    def topic(name: str) -> DataFrame:
+        return every.where(F.col("topic") == name)
+
+    dlq = topic(settings.dlq_topic)
+    refused = [
+        readers.dead_letters(dlq, name).select(
+            F.lit(name).alias("source_topic"), "source_partition", "source_offset"
+        )
+        for name in (settings.board_detail_topic, settings.member_topic)
+    ]
+    new = Records(
+        sources=readers.sources(topic(settings.board_topic)).toArrow(),
+        details=readers.details(topic(settings.board_detail_topic)).toArrow(),
+        unmatched=readers.unmatched(topic(settings.unmatched_topic)).toArrow(),
+        dead_letters=readers.dead_letters(dlq, settings.board_topic).toArrow(),
+        refused=refused[0].unionByName(refused[1]).toArrow(),
+        members=readers.members(topic(settings.member_topic)).toArrow(),
+    )
+    every.unpersist()
+    return new
+
+
+def seeds(new: Records, carried: Keys) -> Keys:
+    """The keys new data touches before closure: every new source position and every source
+    position a new output names, every board with a new board-detail record, and the
+    ``carried`` keys (:func:`carried`)."""
+    named = [new.sources, new.details, new.unmatched, new.dead_letters]
+    return carried | Keys.of(
+        {p for table in named for p in _positions(table, SOURCE)},
+        new.details.column("board_id").drop_null().to_pylist(),
+    )
+
+
+def carried(
+    connection: Connection, settings: Settings, snapshot: Snapshot, waiting: DataFrame
+) -> Keys:
+    """The keys checked again though no new record names them: open at the last run
+    (:func:`fact_store.open_keys`); every waiting board, by position and by board (its
+    ``overdue_pending`` or ``stuck_pending`` facts are keyed by board, so each run replaces
+    them); and the keys of records the topics have deleted since (below a partition's earliest
+    offset), whose facts a full run would no longer find."""
+    pending = waiting.select("board_id", *SOURCE).collect()
+    keys = fact_store.open_keys(connection, SETTLED) | Keys.of(
+        {(r.source_partition, r.source_offset) for r in pending},
+        {r.board_id for r in pending if r.board_id is not None},
+    )
+    earliest = snapshot.earliest
+    gone = [
+        digest_ledger.below(connection, "source", earliest.get(settings.board_topic, {})),
+        *(
+            digest_ledger.below(connection, holder, earliest.get(topic, {}))
+            for holder, topic in (
+                ("joined", settings.board_detail_topic),
+                ("unmatched", settings.unmatched_topic),
+                ("dead_lettered", settings.dlq_topic),
+            )
+        ),
+    ]
+    return keys | Keys.of(
+        {p for table in gone for p in _positions(table, SOURCE)},
+        gone[1].column("board_id").drop_null().to_pylist(),
+    )
+
+
+def lookups(
+    connection: Connection, new: Records
+) -> tuple[Callable[[frozenset[str]], list[Position]], Callable[[frozenset[Position]], list[str]]]:
+    """``affected.close``'s two relations over the ledger and the new records: the source
+    positions of the boards' joined records, the boards of the joined records at positions."""
+
+    def positions_of(boards: frozenset[str]) -> list[Position]:
+        old = digest_ledger.outputs_of(connection, boards)
+        return _positions(old, SOURCE) + _positions(_of(new.details, boards), SOURCE)
+
+    def boards_at(positions: frozenset[Position]) -> list[str]:
+        old = digest_ledger.outputs_at(connection, positions)
+        old = old.filter(pc.equal(old["holder"], "joined"))
+        mine = _at(new.details, SOURCE, positions)
+        return [b for t in (old, mine) for b in t.column("board_id").drop_null().to_pylist()]
+
+    return positions_of, boards_at
+
+
+def inputs_for(
+    spark: SparkSession,
+    connection: Connection,
+    settings: Settings,
+    snapshot: Snapshot,
+    keys: Keys,
+    new: Records,
+    waiting: DataFrame,
+) -> CheckInputs:
+    """The checks' frames for ``keys`` (closed): the ledger's records of them and the new
+    ones, less what the topics no longer hold; the table rows of the keys' boards; ``waiting``
+    (the join's waiting boards, all of them: the state is small)."""
+    earliest = snapshot.earliest
+    positions, boards = keys.positions, keys.boards
+    held = digest_ledger.outputs_at(connection, positions)
+
+    def holder(name: str) -> pa.Table:
+        return held.filter(pc.equal(held["holder"], name))
+
+    details = _kept(
+        [
+            digest_ledger.as_details(holder("joined")),
+            digest_ledger.outputs_of(connection, boards),
+            _at(new.details, SOURCE, positions),
+            _of(new.details, boards),
+        ],
+        DETAIL,
+        earliest.get(settings.board_detail_topic, {}),
+    )
+    waiting_members = {r.member_id for r in waiting.select("member_id").collect()}
+    member_ids = {*details.column("member_id").to_pylist(), *waiting_members} - {None}
+    named_versions = set(_positions(details, MEMBER))
+    members = _kept(
+        [
+            digest_ledger.members_at(connection, named_versions),
+            digest_ledger.members_of(connection, member_ids),
+            new.members.filter(
+                pc.is_in(new.members["member_id"], pa.array(sorted(member_ids), pa.int64()))
+            ),
+            _at(new.members, MEMBER, named_versions),
+        ],
+        MEMBER,
+        earliest.get(settings.member_topic, {}),
+    )
+    outputs = {
+        name: _kept(
+            [holder(name).select(new_table.column_names), _at(new_table, SOURCE, positions)],
+            RECORD,
+            earliest.get(topic, {}),
+        )
+        for name, new_table, topic in (
+            ("unmatched", new.unmatched, settings.unmatched_topic),
+            ("dead_lettered", new.dead_letters, settings.dlq_topic),
+        )
+    }
+    sources = _kept(
+        [digest_ledger.sources_at(connection, positions), _at(new.sources, SOURCE, positions)],
+        SOURCE,
+        earliest.get(settings.board_topic, {}),
+    )
+
+    def refused(topic: str, at: set[Position], prefix: str) -> DataFrame:
+        found = _concat(
+            [
+                digest_ledger.refused_at(connection, topic, at),
+                _at(new.refused.filter(pc.equal(new.refused["source_topic"], topic)), SOURCE, at),
+            ]
+        )
+        return spark.createDataFrame(found).select(
+            F.col("source_partition").alias(f"{prefix}_partition"),
+            F.col("source_offset").alias(f"{prefix}_offset"),
+        )
+
+    table = readers.read_table(settings, sorted(boards))
+    frame = spark.createDataFrame
+    return CheckInputs(
+        sources=frame(sources),
+        details=frame(details),
+        unmatched=frame(outputs["unmatched"]),
+        board_dead_letters=frame(outputs["dead_lettered"]),
+        sink_dead_letters=refused(
+            settings.board_detail_topic, set(_positions(details, DETAIL)), "detail"
+        ),
+        refused_members=refused(settings.member_topic, set(_positions(members, MEMBER)), "member"),
+        members=frame(members),
+        table=frame(table.rows).select(
+            F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
+            *DETAIL,
+            readers.content_digest().alias("digest"),
+            "typed",
+        ),
+        waiting=waiting,
+        table_read=table,
+    )
+
+
+def _positions(table: pa.Table, columns: tuple[str, str]) -> list[Position]:
+    return list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+
+
+def _at(table: pa.Table, columns: tuple[str, str], positions: Iterable[Position]) -> pa.Table:
+    """The rows of ``table`` at one of ``positions`` (its ``columns``)."""
+    wanted = {f"{p}@{o}" for p, o in positions}
+    here = [f"{p}@{o}" for p, o in _positions(table, columns)]
+    return table.filter(pa.array([key in wanted for key in here], pa.bool_()))
+
+
+def _of(details: pa.Table, boards: Iterable[str]) -> pa.Table:
+    return details.filter(pc.is_in(details["board_id"], pa.array(sorted(boards), pa.string())))
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """One table of ``tables``' rows, in the first one's columns and types."""
+    first = tables[0].schema
+    return pa.concat_tables([t.select(first.names).cast(first) for t in tables])
+
+
+def _kept(tables: list[pa.Table], position: tuple[str, str], earliest: dict[int, int]) -> pa.Table:
+    """``tables``' rows, each record once (by its own ``position``), less those below their
+    partition's ``earliest`` offset: records the topic no longer holds."""
+    rows = _concat(tables)
+    seen: set[Position] = set()
+    keep = []
+    for p, o in _positions(rows, position):
+        keep.append((p, o) not in seen and o >= earliest.get(p, 0))
+        seen.add((p, o))
+    return rows.filter(pa.array(keep, pa.bool_()))
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What one incremental run re-checked, and what its verdict needs beside the fact store."""
+
+    keys: Keys
+    new: dict[str, int]  # records added to the ledger, per kind
+    delta: dict[tuple[str, int], int]  # the fact counts' changes (kind, partition or -1)
+    table_snapshot: pd.DataFrame  # board_id, member_id of the re-checked boards' rows
+    expected_rows: int  # how many of those rows the checks expect
+    waiting: list[str]  # the oldest waiting boards, as the summary lists them
+    covered: dict[str, dict[str, list[int]]]  # per topic and partition, the offsets read
+
+
+def check(
+    spark: SparkSession,
+    connection: Connection,
+    settings: Settings,
+    snapshot: Snapshot,
+    join_checkpoint: str,
+    options: checks.ReconcileOptions,
+    now_ms: int,
+) -> Checked:
+    """Re-check the keys new data touches and the boards whose rows changed since they were
+    checked (:func:`table_watch.suspects`), store their facts in place of the old ones,
+    remember the re-checked boards' rows, and add the new records to the ledger, its cursor to
+    the snapshot's end: all in the caller's transaction. A ledger no full run has filled yet
+    is refused."""
+    digest_ledger.lock(connection)
+    cursor = digest_ledger.cursor(connection)
+    if not cursor:
+        raise BoardstreamError(
+            "no full reconciliation has filled the digest ledger yet: run one first "
+            "(boardstream reconcile --full)"
+        )
+    ahead = [
+        f"{topic}[{p}]@{end}"
+        for topic, ends in cursor.items()
+        for p, end in ends.items()
+        if end > snapshot.latest.get(topic, {}).get(p, end)
+    ]
+    if ahead:
+        raise BoardstreamError(
+            "a run that started later has already checked past this run's snapshot "
+            f"({', '.join(sorted(ahead))}): this one would check older data as new"
+        )
+    with phase("reconcile: the new records"):
+        new = read_new(spark, settings, snapshot, cursor)
+    waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
+    with phase("reconcile: the keys to re-check"):
+        seeded = seeds(new, carried(connection, settings, snapshot, waiting))
+        changed = Keys.of((), table_watch.suspects(connection, seeded.boards))
+        keys = affected.close(seeded | changed, *lookups(connection, new))
+    with phase("reconcile: their records, rows and checks"):
+        inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
+        found = checks.evaluate(
+            inputs, settings, snapshot, checks.join_mode(join_checkpoint), now_ms, options
+        )
+        lines = checks.waiting_now(waiting, now_ms, options)
+    waiting.unpersist()
+    with phase("reconcile: the facts, the rows as checked and the ledger"):
+        delta = fact_store.replace(connection, keys, found)
+        table_watch.remember(connection, keys.boards)
+        added = baseline.record(connection, new, snapshot.latest)
+    log.info(
+        "incremental run: %d positions and %d boards re-checked, %d new source records",
+        len(keys.positions),
+        len(keys.boards),
+        new.sources.num_rows,
+    )
+    return Checked(
+        keys,
+        added,
+        dict(delta),
+        inputs.table_read.rows.select(["board_id", "member_id"]).to_pandas(),
+        pc.sum(pc.equal(found["kind"], "expected_table_rows")).as_py() or 0,
+        lines,
+        ledger.covered(cursor, snapshot.latest),
+    )

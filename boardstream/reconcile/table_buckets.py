@@ -1,0 +1,286 @@
+"""``board_detail``'s per-bucket digests, computed by the database (issue #22).
+
+An incremental reconciliation verifies each row once, against the record it names, and keeps a
+running digest per bucket of the rows it verified. Tampering with a row verified long ago is then
+found without re-reading any topic: the table's per-bucket digests (one ``GROUP BY`` query in the
+database, :func:`bucket_digests`) are compared with the running ones (:func:`differing_buckets`),
+and only the buckets that differ are drilled into (:func:`rows_in_buckets`).
+
+Definitions (per dialect; digests of one database are comparable with that database's only):
+
+- **canonical row**: every stored column but ``loaded_at`` (``sink_table.COLUMNS``, in order) as
+  one JSON array: strings quoted and escaped, numbers bare, NULL as ``null``. Moving text across
+  columns, NULL against ``''`` or ``'null'``, 1 against ``'1'`` never give the same text.
+  PostgreSQL: ``json_build_array(...)::text``; SQLite: ``json_array(...)``, a BLOB (SQLite stores
+  whatever it is given) as ``["blob", hex]`` instead of an error.
+- **row digest**: the first 64 bits of SHA-256 of the canonical row (UTF-8), as an unsigned
+  integer. PostgreSQL hashes natively; SQLite has no hash function, so one is registered on the
+  query's connection (:func:`_register_sqlite_functions`). A sum of digests is a checksum, not a
+  seal: it finds accidental or careless changes, not a forger who knows the scheme (who could
+  as well write the ledger).
+- **bucket**: the first 32 bits of SHA-256 of ``board_id`` (UTF-8), unsigned, modulo the bucket
+  count: a board's row stays in its bucket whatever its content, and :func:`bucket_of` gives the
+  same bucket in Python and in either database.
+- **bucket digest**: its row count and the exact sum of its rows' digests. The database sums the
+  digests' two 32-bit halves apart, each below 2**32 per row, so a bucket of even 2**31 rows
+  cannot overflow a 64-bit SUM; Python recombines them (``2**32 * high + low``). 64 bits rather
+  than 32: a change that leaves a bucket's sum equal then has a chance of 2**-64, not 2**-32,
+  for one more integer SUM per bucket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import struct
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from boardstream.errors import BoardstreamError
+from boardstream.sink import table as sink_table
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BUCKETS = 4096
+NULL_BUCKET = -1  # the rows without a board id
+# Board ids per key lookup: under SQLite's oldest limit of 999 bound parameters.
+ID_CHUNK = 900
+_HALF = 2**32
+_SQLITE_DIGEST = "boardstream_digest64"
+_SQLITE_BUCKET = "boardstream_bucket"
+_SIGNED_64 = struct.Struct(">q")
+_UNSIGNED_32 = struct.Struct(">I")
+
+
+@dataclass(frozen=True)
+class BucketDigest:
+    """A bucket's row count and the exact sum of its rows' 64-bit digests."""
+
+    rows: int
+    digest_sum: int
+
+    def plus(self, digest: int) -> BucketDigest:
+        """With one more row of ``digest``: how a run adds a newly verified row."""
+        return BucketDigest(self.rows + 1, self.digest_sum + digest)
+
+    def minus(self, digest: int) -> BucketDigest:
+        """Without a row of ``digest``: how a run drops a row it verified before (a board whose
+        newer record replaced it)."""
+        return BucketDigest(self.rows - 1, self.digest_sum - digest)
+
+
+EMPTY = BucketDigest(0, 0)
+
+
+@dataclass(frozen=True)
+class RowDigest:
+    """A row's bucket (from its board id) and its 64-bit digest (from every stored column)."""
+
+    bucket: int
+    digest: int
+
+
+def bucket_of(board_id: str, buckets: int = DEFAULT_BUCKETS) -> int:
+    """The bucket of ``board_id``, as both databases compute it."""
+    return _bucket_of_bytes(board_id.encode("utf-8"), buckets)
+
+
+def totals(rows: Iterable[RowDigest]) -> dict[int, BucketDigest]:
+    """Row digests folded into per-bucket digests: what a ledger's running totals are."""
+    result: dict[int, BucketDigest] = {}
+    for row in rows:
+        result[row.bucket] = result.get(row.bucket, EMPTY).plus(row.digest)
+    return result
+
+
+def differing_buckets(
+    expected: Mapping[int, BucketDigest], actual: Mapping[int, BucketDigest]
+) -> list[int]:
+    """The buckets whose digests differ, in order; a bucket on one side only differs unless it
+    is empty (a bucket whose rows all left is no different from one never filled)."""
+    return sorted(
+        bucket
+        for bucket in expected.keys() | actual.keys()
+        if expected.get(bucket, EMPTY) != actual.get(bucket, EMPTY)
+    )
+
+
+def differing_rows(expected: Mapping[str, RowDigest], actual: Mapping[str, RowDigest]) -> list[str]:
+    """The board ids, in order, whose rows differ: changed, missing or not expected. The last
+    step of a drill-down, given what the drilled buckets' rows should be."""
+    return sorted(
+        board_id
+        for board_id in expected.keys() | actual.keys()
+        if expected.get(board_id) != actual.get(board_id)
+    )
+
+
+def bucket_digests(
+    engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS
+) -> dict[int, BucketDigest]:
+    """Every non-empty bucket's digest, from one ``GROUP BY`` over the whole table: the database
+    reads and hashes every row, and only one small row per bucket crosses the wire."""
+    _check_buckets(buckets)
+    with _connected(engine) as connection:
+        dialect = _prepare(connection)
+        rows = connection.execute(
+            sa.text(
+                "SELECT bucket, count(*), sum((digest >> 32) & 4294967295), "
+                f"sum(digest & 4294967295) FROM ({_digests_select(dialect, buckets)}) AS d "
+                "GROUP BY bucket"
+            )
+        )
+        result = {
+            int(bucket): BucketDigest(int(count), _HALF * int(high) + int(low))
+            for bucket, count, high, low in rows
+        }
+    logger.debug("board_detail: %d buckets of %d hold rows", len(result), buckets)
+    return result
+
+
+def row_digests(
+    engine: Engine | Connection, board_ids: Iterable[str], buckets: int = DEFAULT_BUCKETS
+) -> dict[str, RowDigest]:
+    """The digests of just these boards' rows, by primary-key lookups of ``ID_CHUNK`` ids: what an
+    incremental run adds to its running totals for the rows it has just verified. Given the
+    Connection the rows were verified through, the digests are of the rows it read (same
+    transaction, same snapshot), not of a later write. A board without a row is absent."""
+    _check_buckets(buckets)
+    result: dict[str, RowDigest] = {}
+    with _connected(engine) as connection:
+        dialect = _prepare(connection)
+        statement = sa.text(
+            f"{_digests_select(dialect, buckets, fence=False)} WHERE board_id IN :ids"
+        ).bindparams(sa.bindparam("ids", expanding=True))
+        for chunk in _chunks(sorted(set(board_ids)), ID_CHUNK):
+            result.update(_row_digests(connection.execute(statement, {"ids": chunk})))
+    return result
+
+
+def every_row(engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS) -> dict[str, RowDigest]:
+    """Every row's digest, by board (one of a board's duplicate rows; a row without a board id
+    under None, in :data:`NULL_BUCKET`): what a full run remembers."""
+    _check_buckets(buckets)
+    with _connected(engine) as connection:
+        dialect = _prepare(connection)
+        return _row_digests(connection.execute(sa.text(_digests_select(dialect, buckets))))
+
+
+def rows_in_buckets(
+    engine: Engine | Connection, buckets_wanted: Iterable[int], buckets: int = DEFAULT_BUCKETS
+) -> dict[str, RowDigest]:
+    """Every row of the wanted buckets, with its digest: the drill-down into buckets that
+    differ. One scan of the table (the bucket is computed, not stored), hashing only the rows
+    of the wanted buckets."""
+    _check_buckets(buckets)
+    wanted = sorted(set(buckets_wanted))
+    if not wanted:
+        return {}
+    with _connected(engine) as connection:
+        dialect = _prepare(connection)
+        statement = sa.text(
+            f"{_digests_select(dialect, buckets, fence=False)} "
+            f"WHERE {_bucket_sql(dialect, buckets)} IN :wanted"
+        ).bindparams(sa.bindparam("wanted", expanding=True))
+        return _row_digests(connection.execute(statement, {"wanted": wanted}))
+
+
+def _connected(bind: Engine | Connection) -> AbstractContextManager[Connection]:
+    """A connection of its own for an Engine; a Connection as it is (its transaction kept)."""
+    if isinstance(bind, Connection):
+        return nullcontext(bind)
+    return bind.connect()
+
+
+def _row_digests(rows: Iterable[Any]) -> dict[str, RowDigest]:
+    return {
+        board_id: RowDigest(int(bucket), int(digest) & (2**64 - 1))
+        for board_id, bucket, digest in rows
+    }
+
+
+def _digests_select(dialect: str, buckets: int, fence: bool = True) -> str:
+    """``SELECT board_id, bucket, digest FROM board_detail``, the digest a signed 64-bit integer
+    (its two's complement is the row digest). ``fence`` keeps the database from inlining it
+    into an outer query, which would hash each row twice (once per half)."""
+    columns = list(sink_table.COLUMNS)
+    select = (
+        f"SELECT board_id, {_bucket_sql(dialect, buckets)} AS bucket, "
+        f"{_digest_sql(dialect, columns)} AS digest FROM {sink_table.board_detail.name}"
+    )
+    if not fence:
+        return select
+    return f"{select} {'OFFSET 0' if dialect == 'postgresql' else 'LIMIT -1'}"
+
+
+def _digest_sql(dialect: str, columns: Sequence[str]) -> str:
+    """The signed 64-bit digest of the canonical JSON array of the SQL expressions ``columns``."""
+    if dialect == "postgresql":
+        canonical = f"json_build_array({', '.join(columns)})::text"
+        return f"('x' || left({_pg_sha256_hex(canonical)}, 16))::bit(64)::bigint"
+    # json_array refuses a BLOB: a tagged array, embedded as JSON (never equal to any text).
+    tagged = [
+        f"CASE WHEN typeof({c}) = 'blob' THEN json_array('blob', hex({c})) ELSE {c} END"
+        for c in columns
+    ]
+    return f"{_SQLITE_DIGEST}(CAST(json_array({', '.join(tagged)}) AS BLOB))"
+
+
+def _bucket_sql(dialect: str, buckets: int) -> str:
+    """The bucket of the row's board id; :data:`NULL_BUCKET` for a row without one (SQLite
+    lets a NULL into a non-integer primary key)."""
+    if dialect == "postgresql":
+        bucket = f"(('x' || left({_pg_sha256_hex('board_id')}, 8))::bit(32)::bigint % {buckets})"
+    else:
+        bucket = f"{_SQLITE_BUCKET}(CAST(board_id AS BLOB), {buckets})"
+    return f"coalesce({bucket}, {NULL_BUCKET})"
+
+
+def _pg_sha256_hex(text: str) -> str:
+    return f"encode(sha256(convert_to({text}, 'UTF8')), 'hex')"
+
+
+def _prepare(connection: Connection) -> str:
+    """The connection's dialect, with SQLite's hash functions registered on it."""
+    dialect = connection.dialect.name
+    if dialect == "sqlite":
+        _register_sqlite_functions(connection.connection.dbapi_connection)
+    elif dialect != "postgresql":
+        raise BoardstreamError(f"board_detail digests support PostgreSQL and SQLite, not {dialect}")
+    return dialect
+
+
+def _register_sqlite_functions(dbapi_connection: Any) -> None:
+    """The digest and the bucket as deterministic SQL functions on this SQLite connection
+    (registering again replaces them: cheap, and no engine-wide listener to install)."""
+    dbapi_connection.create_function(_SQLITE_DIGEST, 1, _digest64, deterministic=True)
+    dbapi_connection.create_function(_SQLITE_BUCKET, 2, _bucket_of_bytes, deterministic=True)
+
+
+def _digest64(canonical: bytes | None) -> int | None:
+    """The first 64 bits of SHA-256, as SQLite's signed 64-bit integer."""
+    if canonical is None:
+        return None
+    return _SIGNED_64.unpack_from(hashlib.sha256(canonical).digest())[0]
+
+
+def _bucket_of_bytes(board_id: bytes | None, buckets: int) -> int | None:
+    if board_id is None:
+        return None
+    digest = hashlib.sha256(board_id).digest()
+    return _UNSIGNED_32.unpack_from(digest)[0] % buckets
+
+
+def _check_buckets(buckets: int) -> None:
+    if not 1 <= buckets <= 2**31:
+        raise BoardstreamError(f"bucket count must be between 1 and 2**31, not {buckets}")
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

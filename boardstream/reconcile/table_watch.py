@@ -1,0 +1,248 @@
+"""Old rows still watched (#22): ``board_detail`` as each run last checked it, per board and per
+bucket, so an incremental run finds the boards whose rows changed since without re-reading a
+topic.
+
+After a run checks some boards it remembers their rows' digests (:func:`remember`; a full run
+all of them, :func:`remember_all`) and moves its running per-bucket totals. The next run has the
+database compute the table's per-bucket digests (one ``GROUP BY``,
+:func:`table_buckets.bucket_digests`) and re-checks every board of the buckets that differ
+(:func:`suspects`): within them, the boards whose row digest moved (altered, deleted, added), and
+every board of a bucket holding more rows than boards (a duplicated row leaves its board's
+digest as it was).
+
+What it cannot see: a change that leaves a bucket's row count and 64-bit digest sum as they were
+(a checksum, not a seal); a write between a run's read of the rows and its remembering them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from itertools import islice
+
+import pyarrow as pa
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from boardstream import database
+from boardstream.reconcile import table_buckets
+from boardstream.reconcile.table_buckets import EMPTY, BucketDigest, RowDigest
+from boardstream.reconcile.table_checks import NULL_BOARD_ID
+from boardstream.sink import table as sink_table
+
+log = logging.getLogger(__name__)
+
+metadata = sa.MetaData()
+
+# Each board's rows as last checked: their count and digest sum (two halves, as the database
+# sums them), in the board's bucket.
+reconcile_row = sa.Table(
+    "reconcile_row",
+    metadata,
+    sa.Column("board_id", sa.Text, primary_key=True),
+    sa.Column("bucket", sa.Integer, nullable=False, index=True),
+    sa.Column("rows", sa.BigInteger, nullable=False),
+    sa.Column("high", sa.BigInteger, nullable=False),
+    sa.Column("low", sa.BigInteger, nullable=False),
+)
+# The same, summed per bucket: what the table's bucket digests should be.
+reconcile_bucket = sa.Table(
+    "reconcile_bucket",
+    metadata,
+    sa.Column("bucket", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("rows", sa.BigInteger, nullable=False),
+    sa.Column("high", sa.BigInteger, nullable=False),
+    sa.Column("low", sa.BigInteger, nullable=False),
+)
+# The table's columns and their types as last checked: a change of type leaves the rows' text
+# (and so their digests) as it was, e.g. bigint to numeric, yet is a finding (type_mismatch).
+reconcile_table_schema = sa.Table(
+    "reconcile_table_schema",
+    metadata,
+    sa.Column("signature", sa.Text, nullable=False),
+)
+_CHUNK = 900
+_HALF = 2**32
+
+
+def create(engine: Engine) -> None:
+    metadata.create_all(engine)
+
+
+def suspects(connection: Connection, known: Iterable[str] = ()) -> set[str]:
+    """The boards whose rows changed since they were last checked: in the buckets whose digests
+    differ from the remembered ones, each board whose row digest differs, is new or is gone,
+    and every board of such a bucket that holds more rows than boards (a row without a board id
+    counts as :data:`NULL_BOARD_ID`). Every board when the table's column types changed.
+
+    ``known``: boards the run re-checks anyway (new records of them were loaded): the buckets'
+    expected digests are moved by their rows' change first, so a bucket differs only for what
+    nothing explains, and 1 % new boards do not drill into most buckets."""
+    remembered_schema = connection.execute(sa.select(reconcile_table_schema.c.signature)).scalar()
+    if remembered_schema != _signature(connection):
+        r = reconcile_row.c
+        every = set(connection.execute(sa.select(r.board_id)).scalars())
+        every |= {b or NULL_BOARD_ID for b in table_buckets.every_row(connection)}
+        log.info("board_detail: its columns' types changed; all %d boards re-checked", len(every))
+        return every
+    actual = table_buckets.bucket_digests(connection)
+    b = reconcile_bucket.c
+    remembered_buckets = connection.execute(sa.select(b.bucket, b.rows, b.high, b.low))
+    expected = {
+        bucket: BucketDigest(rows, _HALF * high + low)
+        for bucket, rows, high, low in remembered_buckets
+    }
+    known = sorted(set(known))
+    for row in _remembered(connection, known).values():
+        expected[row.bucket] = expected.get(row.bucket, EMPTY).minus(row.digest)
+    for row in table_buckets.row_digests(connection, known).values():
+        expected[row.bucket] = expected.get(row.bucket, EMPTY).plus(row.digest)
+    differ = table_buckets.differing_buckets(expected, actual)
+    if not differ:
+        return set()
+    r = reconcile_row.c
+    remembered = {
+        board_id: RowDigest(bucket, _HALF * high + low)
+        for board_id, bucket, high, low in connection.execute(
+            sa.select(r.board_id, r.bucket, r.high, r.low).where(r.bucket.in_(differ))
+        )
+    }
+    present = {
+        NULL_BOARD_ID if board_id is None else board_id: row
+        for board_id, row in table_buckets.rows_in_buckets(connection, differ).items()
+    }
+    changed = set(table_buckets.differing_rows(remembered, present))
+    # A bucket holding more rows than boards has a duplicate (or rows without a board id),
+    # whose board's own digest may be unchanged: all of its boards.
+    boards_in: dict[int, set[str]] = {}
+    for board_id, row in [*remembered.items(), *present.items()]:
+        boards_in.setdefault(row.bucket, set()).add(board_id)
+    present_per_bucket: dict[int, int] = {}
+    for row in present.values():
+        present_per_bucket[row.bucket] = present_per_bucket.get(row.bucket, 0) + 1
+    for bucket in differ:
+        if actual.get(bucket, EMPTY).rows != present_per_bucket.get(bucket, 0):
+            changed |= boards_in.get(bucket, set())
+    log.info(
+        "board_detail: %d of %d buckets differ from the last checks; %d boards re-checked",
+        len(differ),
+        table_buckets.DEFAULT_BUCKETS,
+        len(changed),
+    )
+    return changed
+
+
+def remember(connection: Connection, board_ids: Iterable[str]) -> None:
+    """The rows of ``board_ids`` as the table holds them now, in place of what was remembered
+    of them; the bucket totals moved by the difference. In the caller's transaction."""
+    wanted = sorted(set(board_ids))
+    _remember_schema(connection)
+    now = table_buckets.row_digests(connection, wanted)
+    r = reconcile_row.c
+    delta: dict[int, list[int]] = {}
+    for chunk in _chunks(wanted):
+        old = connection.execute(
+            sa.select(r.bucket, r.rows, r.high, r.low).where(r.board_id.in_(chunk))
+        ).all()
+        for bucket, rows, high, low in old:
+            _add(delta, bucket, -rows, -high, -low)
+        connection.execute(reconcile_row.delete().where(r.board_id.in_(chunk)))
+    rows = [_row(board_id, digest) for board_id, digest in now.items()]
+    for row in rows:
+        _add(delta, row["bucket"], row["rows"], row["high"], row["low"])
+    if rows:
+        connection.execute(reconcile_row.insert(), rows)
+    moved = [
+        {"bucket": bucket, "rows": n, "high": high, "low": low}
+        for bucket, (n, high, low) in sorted(delta.items())
+        if n or high or low
+    ]
+    if moved:
+        statement = database.upsert_insert(connection.dialect, reconcile_bucket, "the table watch")
+        excluded = statement.excluded
+        b = reconcile_bucket.c
+        statement = statement.on_conflict_do_update(
+            index_elements=[b.bucket],
+            set_={
+                "rows": b.rows + excluded.rows,
+                "high": b.high + excluded.high,
+                "low": b.low + excluded.low,
+            },
+        )
+        connection.execute(statement, moved)
+
+
+def remember_all(connection: Connection) -> None:
+    """Every row as the table holds it now, in place of everything remembered: a full run's.
+    In the caller's transaction."""
+    connection.execute(reconcile_bucket.delete())
+    _remember_schema(connection)
+    rows = sorted(
+        (
+            _row(board_id, digest)
+            for board_id, digest in table_buckets.every_row(connection).items()
+        ),
+        key=lambda row: row["board_id"],
+    )
+    schema = pa.schema(
+        [("board_id", pa.string())] + [(c, pa.int64()) for c in ("bucket", "rows", "high", "low")]
+    )
+    database.replace_all(connection, reconcile_row, pa.Table.from_pylist(rows, schema))
+    r = reconcile_row.c
+    connection.execute(
+        reconcile_bucket.insert().from_select(
+            ["bucket", "rows", "high", "low"],
+            sa.select(
+                r.bucket, sa.func.sum(r.rows), sa.func.sum(r.high), sa.func.sum(r.low)
+            ).group_by(r.bucket),
+        )
+    )
+    log.info("board_detail: %d boards' rows remembered", len(rows))
+
+
+def _remembered(connection: Connection, board_ids: list[str]) -> dict[str, RowDigest]:
+    r = reconcile_row.c
+    found: dict[str, RowDigest] = {}
+    for chunk in _chunks(board_ids):
+        query = sa.select(r.board_id, r.bucket, r.high, r.low).where(r.board_id.in_(chunk))
+        for board_id, bucket, high, low in connection.execute(query):
+            found[board_id] = RowDigest(bucket, _HALF * high + low)
+    return found
+
+
+def _signature(connection: Connection) -> str:
+    """board_detail's columns and their types, as the database describes them."""
+    columns = sa.inspect(connection).get_columns(sink_table.board_detail.name)
+    return json.dumps([[c["name"], str(c["type"])] for c in columns])
+
+
+def _remember_schema(connection: Connection) -> None:
+    connection.execute(reconcile_table_schema.delete())
+    connection.execute(reconcile_table_schema.insert().values(signature=_signature(connection)))
+
+
+def _row(board_id: str | None, digest: RowDigest) -> dict[str, int | str]:
+    """A board's row, split as the database sums digests (halves below 2**32 each). Duplicate
+    rows of one board are one digest here (:func:`table_buckets.row_digests` keys by board),
+    which :func:`suspects` allows for by re-checking whole buckets."""
+    return {
+        "board_id": NULL_BOARD_ID if board_id is None else board_id,
+        "bucket": digest.bucket,
+        "rows": 1,
+        "high": digest.digest >> 32,
+        "low": digest.digest & (_HALF - 1),
+    }
+
+
+def _add(delta: dict[int, list[int]], bucket: int, rows: int, high: int, low: int) -> None:
+    totals = delta.setdefault(bucket, [0, 0, 0])
+    totals[0] += rows
+    totals[1] += high
+    totals[2] += low
+
+
+def _chunks(items: list[str]) -> Iterable[list[str]]:
+    it = iter(items)
+    while chunk := list(islice(it, _CHUNK)):
+        yield chunk

@@ -1,0 +1,61 @@
+"""``readers.read_table`` by board ids (an incremental run's boards) against real SQLite and
+PostgreSQL: exactly those boards' rows, read as type-strictly as the whole table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+import sqlalchemy as sa
+
+from boardstream import database
+from boardstream.reconcile import readers
+from boardstream.settings import Settings
+from boardstream.sink import table as sink_table
+from tests.fixtures import sqlite_or_postgres_url
+from tests.integration.test_table_buckets import board, make_row
+
+ROWS = 2_000
+
+
+def loaded(url: str, tmp_path: Path) -> Settings:
+    engine = database.engine(url)
+    sink_table.create(engine)
+    assert sink_table.upsert(engine, [make_row(i) for i in range(ROWS)]) == ROWS
+    engine.dispose()
+    return Settings(var_dir=tmp_path, database_url=url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    return loaded(sqlite_or_postgres_url(request, tmp_path), tmp_path)
+
+
+@pytest.mark.parametrize("wanted", [0, 1, 899, 900, 901, 1_000])
+def test_only_the_boards_asked_for_across_chunks(settings: Settings, wanted: int) -> None:
+    ids = [board(i) for i in range(0, 2 * wanted, 2)] + ["not-in-the-table"]
+    read = readers.read_table(settings, ids)
+    whole = readers.read_table(settings)
+    assert whole.rows.num_rows == ROWS
+    asked = whole.rows.filter(pc.is_in(whole.rows.column("board_id"), value_set=pa.array(ids)))
+    assert asked.num_rows == wanted
+    assert read.rows.sort_by("board_id").equals(asked.sort_by("board_id"))
+    assert read.mismatches == []
+
+
+def test_a_value_of_another_type_is_reported_for_the_boards_asked_for(tmp_path: Path) -> None:
+    """SQLite stores a value of another type than its column's: reported, not coerced."""
+    settings = loaded(f"sqlite:///{tmp_path / 'test.db'}", tmp_path)
+    engine = database.engine(settings.database)
+    with engine.begin() as connection:
+        connection.execute(
+            sa.text("UPDATE board_detail SET created_ts = 'soon' WHERE board_id = :b"),
+            {"b": board(3)},
+        )
+    engine.dispose()
+    read = readers.read_table(settings, [board(3), board(4)])
+    assert [m.example() for m in read.mismatches] == [f"{board(3)} (created_ts='soon')"]
+    assert read.rows.num_rows == 2
+    assert readers.read_table(settings, [board(4)]).mismatches == []

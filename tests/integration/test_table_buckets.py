@@ -1,0 +1,330 @@
+"""``board_detail``'s per-bucket digests against real SQLite and PostgreSQL: each kind of
+tampering changes exactly the bucket of the row it touched, the drill-down into that bucket names
+exactly that board, and nothing that leaves the stored values alone changes anything."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from boardstream import database
+from boardstream.reconcile import table_buckets as tb
+from boardstream.sink import table as sink_table
+from tests.fixtures import sqlite_or_postgres_url
+
+BUCKETS = 32  # about ten rows a bucket: a drill-down has neighbours to tell apart
+ROWS = 300
+TABLE = sink_table.board_detail
+
+
+def board(i: int) -> str:
+    return f"board-{i:04d}"
+
+
+def make_row(i: int) -> dict[str, Any]:
+    """Realistic, distinct rows; every tenth city NULL and the next one '', every seventh
+    nickname NULL (what the tampering cases start from)."""
+    return {
+        "board_id": board(i),
+        "member_id": 1_000 + i % 37,
+        "nickname": None if i % 7 == 0 else f"member {i % 37}",
+        "city": None if i % 10 == 0 else "" if i % 10 == 1 else f"city {i % 5}",
+        "phone": f"010-{i:04d}-{i * 7 % 10_000:04d}",
+        "title": f"title of board {i}, with some words in it ok",
+        "body": f"body of board {i} " * 10,
+        "created_ts": 1_700_000_000_000 + i,
+        "created_at": "2026-11-20T10:00:00Z",
+        "modified_at": "2026-11-20T11:00:00Z",
+        "member_modified_at": "2026-11-19T09:00:00Z",
+        "board_partition": i % 3,
+        "board_offset": i,
+        "member_partition": i % 2,
+        "member_offset": i * 2,
+        "detail_partition": i % 3,
+        "detail_offset": 10 + i,
+    }
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request, tmp_path) -> Iterator[Engine]:
+    created = database.engine(sqlite_or_postgres_url(request, tmp_path))
+    sink_table.create(created)
+    assert sink_table.upsert(created, [make_row(i) for i in range(ROWS)]) == ROWS
+    yield created
+    created.dispose()
+
+
+@dataclass(frozen=True)
+class Before:
+    buckets: dict[int, tb.BucketDigest]
+    rows: dict[str, tb.RowDigest]
+
+
+def before(engine: Engine) -> Before:
+    return Before(
+        tb.bucket_digests(engine, BUCKETS),
+        tb.row_digests(engine, [board(i) for i in range(ROWS)], BUCKETS),
+    )
+
+
+def update(engine: Engine, board_id: str, **values: object) -> None:
+    with engine.begin() as connection:
+        changed = connection.execute(
+            TABLE.update().where(TABLE.c.board_id == board_id).values(**values)
+        ).rowcount
+    assert changed == 1
+
+
+def first(predicate: Callable[[dict[str, Any]], bool]) -> str:
+    return next(board(i) for i in range(ROWS) if predicate(make_row(i)))
+
+
+def in_other_buckets(count: int) -> list[str]:
+    chosen: dict[int, str] = {}
+    for i in range(ROWS):
+        chosen.setdefault(tb.bucket_of(board(i), BUCKETS), board(i))
+    return list(chosen.values())[:count]
+
+
+def one_character(engine: Engine) -> list[str]:
+    target = board(17)
+    title = make_row(17)["title"]
+    update(engine, target, title=title[:5] + "X" + title[6:])
+    return [target]
+
+
+def nulled(engine: Engine) -> list[str]:
+    update(engine, board(18), phone=None)
+    return [board(18)]
+
+
+def null_to_empty(engine: Engine) -> list[str]:
+    target = first(lambda row: row["city"] is None)
+    update(engine, target, city="")
+    return [target]
+
+
+def empty_to_null(engine: Engine) -> list[str]:
+    target = first(lambda row: row["city"] == "")
+    update(engine, target, city=None)
+    return [target]
+
+
+def null_to_null_text(engine: Engine) -> list[str]:
+    target = first(lambda row: row["nickname"] is None)
+    update(engine, target, nickname="null")
+    return [target]
+
+
+def integer_changed(engine: Engine) -> list[str]:
+    update(engine, board(19), member_id=make_row(19)["member_id"] + 1)
+    return [board(19)]
+
+
+def deleted(engine: Engine) -> list[str]:
+    with engine.begin() as connection:
+        connection.execute(TABLE.delete().where(TABLE.c.board_id == board(20)))
+    return [board(20)]
+
+
+def forged(engine: Engine) -> list[str]:
+    sink_table.upsert(engine, [make_row(ROWS) | {"title": "a row no record made"}])
+    return [board(ROWS)]
+
+
+def titles_swapped(engine: Engine) -> list[str]:
+    one, other = in_other_buckets(2)
+    rows = {b: make_row(int(b.removeprefix("board-"))) for b in (one, other)}
+    update(engine, one, title=rows[other]["title"])
+    update(engine, other, title=rows[one]["title"])
+    return [one, other]
+
+
+def detail_offset_changed(engine: Engine) -> list[str]:
+    update(engine, board(21), detail_offset=make_row(21)["detail_offset"] + 1)
+    return [board(21)]
+
+
+def text_moved_across_columns(engine: Engine) -> list[str]:
+    """The title's last character moved to the body's front: the concatenation is unchanged."""
+    row = make_row(22)
+    update(engine, board(22), title=row["title"][:-1], body=row["title"][-1] + row["body"])
+    return [board(22)]
+
+
+TAMPERINGS = [
+    one_character,
+    nulled,
+    null_to_empty,
+    empty_to_null,
+    null_to_null_text,
+    integer_changed,
+    deleted,
+    forged,
+    titles_swapped,
+    detail_offset_changed,
+    text_moved_across_columns,
+]
+
+
+@pytest.mark.parametrize("tamper", TAMPERINGS, ids=lambda f: f.__name__)
+def test_each_tampering_changes_exactly_its_buckets_and_the_drill_down_names_its_board(
+    engine: Engine, tamper: Callable[[Engine], list[str]]
+) -> None:
+    was = before(engine)
+    tampered = tamper(engine)
+
+    now = tb.bucket_digests(engine, BUCKETS)
+    differing = tb.differing_buckets(was.buckets, now)
+    assert differing == sorted({tb.bucket_of(b, BUCKETS) for b in tampered})
+    # The ledger's running totals (row digests summed) see the same.
+    assert tb.differing_buckets(tb.totals(was.rows.values()), now) == differing
+    drilled = tb.rows_in_buckets(engine, differing, BUCKETS)
+    expected = {b: row for b, row in was.rows.items() if row.bucket in differing}
+    assert len(expected) > len(tampered)  # the tampered rows had neighbours in their buckets
+    assert tb.differing_rows(expected, drilled) == sorted(tampered)
+
+
+def test_the_same_table_digests_alike_twice_and_as_its_row_digests_summed(engine: Engine) -> None:
+    first_call = tb.bucket_digests(engine, BUCKETS)
+    assert tb.bucket_digests(engine, BUCKETS) == first_call
+    assert sorted(first_call) == list(range(BUCKETS))
+    assert sum(digest.rows for digest in first_call.values()) == ROWS
+    rows = tb.row_digests(engine, [board(i) for i in range(ROWS)], BUCKETS)
+    assert len(rows) == ROWS
+    assert tb.totals(rows.values()) == first_call
+    assert tb.rows_in_buckets(engine, range(BUCKETS), BUCKETS) == rows
+
+
+def test_default_bucket_count(engine: Engine) -> None:
+    digests = tb.bucket_digests(engine)
+    assert all(0 <= bucket < tb.DEFAULT_BUCKETS for bucket in digests)
+    assert sum(digest.rows for digest in digests.values()) == ROWS
+    assert tb.totals(tb.row_digests(engine, [board(i) for i in range(ROWS)]).values()) == digests
+
+
+def test_buckets_follow_the_board_id_alone_as_python_computes_them(engine: Engine) -> None:
+    rows = tb.row_digests(engine, [board(i) for i in range(ROWS)], BUCKETS)
+    assert {b: row.bucket for b, row in rows.items()} == {
+        board(i): tb.bucket_of(board(i), BUCKETS) for i in range(ROWS)
+    }
+    unicode_id = "게시판-é-🙂"
+    sink_table.upsert(engine, [make_row(0) | {"board_id": unicode_id}])
+    (row,) = tb.row_digests(engine, [unicode_id], BUCKETS).values()
+    assert row.bucket == tb.bucket_of(unicode_id, BUCKETS)
+    update(engine, unicode_id, title="another title", member_id=5, detail_offset=99)
+    (moved,) = tb.row_digests(engine, [unicode_id], BUCKETS).values()
+    assert moved.bucket == row.bucket and moved.digest != row.digest
+
+
+def test_rewriting_identical_values_keeps_every_digest(engine: Engine) -> None:
+    """A replayed record rewrites its row (and loaded_at): the stored values, so the digests,
+    stay."""
+    was = before(engine)
+    with engine.connect() as connection:
+        loaded_at = connection.execute(sa.select(TABLE.c.loaded_at)).scalars().first()
+    replayed = [make_row(i) for i in range(0, ROWS, 3)]
+    assert sink_table.upsert(engine, replayed) == len(replayed)
+    with engine.begin() as connection:
+        connection.execute(TABLE.update().values(loaded_at=datetime(2001, 2, 3, tzinfo=UTC)))
+        assert connection.execute(sa.select(TABLE.c.loaded_at)).scalars().first() != loaded_at
+    assert tb.bucket_digests(engine, BUCKETS) == was.buckets
+    assert tb.row_digests(engine, list(was.rows), BUCKETS) == was.rows
+
+
+def test_row_digests_in_chunks_skip_absent_boards(engine: Engine, monkeypatch) -> None:
+    everything = tb.row_digests(engine, [board(i) for i in range(ROWS)], BUCKETS)
+    monkeypatch.setattr(tb, "ID_CHUNK", 7)
+    wanted = [board(i) for i in range(0, ROWS, 2)] + ["no-such-board", board(0)]
+    assert tb.row_digests(engine, wanted, BUCKETS) == {
+        board(i): everything[board(i)] for i in range(0, ROWS, 2)
+    }
+    assert tb.row_digests(engine, [], BUCKETS) == {}
+    assert tb.rows_in_buckets(engine, [], BUCKETS) == {}
+
+
+def test_through_a_connection_the_digests_are_of_what_its_transaction_sees(
+    engine: Engine,
+) -> None:
+    """A run verifying rows through a transaction takes their digests in it: a write it has not
+    seen (here: one it has and the others have not) does not slip into the running totals."""
+    was = before(engine)
+    with engine.connect() as connection, connection.begin() as transaction:
+        connection.execute(
+            TABLE.update().where(TABLE.c.board_id == board(5)).values(title="changed")
+        )
+        inside = tb.row_digests(connection, [board(5)], BUCKETS)
+        assert inside[board(5)] != was.rows[board(5)]
+        assert tb.differing_buckets(was.buckets, tb.bucket_digests(connection, BUCKETS)) == [
+            was.rows[board(5)].bucket
+        ]
+        assert board(5) in tb.rows_in_buckets(connection, [was.rows[board(5)].bucket], BUCKETS)
+        assert tb.row_digests(engine, [board(5)], BUCKETS) == {board(5): was.rows[board(5)]}
+        transaction.rollback()
+    assert tb.bucket_digests(engine, BUCKETS) == was.buckets
+
+
+def test_an_empty_table_has_no_buckets(engine: Engine) -> None:
+    with engine.begin() as connection:
+        connection.execute(TABLE.delete())
+    assert tb.bucket_digests(engine, BUCKETS) == {}
+    assert tb.differing_buckets({}, tb.bucket_digests(engine, BUCKETS)) == []
+
+
+def digest_of(engine: Engine, *expressions: str) -> int:
+    """The digest the table's query would give a row of these SQL values."""
+    with engine.connect() as connection:
+        dialect = tb._prepare(connection)
+        sql = f"SELECT {tb._digest_sql(dialect, expressions)}"
+        return connection.execute(sa.text(sql)).scalar_one()
+
+
+def test_canonical_rows_keep_types_nulls_and_columns_apart(engine: Engine) -> None:
+    cases = {
+        "integer 1": ("CAST(1 AS BIGINT)",),
+        "text 1": ("CAST('1' AS TEXT)",),
+        "NULL": ("NULL",),
+        "empty text": ("CAST('' AS TEXT)",),
+        "text null": ("CAST('null' AS TEXT)",),
+        "a|b, c": ("CAST('a|b' AS TEXT)", "CAST('c' AS TEXT)"),
+        "a, b|c": ("CAST('a' AS TEXT)", "CAST('b|c' AS TEXT)"),
+        "a, NULL": ("CAST('a' AS TEXT)", "NULL"),
+        "NULL, a": ("NULL", "CAST('a' AS TEXT)"),
+        'quote a", b': ("CAST('a\"' AS TEXT)", "CAST('b' AS TEXT)"),
+        'quote a, "b': ("CAST('a' AS TEXT)", "CAST('\"b' AS TEXT)"),
+        "12, 3": ("CAST(12 AS BIGINT)", "CAST(3 AS BIGINT)"),
+        "1, 23": ("CAST(1 AS BIGINT)", "CAST(23 AS BIGINT)"),
+    }
+    digests = {name: digest_of(engine, *sql) for name, sql in cases.items()}
+    assert len(set(digests.values())) == len(cases), digests
+    assert digest_of(engine, *cases["a|b, c"]) == digests["a|b, c"]
+
+
+def test_sqlite_blob_digests_apart_from_text_without_an_error(tmp_path) -> None:
+    """SQLite stores a BLOB in any column; json_array() refuses one. Tagged, it neither fails the
+    whole query nor digests like any text."""
+    engine = database.engine(f"sqlite:///{tmp_path / 'blob.db'}")
+    sink_table.create(engine)
+    sink_table.upsert(engine, [make_row(i) for i in range(3)])
+    was = tb.row_digests(engine, [board(i) for i in range(3)], BUCKETS)
+    with engine.begin() as connection:
+        connection.execute(
+            sa.text("UPDATE board_detail SET title = CAST(title AS BLOB) WHERE board_id = :b"),
+            {"b": board(1)},
+        )
+        kinds = connection.execute(sa.text("SELECT typeof(title) FROM board_detail ORDER BY 1"))
+        assert list(kinds.scalars()) == ["blob", "text", "text"]
+    now = tb.row_digests(engine, [board(i) for i in range(3)], BUCKETS)
+    assert tb.differing_rows(was, now) == [board(1)]
+    assert tb.totals(now.values()) == tb.bucket_digests(engine, BUCKETS)
+    as_text = {
+        digest_of(engine, value)
+        for value in ("X'616263'", "'abc'", "'616263'", '\'["blob","616263"]\'')
+    }
+    assert len(as_text) == 4

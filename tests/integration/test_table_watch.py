@@ -1,0 +1,116 @@
+"""The table as last checked (``reconcile/table_watch.py``) against real SQLite and PostgreSQL:
+after a full run remembers every row, an incremental run's suspects are exactly the boards whose
+rows changed since (altered, deleted, added), every board of a bucket that gained a duplicate,
+and every board when a column's type changed; what a run remembers after re-checking boards
+is what the next run compares with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from boardstream import database
+from boardstream.reconcile import table_buckets, table_watch
+from boardstream.sink import table as sink_table
+from tests.fixtures import sqlite_or_postgres_url
+from tests.integration.test_table_buckets import ROWS, board, make_row
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request, tmp_path) -> Iterator[Engine]:
+    created = database.engine(sqlite_or_postgres_url(request, tmp_path))
+    sink_table.create(created)
+    table_watch.create(created)
+    assert sink_table.upsert(created, [make_row(i) for i in range(ROWS)]) == ROWS
+    with created.begin() as connection:
+        table_watch.remember_all(connection)
+    yield created
+    created.dispose()
+
+
+def suspects(engine: Engine) -> set[str]:
+    with engine.connect() as connection:
+        return table_watch.suspects(connection)
+
+
+def execute(engine: Engine, *statements: str) -> None:
+    with engine.begin() as connection:
+        for statement in statements:
+            connection.execute(sa.text(statement))
+
+
+def test_an_untouched_table_has_no_suspects(engine: Engine) -> None:
+    assert suspects(engine) == set()
+
+
+def test_altered_deleted_and_added_rows_are_exactly_the_suspects(engine: Engine) -> None:
+    execute(
+        engine,
+        f"UPDATE board_detail SET city = 'x' WHERE board_id = '{board(3)}'",
+        f"DELETE FROM board_detail WHERE board_id = '{board(4)}'",
+    )
+    sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "forged"}])
+    assert suspects(engine) == {board(3), board(4), "forged"}
+
+
+def test_remembering_the_re_checked_boards_clears_them(engine: Engine) -> None:
+    execute(engine, f"UPDATE board_detail SET title = 'y' WHERE board_id = '{board(5)}'")
+    sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "new"}])
+    with engine.begin() as connection:
+        table_watch.remember(connection, {board(5), "new"})
+    assert suspects(engine) == set()
+    execute(engine, "DELETE FROM board_detail WHERE board_id = 'new'")
+    assert suspects(engine) == {"new"}
+    with engine.begin() as connection:
+        table_watch.remember(connection, {"new"})  # gone: forgotten, its bucket's totals moved
+    assert suspects(engine) == set()
+
+
+def test_a_duplicated_row_makes_its_whole_bucket_suspect(engine: Engine) -> None:
+    """A copy of a row leaves its board's digest as it was: the bucket's row count tells, and
+    every board sharing the bucket is re-checked (the victim is one that shares its bucket)."""
+    buckets: dict[int, set[str]] = {}
+    for i in range(ROWS):
+        buckets.setdefault(table_buckets.bucket_of(board(i)), set()).add(board(i))
+    neighbours = next(boards for _, boards in sorted(buckets.items()) if len(boards) > 1)
+    victim = min(neighbours)
+    if engine.dialect.name == "postgresql":
+        execute(engine, "ALTER TABLE board_detail DROP CONSTRAINT board_detail_pkey")
+    else:  # SQLite cannot drop a primary key: the table is rebuilt without one
+        execute(
+            engine,
+            "CREATE TABLE copy AS SELECT * FROM board_detail",
+            "DROP TABLE board_detail",
+            "ALTER TABLE copy RENAME TO board_detail",
+        )
+    with engine.begin() as connection:  # as a full run would, on the table without its key
+        table_watch.remember_all(connection)
+    assert suspects(engine) == set()
+    copy = f"INSERT INTO board_detail SELECT * FROM board_detail WHERE board_id = '{victim}'"
+    execute(engine, copy)
+    assert suspects(engine) == neighbours
+
+
+def test_a_changed_schema_makes_every_board_suspect(engine: Engine) -> None:
+    """PostgreSQL: bigint to numeric leaves every row's text, so its digest, as it was. SQLite
+    cannot change a type in place: a column added is a change of schema too."""
+    if engine.dialect.name == "postgresql":
+        execute(engine, "ALTER TABLE board_detail ALTER COLUMN created_ts TYPE numeric")
+    else:
+        execute(engine, "ALTER TABLE board_detail ADD COLUMN note TEXT")
+    assert suspects(engine) == {board(i) for i in range(ROWS)}
+
+
+def test_rows_of_boards_re_checked_anyway_are_not_suspects(engine: Engine) -> None:
+    """The sink rewrote ``board(5)``'s row for a new record: the run re-checks that board
+    anyway, so its change alone makes no bucket differ; a tampered neighbour still does."""
+    execute(engine, f"UPDATE board_detail SET title = 'newer' WHERE board_id = '{board(5)}'")
+    sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "new"}])
+    with engine.connect() as connection:
+        assert table_watch.suspects(connection, {board(5), "new"}) == set()
+    execute(engine, f"DELETE FROM board_detail WHERE board_id = '{board(6)}'")
+    with engine.connect() as connection:
+        assert table_watch.suspects(connection, {board(5), "new"}) == {board(6)}
