@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from boardstream import database
 from boardstream.joins import schema
 from boardstream.joins.job import JVM
+from boardstream.reconcile.table_checks import NULL_BOARD_ID
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.spark.checkpoint_guard import recorded_identity
@@ -276,7 +277,8 @@ class TableRead:
 
 def read_table(settings: Settings, board_ids: Iterable[str] | None = None) -> TableRead:
     """All of board_detail, whatever positions its rows claim, or only the rows of
-    ``board_ids`` (an incremental run's boards, by primary key). Read with the DB driver's own
+    ``board_ids`` (an incremental run's boards, by primary key; :data:`NULL_BOARD_ID` names
+    the rows without one). Read with the DB driver's own
     cursor, in chunks straight into Arrow (SQLAlchemy's row objects added about a tenth)."""
     names = [*CONTENT, "detail_partition", "detail_offset"]
     arrow = pa.schema([(name, _ARROW[_TYPES[name]]) for name in names] + [("typed", pa.bool_())])
@@ -292,6 +294,8 @@ def read_table(settings: Settings, board_ids: Iterable[str] | None = None) -> Ta
             _compiled(query.where(c.board_id.in_(wanted[i : i + ID_CHUNK])), engine)
             for i in range(0, len(wanted), ID_CHUNK)
         ]
+        if NULL_BOARD_ID in wanted:  # the rows SQLite let in without a board id
+            queries.append(_compiled(query.where(c.board_id.is_(None)), engine))
     batches, mismatches = [], []
     with engine.connect() as connection:
         cursor = connection.connection.cursor()

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from boardstream import database
 from boardstream.reconcile import readers
+from boardstream.reconcile.table_checks import NULL_BOARD_ID
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from tests.fixtures import sqlite_or_postgres_url
@@ -59,3 +60,28 @@ def test_a_value_of_another_type_is_reported_for_the_boards_asked_for(tmp_path: 
     assert [m.example() for m in read.mismatches] == [f"{board(3)} (created_ts='soon')"]
     assert read.rows.num_rows == 2
     assert readers.read_table(settings, [board(4)]).mismatches == []
+
+
+def test_rows_without_a_board_id_are_read_by_their_stand_in(tmp_path: Path) -> None:
+    """A table made by other hands (here: rebuilt without its constraints) can hold a row with
+    no board id; the checks name such rows by ``NULL_BOARD_ID``, and an incremental run asks
+    for them by that name."""
+    settings = loaded(f"sqlite:///{tmp_path / 'test.db'}", tmp_path)
+    engine = database.engine(settings.database)
+    with engine.begin() as connection:
+        for statement in (
+            "CREATE TABLE copy AS SELECT * FROM board_detail",
+            "DROP TABLE board_detail",
+            "ALTER TABLE copy RENAME TO board_detail",
+        ):
+            connection.execute(sa.text(statement))
+        connection.execute(
+            sa.text(
+                "INSERT INTO board_detail (board_id, member_id, detail_partition, detail_offset)"
+                " VALUES (NULL, 1, 0, 5)"
+            )
+        )
+    engine.dispose()
+    read = readers.read_table(settings, [NULL_BOARD_ID, board(4)])
+    assert sorted(read.rows.column("board_id").to_pylist(), key=str) == [None, board(4)]
+    assert readers.read_table(settings, [board(4)]).rows.num_rows == 1
