@@ -220,6 +220,8 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
             "--unmatched-timeout",
             args.unmatched_timeout,
         ]
+        if args.full:
+            job_args.append("--full")
     for flag in ("join_checkpoint", "sink_checkpoint"):
         if getattr(args, flag):
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
@@ -462,6 +464,12 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--limit", type=positive, default=20, help="rows shown per variable")
 
     reconcile = parsers["reconcile"]
+    reconcile.add_argument(
+        "--full",
+        action="store_true",
+        help="re-read every topic and the whole table (default: an incremental run, the "
+        "records since the last run and the rows that changed)",
+    )
     reconcile.add_argument(
         "--stall-after",
         default="20m",

@@ -213,7 +213,9 @@ def errors(stderr: str) -> str:
 
 def test_reconcile_command_exit_code_is_the_verdict(pipeline: Pipeline, database_url: str) -> None:
     """`boardstream reconcile` runs the job under spark-submit; exit 0 passes, 1 fails. The
-    second run is the README's `reconcile --stall-after 30m --unmatched-timeout 10m`."""
+    first run is a full one (no ledger yet); the second, the README's `reconcile --stall-after
+    30m --unmatched-timeout 10m`, an incremental one that finds the deleted row; the third, the
+    README's `reconcile --full`, finds it again."""
     settings = pipeline.settings
     env = {
         "BOARDSTREAM_DATABASE_URL": database_url,
@@ -237,3 +239,10 @@ def test_reconcile_command_exit_code_is_the_verdict(pipeline: Pipeline, database
     failed = cli(settings, *command, *liveness, timeout=600, extra_env=env)
     assert failed.returncode == 1, failed.stdout[-2000:] + errors(failed.stderr)
     assert "missing_in_table: b7" in failed.stdout
+    full = cli(settings, *command, "--full", timeout=600, extra_env=env)
+    assert full.returncode == 1, full.stdout[-2000:] + errors(full.stderr)
+    assert "missing_in_table: b7" in full.stdout
+    kinds = [
+        re.search(r"reconciliation run \d+ \((\w+)\)", r.stdout) for r in (passed, failed, full)
+    ]
+    assert [k and k.group(1) for k in kinds] == ["full", "incremental", "full"]

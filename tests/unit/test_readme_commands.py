@@ -55,6 +55,9 @@ RUN_BY: dict[str, str | None] = {
     f"{BS} reconcile": (
         "tests/integration/test_reconcile.py::test_reconcile_command_exit_code_is_the_verdict"
     ),
+    f"{BS} reconcile --full": (
+        "tests/integration/test_reconcile.py::test_reconcile_command_exit_code_is_the_verdict"
+    ),
     f"{BS} reconcile --stall-after 30m --unmatched-timeout 10m": (
         "tests/integration/test_reconcile.py::test_reconcile_command_exit_code_is_the_verdict"
     ),

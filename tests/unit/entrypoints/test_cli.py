@@ -161,7 +161,7 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
             ("reconcile", ["--stall-after", "20m", "--unmatched-timeout", "10m"]),
         ),
         (
-            ["reconcile", "--stall-after", "1h", "--join-checkpoint", "/cp/join"],
+            ["reconcile", "--full", "--stall-after", "1h", "--join-checkpoint", "/cp/join"],
             (
                 "reconcile",
                 [
@@ -169,6 +169,7 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
                     "1h",
                     "--unmatched-timeout",
                     "10m",
+                    "--full",
                     "--join-checkpoint",
                     "/cp/join",
                 ],
