@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pandas as pd
@@ -18,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from boardstream.errors import BoardstreamError
 from boardstream.reconcile import (
@@ -29,6 +30,7 @@ from boardstream.reconcile import (
     fact_store,
     ledger,
     readers,
+    table_buckets,
     table_checks,
     table_watch,
 )
@@ -36,6 +38,7 @@ from boardstream.reconcile.affected import Keys, Position
 from boardstream.reconcile.baseline import Records
 from boardstream.reconcile.checks import CheckInputs
 from boardstream.reconcile.snapshot import Offsets, Snapshot
+from boardstream.reconcile.table_buckets import BucketDigest
 from boardstream.settings import Settings
 from boardstream.timing import phase
 
@@ -253,6 +256,11 @@ def inputs_for(
     )
 
 
+def _bucket_digests(engine: Engine) -> dict[int, BucketDigest]:
+    with phase("reconcile: the table's bucket digests"):
+        return table_buckets.bucket_digests(engine)
+
+
 def _positions(table: pa.Table, columns: tuple[str, str]) -> list[Position]:
     return list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
@@ -331,13 +339,18 @@ def check(
             "a run that started later has already checked past this run's snapshot "
             f"({', '.join(sorted(ahead))}): this one would check older data as new"
         )
-    with phase("reconcile: the new records"):
-        new = read_new(spark, settings, snapshot, cursor)
-    waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
-    with phase("reconcile: the keys to re-check"):
-        seeded = seeds(new, carried(connection, settings, snapshot, waiting))
-        changed = Keys.of((), table_watch.suspects(connection, seeded.boards))
-        keys = affected.close(seeded | changed, *lookups(connection, new))
+    # The table's bucket digests are the run's one pass over the whole table: the database
+    # computes them on a connection of its own while Spark reads the new records and the state.
+    with ThreadPoolExecutor(1, thread_name_prefix="bucket-digests") as pool:
+        table_digests = pool.submit(_bucket_digests, connection.engine)
+        with phase("reconcile: the new records"):
+            new = read_new(spark, settings, snapshot, cursor)
+        waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
+        with phase("reconcile: the keys to re-check"):
+            seeded = seeds(new, carried(connection, settings, snapshot, waiting))
+            actual = table_digests.result()
+            changed = Keys.of((), table_watch.suspects(connection, seeded.boards, actual))
+            keys = affected.close(seeded | changed, *lookups(connection, new))
     with phase("reconcile: their records, rows and checks"):
         inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
         found = checks.evaluate(

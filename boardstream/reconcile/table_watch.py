@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import islice
 
 import pyarrow as pa
@@ -70,7 +70,11 @@ def create(engine: Engine) -> None:
     metadata.create_all(engine)
 
 
-def suspects(connection: Connection, known: Iterable[str] = ()) -> set[str]:
+def suspects(
+    connection: Connection,
+    known: Iterable[str] = (),
+    actual: Mapping[int, BucketDigest] | None = None,
+) -> set[str]:
     """The boards whose rows changed since they were last checked: in the buckets whose digests
     differ from the remembered ones, each board whose row digest differs, is new or is gone,
     and every board of such a bucket that holds more rows than boards (a row without a board id
@@ -78,7 +82,10 @@ def suspects(connection: Connection, known: Iterable[str] = ()) -> set[str]:
 
     ``known``: boards the run re-checks anyway (new records of them were loaded): the buckets'
     expected digests are moved by their rows' change first, so a bucket differs only for what
-    nothing explains, and 1 % new boards do not drill into most buckets."""
+    nothing explains, and 1 % new boards do not drill into most buckets.
+
+    ``actual``: the table's bucket digests (:func:`table_buckets.bucket_digests`) when the
+    caller computed them already, on a connection of its own while it did other work."""
     remembered_schema = connection.execute(sa.select(reconcile_table_schema.c.signature)).scalar()
     if remembered_schema != _signature(connection):
         r = reconcile_row.c
@@ -86,7 +93,8 @@ def suspects(connection: Connection, known: Iterable[str] = ()) -> set[str]:
         every |= {b or NULL_BOARD_ID for b in table_buckets.every_row(connection)}
         log.info("board_detail: its columns' types changed; all %d boards re-checked", len(every))
         return every
-    actual = table_buckets.bucket_digests(connection)
+    if actual is None:
+        actual = table_buckets.bucket_digests(connection)
     b = reconcile_bucket.c
     remembered_buckets = connection.execute(sa.select(b.bucket, b.rows, b.high, b.low))
     expected = {
