@@ -32,6 +32,7 @@ from backlog import backlog_settings, produce_backlog
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from boardstream import database, joins, logs, reconcile, sink
+from boardstream.generator.manifest import Manifest
 from boardstream.joins.job import JoinJobConfig
 from boardstream.kafka.clients import admin_client, client_config
 from boardstream.kafka.topics import describe_topics, platform_topics
@@ -131,8 +132,9 @@ def main() -> None:
     logs.configure(verbose=False)  # the runs' phase timings, as the CLI shows them
     if args.reuse:
         settings = backlog_settings(NAME, args.reuse)
+        manifest = Manifest.read(settings.var_dir / "manifest.json")
     else:
-        settings, _ = produce_backlog(NAME, args.scale)
+        settings, manifest = produce_backlog(NAME, args.scale)
     spark = spark_session(settings, "bench-reconcile-incremental")
     spark.sparkContext.setLogLevel("ERROR")
     if not args.reuse:
@@ -146,7 +148,9 @@ def main() -> None:
     with engine.connect() as connection:
         cursor = digest_ledger.cursor(connection)
     boards = sum(cursor[settings.board_topic].values())  # source records the ledger holds
-    members = max(1, round(442_128 * args.scale))
+    # The backlog's own members (1..n), not the --scale given now: new boards of members a
+    # reused backlog never had wait in the join as they should (what 399 of 451 did once).
+    members = manifest.options["members"]
     new_boards = max(1, round(boards * args.new))
     produce_new_boards(settings, new_boards, members)
     drain(spark, settings)
