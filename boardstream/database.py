@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -11,6 +12,18 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from boardstream.errors import BoardstreamError
 
 _INSERT_BATCH = 50_000  # rows per executemany of insert_rows
+
+
+T = TypeVar("T")
+# Values per IN list: under SQLite's oldest limit of 999 bound parameters.
+IN_LIST = 900
+
+
+def chunks(items: Sequence[T], size: int = IN_LIST) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``: lookups by IN lists that stay under
+    a database's bound-parameter limit."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def engine(url: str) -> Engine:

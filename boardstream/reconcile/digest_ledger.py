@@ -271,8 +271,8 @@ def _lookup(
     for prefix, group in itertools.groupby(wanted, key=lambda k: k[:-1]):
         values = [k[-1] for k in group]
         fixed = [column == value for column, value in zip(leading, prefix, strict=True)]
-        for start in range(0, len(values), per_chunk):
-            condition = sa.and_(*fixed, last.in_(values[start : start + per_chunk]))
+        for chunk in database.chunks(values, per_chunk):
+            condition = sa.and_(*fixed, last.in_(chunk))
             statement = sa.select(table).where(condition).order_by(*order)
             batches += _batch(connection.execute(statement).all(), schema)
     return pa.Table.from_batches(batches, schema)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from itertools import groupby, islice
+from itertools import groupby
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -138,16 +138,10 @@ def _of(keys: Keys) -> Iterator[sa.ColumnElement[bool]]:
     lists took seconds for a few thousand positions on SQLite)."""
     f = reconcile_fact.c
     for partition, group in groupby(sorted(keys.positions), key=lambda key: key[0]):
-        for chunk in _chunks([offset for _, offset in group]):
+        for chunk in database.chunks([offset for _, offset in group], _CHUNK):
             yield (f.partition == partition) & f.offset.in_(chunk)
-    for chunk in _chunks(sorted(keys.boards)):
+    for chunk in database.chunks(sorted(keys.boards), _CHUNK):
         yield f.partition.is_(None) & f.board_id.in_(chunk)
-
-
-def _chunks(keys: list) -> Iterator[list]:
-    it = iter(keys)
-    while chunk := list(islice(it, _CHUNK)):
-        yield chunk
 
 
 def _partition(partition: int | None) -> int:

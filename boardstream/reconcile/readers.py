@@ -29,7 +29,6 @@ from boardstream.sink import table as sink_table
 from boardstream.spark.checkpoint_guard import recorded_identity
 
 TABLE_CHUNK = 50_000  # rows per fetch from board_detail
-ID_CHUNK = 900  # board ids per query, under SQLite's oldest limit of 999 parameters
 # The typed columns a board-detail record and its table row must agree on (provenance included).
 CONTENT = [c for c in sink_table.COLUMNS if c not in ("detail_partition", "detail_offset")]
 _TYPES = {**dict(schema.OUTPUT), "detail_partition": "int", "detail_offset": "bigint"}
@@ -291,8 +290,8 @@ def read_table(settings: Settings, board_ids: Iterable[str] | None = None) -> Ta
     else:
         wanted = sorted(set(board_ids))
         queries = [
-            _compiled(query.where(c.board_id.in_(wanted[i : i + ID_CHUNK])), engine)
-            for i in range(0, len(wanted), ID_CHUNK)
+            _compiled(query.where(c.board_id.in_(chunk)), engine)
+            for chunk in database.chunks(wanted)
         ]
         if NULL_BOARD_ID in wanted:  # the rows SQLite let in without a board id
             queries.append(_compiled(query.where(c.board_id.is_(None)), engine))

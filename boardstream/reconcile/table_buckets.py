@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +41,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.sink import table as sink_table
 
@@ -48,8 +49,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BUCKETS = 4096
 NULL_BUCKET = -1  # the rows without a board id
-# Board ids per key lookup: under SQLite's oldest limit of 999 bound parameters.
-ID_CHUNK = 900
+ID_CHUNK = database.IN_LIST  # board ids per key lookup
 _HALF = 2**32
 _SQLITE_DIGEST = "boardstream_digest64"
 _SQLITE_BUCKET = "boardstream_bucket"
@@ -157,7 +157,7 @@ def row_digests(
         statement = sa.text(
             f"{_digests_select(dialect, buckets, fence=False)} WHERE board_id IN :ids"
         ).bindparams(sa.bindparam("ids", expanding=True))
-        for chunk in _chunks(sorted(set(board_ids)), ID_CHUNK):
+        for chunk in database.chunks(sorted(set(board_ids)), ID_CHUNK):
             result.update(_row_digests(connection.execute(statement, {"ids": chunk})))
     return result
 
@@ -279,8 +279,3 @@ def _bucket_of_bytes(board_id: bytes | None, buckets: int) -> int | None:
 def _check_buckets(buckets: int) -> None:
     if not 1 <= buckets <= 2**31:
         raise BoardstreamError(f"bucket count must be between 1 and 2**31, not {buckets}")
-
-
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from itertools import islice
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -62,7 +61,6 @@ reconcile_table_schema = sa.Table(
     metadata,
     sa.Column("signature", sa.Text, nullable=False),
 )
-_CHUNK = 900
 _HALF = 2**32
 
 
@@ -149,7 +147,7 @@ def remember(connection: Connection, board_ids: Iterable[str]) -> None:
     now = table_buckets.row_digests(connection, wanted)
     r = reconcile_row.c
     delta: dict[int, list[int]] = {}
-    for chunk in _chunks(wanted):
+    for chunk in database.chunks(wanted):
         old = connection.execute(
             sa.select(r.bucket, r.rows, r.high, r.low).where(r.board_id.in_(chunk))
         ).all()
@@ -212,7 +210,7 @@ def remember_all(connection: Connection) -> None:
 def _remembered(connection: Connection, board_ids: list[str]) -> dict[str, RowDigest]:
     r = reconcile_row.c
     found: dict[str, RowDigest] = {}
-    for chunk in _chunks(board_ids):
+    for chunk in database.chunks(board_ids):
         query = sa.select(r.board_id, r.bucket, r.high, r.low).where(r.board_id.in_(chunk))
         for board_id, bucket, high, low in connection.execute(query):
             found[board_id] = RowDigest(bucket, _HALF * high + low)
@@ -248,9 +246,3 @@ def _add(delta: dict[int, list[int]], bucket: int, rows: int, high: int, low: in
     totals[0] += rows
     totals[1] += high
     totals[2] += low
-
-
-def _chunks(items: list[str]) -> Iterable[list[str]]:
-    it = iter(items)
-    while chunk := list(islice(it, _CHUNK)):
-        yield chunk

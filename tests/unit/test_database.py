@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import sqlalchemy as sa
 
-from boardstream.database import _sqlite_pragmas, engine, replace_all
+from boardstream.database import _sqlite_pragmas, chunks, engine, replace_all
 from boardstream.reconcile import fact_store
 
 NORMAL = 1  # PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL
@@ -86,3 +86,10 @@ def test_replace_all_leaves_statistics_the_planner_uses(tmp_path: Path) -> None:
         ]
     finally:
         created.dispose()
+
+
+def test_chunks_are_consecutive_slices_of_at_most_the_size() -> None:
+    assert list(chunks(list(range(5)), 2)) == [[0, 1], [2, 3], [4]]
+    assert list(chunks(["a", "b"], 2)) == [["a", "b"]]
+    assert list(chunks([], 3)) == []
+    assert [len(c) for c in chunks(list(range(1_801)))] == [900, 900, 1]
