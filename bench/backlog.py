@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 
+from boardstream import joins, sink
 from boardstream.generator.manifest import Manifest
 from boardstream.generator.plan import PRODUCTION_BOARDS, PRODUCTION_MEMBERS, GeneratorOptions
 from boardstream.generator.producer import produce
+from boardstream.joins.job import JoinJobConfig
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
+from boardstream.sink.job import SinkJobConfig
 
 
 def produce_backlog(name: str, scale: float, **options: int) -> tuple[Settings, Manifest]:
@@ -32,3 +35,11 @@ def backlog_settings(name: str, run: str) -> Settings:
     return base.with_topic_prefix(
         f"{name}-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
     )
+
+
+def drain(spark, settings: Settings) -> None:
+    """The join, then the sink, each until it has read everything (available-now)."""
+    for start in (joins.start(spark, settings, JoinJobConfig()), None):
+        query = start or sink.start(spark, settings, SinkJobConfig())
+        query.awaitTermination()
+        assert query.exception() is None, query.exception()

@@ -21,15 +21,13 @@ import argparse
 import shutil
 import time
 
-from backlog import backlog_settings, produce_backlog
+from backlog import backlog_settings, drain, produce_backlog
 
-from boardstream import joins, logs, reconcile, sink
-from boardstream.joins.job import JoinJobConfig
+from boardstream import logs, reconcile
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.replay import replay
 from boardstream.kafka.topics import describe_topics, platform_topics
 from boardstream.settings import Settings
-from boardstream.sink.job import SinkJobConfig
 from boardstream.spark.session import spark_session
 
 NAME = "bench-rec"
@@ -63,10 +61,7 @@ def main() -> None:
     spark = spark_session(settings, "bench-reconcile")
     spark.sparkContext.setLogLevel("ERROR")
     if not args.reuse:
-        for start in (joins.start(spark, settings, JoinJobConfig()), None):
-            query = start or sink.start(spark, settings, SinkJobConfig())
-            query.awaitTermination()
-            assert query.exception() is None, query.exception()
+        drain(spark, settings)
         print("pipeline drained; reconciling", flush=True)
 
     # The front door imports its module (and Great Expectations, ~4 s) on first use: resolved

@@ -28,29 +28,19 @@ import shutil
 import time
 
 import sqlalchemy as sa
-from backlog import backlog_settings, produce_backlog
+from backlog import backlog_settings, drain, produce_backlog
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from boardstream import database, joins, logs, reconcile, sink
+from boardstream import database, logs, reconcile
 from boardstream.generator.manifest import Manifest
-from boardstream.joins.job import JoinJobConfig
 from boardstream.kafka.clients import admin_client, client_config
 from boardstream.kafka.topics import describe_topics, platform_topics
 from boardstream.reconcile import digest_ledger, table_buckets
 from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.settings import Settings
-from boardstream.sink.job import SinkJobConfig
 from boardstream.spark.session import spark_session
 
 NAME = "bench-inc"
-
-
-def drain(spark, settings: Settings) -> None:
-    """The join, then the sink, each until it has read everything (available-now)."""
-    for start in (joins.start(spark, settings, JoinJobConfig()), None):
-        query = start or sink.start(spark, settings, SinkJobConfig())
-        query.awaitTermination()
-        assert query.exception() is None, query.exception()
 
 
 def produce_new_boards(settings: Settings, count: int, members: int) -> None:
