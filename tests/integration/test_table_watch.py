@@ -56,6 +56,22 @@ def test_altered_deleted_and_added_rows_are_exactly_the_suspects(engine: Engine)
     assert suspects(engine) == {board(3), board(4), "forged"}
 
 
+def test_digests_taken_beforehand_find_earlier_changes_and_leave_later_ones_to_the_next_run(
+    engine: Engine,
+) -> None:
+    """An incremental run computes the bucket digests on a connection of its own while Spark
+    reads (``actual``): a change made before them is found; one made after them is not found
+    by this run, but stays a suspect for the next, as the remembered digests did not move."""
+    execute(engine, f"UPDATE board_detail SET city = 'early' WHERE board_id = '{board(2)}'")
+    actual = table_buckets.bucket_digests(engine)
+    execute(engine, f"UPDATE board_detail SET city = 'late' WHERE board_id = '{board(7)}'")
+    with engine.connect() as connection:
+        assert table_watch.suspects(connection, (), actual) == {board(2)}
+    with engine.begin() as connection:
+        table_watch.remember(connection, {board(2)})
+    assert suspects(engine) == {board(7)}
+
+
 def test_remembering_the_re_checked_boards_clears_them(engine: Engine) -> None:
     execute(engine, f"UPDATE board_detail SET title = 'y' WHERE board_id = '{board(5)}'")
     sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "new"}])
