@@ -26,6 +26,9 @@ _JSON_WS = " \t\n\r"  # JSON's whitespace, nothing more
 _HIGH = r"\\u[dD][89abAB][0-9a-fA-F]{2}"
 _LOW = r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 _MEMBER_KEY = r"^-?[0-9]+$"
+# A flat object alone: whitespace, "{", then only non-bracket characters and whole strings
+# (escapes skipped), "}", whitespace, the end. Possessive quantifiers: nothing backtracks.
+_FLAT_OBJECT_ALONE = r'(?s)^[ \t\n\r]*+\{(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")*+\}[ \t\n\r]*+\z'
 
 
 def _first_error(*checks: tuple[Column, Column]) -> Column:
@@ -56,7 +59,8 @@ def _trailing_text(text: Column) -> Column:
     to start with a well-formed object). Strings are blanked out (escapes first, so an escaped
     quote does not end one), then the object ends where its brackets first balance: that must
     be the last bracket, and the last non-blank character. Only single-character regexes and
-    one pass over the brackets: nothing recurses per character, whatever the input."""
+    one pass over the brackets: nothing recurses per character, whatever the input. The usual
+    record, a flat object, is settled by one regex match instead (a third of the cost)."""
     unescaped = F.when(  # most values have no escape: skip the pass
         F.contains(text, F.lit("\\")), F.regexp_replace(text, r"(?s)\\.", "")
     ).otherwise(text)
@@ -69,7 +73,9 @@ def _trailing_text(text: Column) -> Column:
         F.aggregate(F.split(brackets, ""), start, _bracket_step)["closed"]
     )
     ends_with_object = F.rtrim(skeleton, F.lit(_JSON_WS)).endswith("}")
-    return ~ends_with_object | (closed != 1)
+    return F.when(text.rlike(_FLAT_OBJECT_ALONE), F.lit(False)).otherwise(
+        ~ends_with_object | (closed != 1)
+    )
 
 
 def _unpaired_surrogate(text: Column) -> Column:
@@ -152,15 +158,19 @@ def _read_fields(df: DataFrame, max_record_bytes: int) -> DataFrame:
     variant = F.when(
         F.octet_length(value) <= max_record_bytes, F.try_parse_json(value.cast("string"))
     )
-    df = df.withColumn("_variant", variant)
+    fields = _fields()
+    # One walk over the object's fields picks out every contract field, each still a variant
+    # (a path lookup per field would search the object once per field: twice the cost).
+    picked = "struct<" + ", ".join(f"`{name}`: variant" for name in fields) + ">"
+    df = df.withColumn("_variant", variant).withColumn(
+        "_picked", F.try_variant_get(F.col("_variant"), "$", picked)
+    )
     columns = {}
-    for name, field in _fields().items():
+    for name, field in fields.items():
         as_type = "bigint" if field.kind == schema.INT64 else "string"
-        path = f"$.{name}"
-        columns[f"_kind_{name}"] = F.schema_of_variant(
-            F.try_variant_get(F.col("_variant"), path, "variant")
-        )
-        columns[f"_value_{name}"] = F.try_variant_get(F.col("_variant"), path, as_type)
+        one = F.col("_picked")[name]
+        columns[f"_kind_{name}"] = F.schema_of_variant(one)
+        columns[f"_value_{name}"] = F.try_variant_get(one, "$", as_type)
     return df.withColumns(columns)
 
 

@@ -33,6 +33,17 @@ INVALID = [
     (BOARD, B1, GOOD_BOARD + b"]", "value has trailing text after the JSON object"),
     (BOARD, B1, GOOD_BOARD + b' "x"', "value has trailing text after the JSON object"),
     (BOARD, B1, GOOD_BOARD + b" {", "value has trailing text after the JSON object"),
+    # Traps for the flat-object fast path: a line terminator Java's "$" would stop before
+    # (U+2028 is not JSON whitespace), a string ending in an escaped backslash, and an escaped
+    # quote that an escape-blind match would take for the string's end.
+    (BOARD, B1, GOOD_BOARD + "\u2028".encode(), "value has trailing text after the JSON object"),
+    (BOARD, B1, board(title="x\\") + b" x", "value has trailing text after the JSON object"),
+    (
+        BOARD,
+        B1,
+        GOOD_BOARD[:-1] + b',"z":"a\\" ,"} x"}',
+        "value has trailing text after the JSON object",
+    ),
     (
         BOARD,
         B1,
@@ -149,6 +160,7 @@ VALID_BOARDS = {
         "\\ud800",
     ),
     "brackets and quotes in strings": (board(title='}{"]['), 1, '}{"]['),
+    "an escaped quote before a brace": (board(title='a"} x'), 1, 'a"} x'),
     "whitespace around": (b" \n" + board(title="w") + b"\r\n\t ", 1, "w"),
     "unknown fields": (board(extra={"nested": [1, {"x": None}]}), 1, "t"),
     "null optional text": (board(title=None), 1, None),
