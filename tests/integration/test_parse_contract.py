@@ -33,9 +33,8 @@ INVALID = [
     (BOARD, B1, GOOD_BOARD + b"]", "value has trailing text after the JSON object"),
     (BOARD, B1, GOOD_BOARD + b' "x"', "value has trailing text after the JSON object"),
     (BOARD, B1, GOOD_BOARD + b" {", "value has trailing text after the JSON object"),
-    # Traps for the flat-object fast path: a line terminator Java's "$" would stop before
-    # (U+2028 is not JSON whitespace), a string ending in an escaped backslash, and an escaped
-    # quote that an escape-blind match would take for the string's end.
+    # Traps for the one-brace fast path: U+2028 after the object (blank to Java, not to JSON),
+    # a string ending in an escaped backslash, and a "}" in a string before the trailing text.
     (BOARD, B1, GOOD_BOARD + "\u2028".encode(), "value has trailing text after the JSON object"),
     (BOARD, B1, board(title="x\\") + b" x", "value has trailing text after the JSON object"),
     (
