@@ -188,6 +188,15 @@ def start(system: System, log: Path) -> tuple[subprocess.Popen, float]:
 
 
 def stop(process: subprocess.Popen) -> None:
+    """Stop a contender as its operator would: its child processes first (spark-submit's Python
+    driver stops its query and the JVM then exits; a SIGTERM to the JVM itself would shut Spark
+    down under a running batch, which Spark logs at ERROR), then its whole process group."""
+    with contextlib.suppress(psutil.Error, subprocess.TimeoutExpired):
+        children = psutil.Process(process.pid).children()
+        for child in children:
+            child.terminate()
+        if children:
+            process.wait(30)
     for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
         if process.poll() is not None:
             return
