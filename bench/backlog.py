@@ -39,7 +39,10 @@ def backlog_settings(name: str, run: str) -> Settings:
 
 def drain(spark, settings: Settings) -> None:
     """The join, then the sink, each until it has read everything (available-now)."""
-    for start in (joins.start(spark, settings, JoinJobConfig()), None):
-        query = start or sink.start(spark, settings, SinkJobConfig())
+    for start in (
+        lambda: joins.start(spark, settings, JoinJobConfig()),
+        lambda: sink.start(spark, settings, SinkJobConfig()),
+    ):
+        query = start()
         query.awaitTermination()
         assert query.exception() is None, query.exception()

@@ -20,10 +20,9 @@ from backlog import backlog_settings, produce_backlog
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.parse import parse, routed
 from boardstream.spark.session import spark_session
-
-MAX_RECORD_BYTES = 256 * 1024  # the join's default
 
 
 def best_of(frame: DataFrame, repeat: int) -> float:
@@ -57,7 +56,8 @@ def main() -> int:
         .load()
     )
     records = raw.count()
-    parsed = routed(parse(raw, settings.member_topic, settings.board_topic, MAX_RECORD_BYTES))
+    bound = JoinJobConfig().max_record_bytes  # the join's default
+    parsed = routed(parse(raw, settings.member_topic, settings.board_topic, bound))
     strict_only = raw.select(F.try_parse_json(F.col("value").cast("string")))
     rows = [
         ("read", best_of(raw, args.repeat)),

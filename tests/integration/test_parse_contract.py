@@ -111,6 +111,13 @@ INVALID = [
     (BOARD, b"x" * 65, board(id="x" * 65), "id is 65 characters, more than 64"),
     (BOARD, b"", board(id=""), "id is shorter than 1 character(s)"),
     (BOARD, B1, board(id=None), "missing field id (absent or null)"),
+    # Field names match exactly: "ID" is not the id.
+    (
+        BOARD,
+        B1,
+        json.dumps({"ID": "b1", "member_id": 1, "created_ts": 5}).encode(),
+        "missing field id (absent or null)",
+    ),
     (BOARD, b"b2", board(), "key does not match id"),
     (
         BOARD,
@@ -162,6 +169,7 @@ VALID_BOARDS = {
     "an escaped quote before a brace": (board(title='a"} x'), 1, 'a"} x'),
     "whitespace around": (b" \n" + board(title="w") + b"\r\n\t ", 1, "w"),
     "unknown fields": (board(extra={"nested": [1, {"x": None}]}), 1, "t"),
+    "a field differing only in case": (board(TITLE=5), 1, "t"),
     "null optional text": (board(title=None), 1, None),
 }
 
