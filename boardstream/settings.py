@@ -129,6 +129,13 @@ class Settings(BaseSettings):
     data_docs_retention: int = Field(
         default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."
     )
+    reconcile_watch_rows: int = Field(
+        default=500_000,
+        ge=1,
+        description="Rows of board_detail an incremental reconciliation re-hashes to watch old "
+        "rows: a larger table is watched in slices of this many rows, one per run, so a change "
+        "to an old row is found within ceil(rows / this) runs instead of the next one.",
+    )
     stream_max_batch_age_s: int = Field(
         default=1200,
         gt=0,

@@ -30,7 +30,6 @@ from boardstream.reconcile import (
     fact_store,
     ledger,
     readers,
-    table_buckets,
     table_checks,
     table_watch,
 )
@@ -38,7 +37,6 @@ from boardstream.reconcile.affected import Keys, Position
 from boardstream.reconcile.baseline import Records
 from boardstream.reconcile.checks import CheckInputs
 from boardstream.reconcile.snapshot import Offsets, Snapshot
-from boardstream.reconcile.table_buckets import BucketDigest
 from boardstream.settings import Settings
 from boardstream.timing import phase
 
@@ -256,9 +254,9 @@ def inputs_for(
     )
 
 
-def _bucket_digests(engine: Engine) -> dict[int, BucketDigest]:
+def _look(engine: Engine, rows: int) -> table_watch.Look:
     with phase("reconcile: the table's bucket digests"):
-        return table_buckets.bucket_digests(engine)
+        return table_watch.look(engine, rows)
 
 
 def _positions(table: pa.Table, columns: tuple[str, str]) -> list[Position]:
@@ -339,17 +337,18 @@ def check(
             "a run that started later has already checked past this run's snapshot "
             f"({', '.join(sorted(ahead))}): this one would check older data as new"
         )
-    # The table's bucket digests are the run's one pass over the whole table: the database
-    # computes them on a connection of its own while Spark reads the new records and the state.
+    # The table's bucket digests are the run's one pass over a slice of the table (all of it,
+    # up to reconcile_watch_rows rows): the database computes them on a connection of its own
+    # while Spark reads the new records and the state.
     with ThreadPoolExecutor(1, thread_name_prefix="bucket-digests") as pool:
-        table_digests = pool.submit(_bucket_digests, connection.engine)
+        table_look = pool.submit(_look, connection.engine, settings.reconcile_watch_rows)
         with phase("reconcile: the new records"):
             new = read_new(spark, settings, snapshot, cursor)
         waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
         with phase("reconcile: the keys to re-check"):
             seeded = seeds(new, carried(connection, settings, snapshot, waiting))
-            actual = table_digests.result()
-            changed = Keys.of((), table_watch.suspects(connection, seeded.boards, actual))
+            seen = table_look.result()
+            changed = Keys.of((), table_watch.suspects(connection, seeded.boards, seen))
             keys = affected.close(seeded | changed, *lookups(connection, new))
     with phase("reconcile: their records, rows and checks"):
         inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
@@ -361,6 +360,7 @@ def check(
     with phase("reconcile: the facts, the rows as checked and the ledger"):
         delta = fact_store.replace(connection, keys, found)
         table_watch.remember(connection, keys.boards)
+        table_watch.advance(connection, seen.within)
         added = baseline.record(connection, new, snapshot.latest)
     log.info(
         "incremental run: %d positions and %d boards re-checked, %d new source records",

@@ -78,6 +78,39 @@ EMPTY = BucketDigest(0, 0)
 
 
 @dataclass(frozen=True)
+class IdRange:
+    """The rows whose board id is above ``after`` and at most ``through`` (None: unbounded on
+    that side), and the rows without a board id: a slice of the table that the primary key's
+    index reaches without a scan of the rest, ordered as the database orders the ids."""
+
+    after: str | None = None
+    through: str | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.after is None and self.through is None
+
+    def where(self, missing: str | None = "board_id IS NULL") -> tuple[str, dict[str, str]]:
+        """The SQL condition on ``board_id`` and its parameters; ``missing`` is how a row
+        without a board id is told (a ledger stores one under a name of its own), None where
+        no such row can be."""
+        bounds, params = [], {}
+        if self.after is not None:
+            bounds.append("board_id > :range_after")
+            params["range_after"] = self.after
+        if self.through is not None:
+            bounds.append("board_id <= :range_through")
+            params["range_through"] = self.through
+        if not bounds:
+            return "1 = 1", params
+        condition = f"({' AND '.join(bounds)})"
+        return (condition if missing is None else f"({missing} OR {condition})"), params
+
+
+WHOLE = IdRange()
+
+
+@dataclass(frozen=True)
 class RowDigest:
     """A row's bucket (from its board id) and its 64-bit digest (from every stored column)."""
 
@@ -121,19 +154,22 @@ def differing_rows(expected: Mapping[str, RowDigest], actual: Mapping[str, RowDi
 
 
 def bucket_digests(
-    engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS
+    engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS, within: IdRange = WHOLE
 ) -> dict[int, BucketDigest]:
-    """Every non-empty bucket's digest, from one ``GROUP BY`` over the whole table: the database
-    reads and hashes every row, and only one small row per bucket crosses the wire."""
+    """Every non-empty bucket's digest, from one ``GROUP BY`` over the table's rows ``within``
+    a range of board ids (the whole table by default): the database reads and hashes those
+    rows, and only one small row per bucket crosses the wire."""
     _check_buckets(buckets)
-    with _connected(engine) as connection:
+    with connected(engine) as connection:
         dialect = _prepare(connection)
+        condition, params = _where(connection, within)
         rows = connection.execute(
             sa.text(
                 "SELECT bucket, count(*), sum((digest >> 32) & 4294967295), "
-                f"sum(digest & 4294967295) FROM ({_digests_select(dialect, buckets)}) AS d "
-                "GROUP BY bucket"
-            )
+                f"sum(digest & 4294967295) FROM ("
+                f"{_digests_select(dialect, buckets, where=condition)}) AS d GROUP BY bucket"
+            ),
+            params,
         )
         result = {
             int(bucket): BucketDigest(int(count), _HALF * int(high) + int(low))
@@ -144,21 +180,27 @@ def bucket_digests(
 
 
 def row_digests(
-    engine: Engine | Connection, board_ids: Iterable[str], buckets: int = DEFAULT_BUCKETS
+    engine: Engine | Connection,
+    board_ids: Iterable[str],
+    buckets: int = DEFAULT_BUCKETS,
+    within: IdRange = WHOLE,
 ) -> dict[str, RowDigest]:
     """The digests of just these boards' rows, by primary-key lookups of ``ID_CHUNK`` ids: what an
     incremental run adds to its running totals for the rows it has just verified. Given the
     Connection the rows were verified through, the digests are of the rows it read (same
-    transaction, same snapshot), not of a later write. A board without a row is absent."""
+    transaction, same snapshot), not of a later write. A board without a row, or outside
+    ``within``, is absent."""
     _check_buckets(buckets)
     result: dict[str, RowDigest] = {}
-    with _connected(engine) as connection:
+    with connected(engine) as connection:
         dialect = _prepare(connection)
+        condition, params = _where(connection, within)
         statement = sa.text(
-            f"{_digests_select(dialect, buckets, fence=False)} WHERE board_id IN :ids"
+            f"{_digests_select(dialect, buckets, fence=False)} "
+            f"WHERE board_id IN :ids AND {condition}"
         ).bindparams(sa.bindparam("ids", expanding=True))
         for chunk in database.chunks(sorted(set(board_ids)), ID_CHUNK):
-            result.update(_row_digests(connection.execute(statement, {"ids": chunk})))
+            result.update(_row_digests(connection.execute(statement, {"ids": chunk, **params})))
     return result
 
 
@@ -166,31 +208,63 @@ def every_row(engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS) -> di
     """Every row's digest, by board (one of a board's duplicate rows; a row without a board id
     under None, in :data:`NULL_BUCKET`): what a full run remembers."""
     _check_buckets(buckets)
-    with _connected(engine) as connection:
+    with connected(engine) as connection:
         dialect = _prepare(connection)
         return _row_digests(connection.execute(sa.text(_digests_select(dialect, buckets))))
 
 
 def rows_in_buckets(
-    engine: Engine | Connection, buckets_wanted: Iterable[int], buckets: int = DEFAULT_BUCKETS
+    engine: Engine | Connection,
+    buckets_wanted: Iterable[int],
+    buckets: int = DEFAULT_BUCKETS,
+    within: IdRange = WHOLE,
 ) -> dict[str, RowDigest]:
-    """Every row of the wanted buckets, with its digest: the drill-down into buckets that
-    differ. One scan of the table (the bucket is computed, not stored), hashing only the rows
-    of the wanted buckets."""
+    """Every row of the wanted buckets (``within`` a range of board ids), with its digest: the
+    drill-down into buckets that differ. One scan of the range (the bucket is computed, not
+    stored), hashing only the rows of the wanted buckets."""
     _check_buckets(buckets)
     wanted = sorted(set(buckets_wanted))
     if not wanted:
         return {}
-    with _connected(engine) as connection:
+    with connected(engine) as connection:
         dialect = _prepare(connection)
+        condition, params = _where(connection, within)
         statement = sa.text(
             f"{_digests_select(dialect, buckets, fence=False)} "
-            f"WHERE {_bucket_sql(dialect, buckets)} IN :wanted"
+            f"WHERE {condition} AND {_bucket_sql(dialect, buckets)} IN :wanted"
         ).bindparams(sa.bindparam("wanted", expanding=True))
-        return _row_digests(connection.execute(statement, {"wanted": wanted}))
+        return _row_digests(connection.execute(statement, {"wanted": wanted, **params}))
 
 
-def _connected(bind: Engine | Connection) -> AbstractContextManager[Connection]:
+def id_after(engine: Engine | Connection, after: str | None, rows: int) -> str | None:
+    """The ``rows``-th board id above ``after`` (from the first when None), in the database's
+    order, by a walk of the primary key's index; None when fewer rows follow: where a slice of
+    ``rows`` rows starting after ``after`` ends."""
+    if rows < 1:
+        raise BoardstreamError(f"a slice holds at least one row, not {rows}")
+    condition = "board_id IS NOT NULL" if after is None else "board_id > :after"
+    with connected(engine) as connection:
+        return connection.execute(
+            sa.text(
+                f"SELECT board_id FROM {sink_table.board_detail.name} WHERE {condition} "
+                "ORDER BY board_id LIMIT 1 OFFSET :skip"
+            ),
+            {"after": after, "skip": rows - 1},
+        ).scalar()
+
+
+def _where(connection: Connection, within: IdRange) -> tuple[str, dict[str, str]]:
+    """``within``'s condition on the table. Rows without a board id only where the table lets
+    them in: a key (or NOT NULL) keeps them out, and a test for them would scan the table
+    instead of walking the key's index."""
+    if within.whole:
+        return within.where()
+    columns = sa.inspect(connection).get_columns(sink_table.board_detail.name)
+    nullable = next(c["nullable"] for c in columns if c["name"] == "board_id")
+    return within.where("board_id IS NULL" if nullable else None)
+
+
+def connected(bind: Engine | Connection) -> AbstractContextManager[Connection]:
     """A connection of its own for an Engine; a Connection as it is (its transaction kept)."""
     if isinstance(bind, Connection):
         return nullcontext(bind)
@@ -204,15 +278,17 @@ def _row_digests(rows: Iterable[Any]) -> dict[str, RowDigest]:
     }
 
 
-def _digests_select(dialect: str, buckets: int, fence: bool = True) -> str:
-    """``SELECT board_id, bucket, digest FROM board_detail``, the digest a signed 64-bit integer
-    (its two's complement is the row digest). ``fence`` keeps the database from inlining it
-    into an outer query, which would hash each row twice (once per half)."""
+def _digests_select(dialect: str, buckets: int, fence: bool = True, where: str = "") -> str:
+    """``SELECT board_id, bucket, digest FROM board_detail [WHERE where]``, the digest a signed
+    64-bit integer (its two's complement is the row digest). ``fence`` keeps the database from
+    inlining it into an outer query, which would hash each row twice (once per half)."""
     columns = list(sink_table.COLUMNS)
     select = (
         f"SELECT board_id, {_bucket_sql(dialect, buckets)} AS bucket, "
         f"{_digest_sql(dialect, columns)} AS digest FROM {sink_table.board_detail.name}"
     )
+    if where:
+        select = f"{select} WHERE {where}"
     if not fence:
         return select
     return f"{select} {'OFFSET 0' if dialect == 'postgresql' else 'LIMIT -1'}"

@@ -4,21 +4,30 @@ topic.
 
 After a run checks some boards it remembers their rows' digests (:func:`remember`; a full run
 all of them, :func:`remember_all`) and moves its running per-bucket totals. The next run has the
-database compute the table's per-bucket digests (one ``GROUP BY``,
-:func:`table_buckets.bucket_digests`) and re-checks every board of the buckets that differ
-(:func:`suspects`): within them, the boards whose row digest moved (altered, deleted, added), and
-every board of a bucket holding more rows than boards (a duplicated row leaves its board's
-digest as it was).
+database compute the per-bucket digests of a slice of the table (one ``GROUP BY``,
+:func:`table_buckets.bucket_digests`; :func:`look`) and re-checks every board of the buckets
+that differ (:func:`suspects`): within them, the boards whose row digest moved (altered,
+deleted, added), and every board of a bucket holding more rows than boards (a duplicated row
+leaves its board's digest as it was).
+
+The slice: a table of at most ``rows`` rows (``Settings.reconcile_watch_rows``) is looked at
+whole by every run. A larger one is looked at in consecutive ranges of board ids of ``rows``
+rows each, the next run starting where the last one ended (:func:`advance`), then over from the
+first id: a run's cost stays that of ``rows`` rows whatever the table's size, and a row changed
+anywhere is found within one round of slices (ceil(table rows / ``rows``) runs; a full run
+looks at everything). Rows without a board id are in every slice.
 
 What it cannot see: a change that leaves a bucket's row count and 64-bit digest sum as they were
-(a checksum, not a seal); a write between a run's read of the rows and its remembering them.
+(a checksum, not a seal); a write between a run's read of the rows and its remembering them;
+until the round reaches it, a change outside the run's slice.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -26,7 +35,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database
 from boardstream.reconcile import table_buckets
-from boardstream.reconcile.table_buckets import EMPTY, BucketDigest, RowDigest
+from boardstream.reconcile.table_buckets import EMPTY, WHOLE, BucketDigest, IdRange, RowDigest
 from boardstream.reconcile.table_checks import NULL_BOARD_ID
 from boardstream.sink import table as sink_table
 
@@ -61,17 +70,52 @@ reconcile_table_schema = sa.Table(
     metadata,
     sa.Column("signature", sa.Text, nullable=False),
 )
+# Where the last run's slice of the table ended (its last board id; no row: the next slice
+# starts at the first id).
+reconcile_table_slice = sa.Table(
+    "reconcile_table_slice",
+    metadata,
+    sa.Column("through", sa.Text, nullable=False),
+)
 _HALF = 2**32
+# The ledger's name for rows without a board id, as a condition of IdRange.where.
+_MISSING = "board_id = :null_board_id"
+
+
+@dataclass(frozen=True)
+class Look:
+    """A slice of the table (a range of board ids) and its bucket digests, as one run saw it."""
+
+    within: IdRange
+    digests: dict[int, BucketDigest]
 
 
 def create(engine: Engine) -> None:
     metadata.create_all(engine)
 
 
+def look(bind: Engine | Connection, rows: int) -> Look:
+    """The next slice of at most ``rows`` rows after where the last run's ended (the whole
+    table when it holds no more), and its bucket digests computed by the database."""
+    with table_buckets.connected(bind) as connection:
+        after = connection.execute(sa.select(reconcile_table_slice.c.through)).scalar()
+        through = table_buckets.id_after(connection, after, rows)
+        if through is not None and table_buckets.id_after(connection, through, 1) is None:
+            through = None  # the slice ends with the last id: it runs to the end
+        within = WHOLE if after is None and through is None else IdRange(after, through)
+        return Look(within, table_buckets.bucket_digests(connection, within=within))
+
+
+def advance(connection: Connection, within: IdRange) -> None:
+    """The next run's slice starts after ``within``'s, or over from the first id when it ran
+    to the end. In the caller's transaction, beside the rows it remembers."""
+    connection.execute(reconcile_table_slice.delete())
+    if within.through is not None:
+        connection.execute(reconcile_table_slice.insert().values(through=within.through))
+
+
 def suspects(
-    connection: Connection,
-    known: Iterable[str] = (),
-    actual: Mapping[int, BucketDigest] | None = None,
+    connection: Connection, known: Iterable[str] = (), seen: Look | None = None
 ) -> set[str]:
     """The boards whose rows changed since they were last checked: in the buckets whose digests
     differ from the remembered ones, each board whose row digest differs, is new or is gone,
@@ -82,8 +126,9 @@ def suspects(
     expected digests are moved by their rows' change first, so a bucket differs only for what
     nothing explains, and 1 % new boards do not drill into most buckets.
 
-    ``actual``: the table's bucket digests (:func:`table_buckets.bucket_digests`) when the
-    caller computed them already, on a connection of its own while it did other work."""
+    ``seen``: the slice the run looks at and its bucket digests (:func:`look`), when the caller
+    took them already, on a connection of its own while it did other work; default: the whole
+    table, now."""
     remembered_schema = connection.execute(sa.select(reconcile_table_schema.c.signature)).scalar()
     if remembered_schema != _signature(connection):
         r = reconcile_row.c
@@ -91,32 +136,34 @@ def suspects(
         every |= {b or NULL_BOARD_ID for b in table_buckets.every_row(connection)}
         log.info("board_detail: its columns' types changed; all %d boards re-checked", len(every))
         return every
-    if actual is None:
-        actual = table_buckets.bucket_digests(connection)
-    b = reconcile_bucket.c
-    remembered_buckets = connection.execute(sa.select(b.bucket, b.rows, b.high, b.low))
-    expected = {
-        bucket: BucketDigest(rows, _HALF * high + low)
-        for bucket, rows, high, low in remembered_buckets
-    }
+    if seen is None:
+        seen = Look(WHOLE, table_buckets.bucket_digests(connection))
+    within, actual = seen.within, seen.digests
+    expected = _expected(connection, within)
     known = sorted(set(known))
-    for row in _remembered(connection, known).values():
+    for row in _remembered(connection, known, within).values():
         expected[row.bucket] = expected.get(row.bucket, EMPTY).minus(row.digest)
-    for row in table_buckets.row_digests(connection, known).values():
+    for row in table_buckets.row_digests(connection, known, within=within).values():
         expected[row.bucket] = expected.get(row.bucket, EMPTY).plus(row.digest)
     differ = table_buckets.differing_buckets(expected, actual)
     if not differ:
         return set()
-    r = reconcile_row.c
+    condition, params = within.where(_MISSING)
     remembered = {
         board_id: RowDigest(bucket, _HALF * high + low)
         for board_id, bucket, high, low in connection.execute(
-            sa.select(r.board_id, r.bucket, r.high, r.low).where(r.bucket.in_(differ))
+            sa.text(
+                f"SELECT board_id, bucket, high, low FROM {reconcile_row.name} "
+                f"WHERE bucket IN :differ AND {condition}"
+            ).bindparams(sa.bindparam("differ", expanding=True)),
+            {"differ": differ, "null_board_id": NULL_BOARD_ID, **params},
         )
     }
     present = {
         NULL_BOARD_ID if board_id is None else board_id: row
-        for board_id, row in table_buckets.rows_in_buckets(connection, differ).items()
+        for board_id, row in table_buckets.rows_in_buckets(
+            connection, differ, within=within
+        ).items()
     }
     changed = set(table_buckets.differing_rows(remembered, present))
     # A bucket holding more rows than boards has a duplicate (or rows without a board id),
@@ -131,12 +178,35 @@ def suspects(
         if actual.get(bucket, EMPTY).rows != present_per_bucket.get(bucket, 0):
             changed |= boards_in.get(bucket, set())
     log.info(
-        "board_detail: %d of %d buckets differ from the last checks; %d boards re-checked",
+        "board_detail: %d of %d buckets differ from the last checks (%s); %d boards re-checked",
         len(differ),
         table_buckets.DEFAULT_BUCKETS,
+        "the whole table"
+        if within.whole
+        else f"board ids above {within.after!r} through {within.through!r}",
         len(changed),
     )
     return changed
+
+
+def _expected(connection: Connection, within: IdRange) -> dict[int, BucketDigest]:
+    """The remembered bucket digests of the rows ``within`` the slice: the running totals for
+    the whole table, summed from the remembered rows of a range."""
+    if within.whole:
+        b = reconcile_bucket.c
+        rows = connection.execute(sa.select(b.bucket, b.rows, b.high, b.low))
+    else:
+        condition, params = within.where(_MISSING)
+        rows = connection.execute(
+            sa.text(
+                "SELECT bucket, sum(rows), sum(high), sum(low) "
+                f"FROM {reconcile_row.name} WHERE {condition} GROUP BY bucket"
+            ),
+            {"null_board_id": NULL_BOARD_ID, **params},
+        )
+    return {
+        bucket: BucketDigest(int(n), _HALF * int(high) + int(low)) for bucket, n, high, low in rows
+    }
 
 
 def remember(connection: Connection, board_ids: Iterable[str]) -> None:
@@ -207,12 +277,18 @@ def remember_all(connection: Connection) -> None:
     log.info("board_detail: %d boards' rows remembered", len(rows))
 
 
-def _remembered(connection: Connection, board_ids: list[str]) -> dict[str, RowDigest]:
-    r = reconcile_row.c
+def _remembered(
+    connection: Connection, board_ids: list[str], within: IdRange = WHOLE
+) -> dict[str, RowDigest]:
+    condition, params = within.where(_MISSING)
+    query = sa.text(
+        f"SELECT board_id, bucket, high, low FROM {reconcile_row.name} "
+        f"WHERE board_id IN :ids AND {condition}"
+    ).bindparams(sa.bindparam("ids", expanding=True))
     found: dict[str, RowDigest] = {}
     for chunk in database.chunks(board_ids):
-        query = sa.select(r.board_id, r.bucket, r.high, r.low).where(r.board_id.in_(chunk))
-        for board_id, bucket, high, low in connection.execute(query):
+        rows = connection.execute(query, {"ids": chunk, "null_board_id": NULL_BOARD_ID, **params})
+        for board_id, bucket, high, low in rows:
             found[board_id] = RowDigest(bucket, _HALF * high + low)
     return found
 

@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.sink import table as sink_table
-from tests.adversarial.world import detail_records, execute, failures, reconcile, rows
+from tests.adversarial.world import (
+    detail_records,
+    execute,
+    failures,
+    reconcile,
+    reconcile_as,
+    rows,
+    verdict,
+)
 from tests.pipeline import Pipeline
 
 
@@ -213,3 +222,27 @@ def test_several_kinds_at_once(world: Pipeline) -> None:
         "mismatched": ["b3"],
         "extra_in_table": ["ghost"],
     }
+
+
+def test_rows_watched_a_slice_per_run_are_found_by_the_run_whose_slice_holds_them(
+    world: Pipeline,
+) -> None:
+    """With ``reconcile_watch_rows`` below the table's size, each incremental run hashes one
+    slice of 4 rows: the row with the last board id, altered, is no finding until the run
+    whose slice holds it (the last of the round), which then agrees with a full run."""
+    ids = [r[0] for r in rows(world.settings.database, "SELECT board_id FROM board_detail")]
+    last = max(ids)
+    execute(
+        world.settings.database, f"UPDATE board_detail SET city = 'x' WHERE board_id = '{last}'"
+    )
+    whole = world.settings
+    world.settings = whole.model_copy(update={"reconcile_watch_rows": 4})
+    try:
+        found = [failures(reconcile_as(world, INCREMENTAL)) for _ in range((len(ids) - 1) // 4)]
+        incremental = reconcile_as(world, INCREMENTAL)
+        full = reconcile_as(world, FULL)
+    finally:
+        world.settings = whole
+    assert (len(ids), found) == (10, [{}, {}])
+    assert failures(incremental) == {"mismatched": [last]}
+    assert verdict(incremental) == verdict(full)

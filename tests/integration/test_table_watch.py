@@ -2,10 +2,12 @@
 after a full run remembers every row, an incremental run's suspects are exactly the boards whose
 rows changed since (altered, deleted, added), every board of a bucket that gained a duplicate,
 and every board when a column's type changed; what a run remembers after re-checking boards
-is what the next run compares with."""
+is what the next run compares with; a table larger than a run's slice is watched a slice per
+run, each change found by the run whose slice holds it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream import database
-from boardstream.reconcile import table_buckets, table_watch
+from boardstream.reconcile import table_buckets, table_checks, table_watch
 from boardstream.sink import table as sink_table
 from tests.fixtures import sqlite_or_postgres_url
 from tests.integration.test_table_buckets import ROWS, board, make_row
@@ -63,10 +65,11 @@ def test_digests_taken_beforehand_find_earlier_changes_and_leave_later_ones_to_t
     reads (``actual``): a change made before them is found; one made after them is not found
     by this run, but stays a suspect for the next, as the remembered digests did not move."""
     execute(engine, f"UPDATE board_detail SET city = 'early' WHERE board_id = '{board(2)}'")
-    actual = table_buckets.bucket_digests(engine)
+    seen = table_watch.look(engine, ROWS)
+    assert seen.within == table_buckets.WHOLE
     execute(engine, f"UPDATE board_detail SET city = 'late' WHERE board_id = '{board(7)}'")
     with engine.connect() as connection:
-        assert table_watch.suspects(connection, (), actual) == {board(2)}
+        assert table_watch.suspects(connection, (), seen) == {board(2)}
     with engine.begin() as connection:
         table_watch.remember(connection, {board(2)})
     assert suspects(engine) == {board(7)}
@@ -130,3 +133,83 @@ def test_rows_of_boards_re_checked_anyway_are_not_suspects(engine: Engine) -> No
     execute(engine, f"DELETE FROM board_detail WHERE board_id = '{board(6)}'")
     with engine.connect() as connection:
         assert table_watch.suspects(connection, {board(5), "new"}) == {board(6)}
+
+
+def watch_once(engine: Engine, rows: int, known: set[str] = frozenset()) -> tuple[set[str], int]:
+    """One incremental run's watch with slices of ``rows`` rows: its suspects, remembered as
+    re-checked, and how many rows its slice held."""
+    seen = table_watch.look(engine, rows)
+    with engine.begin() as connection:
+        found = table_watch.suspects(connection, known, seen)
+        table_watch.remember(connection, found | known)
+        table_watch.advance(connection, seen.within)
+    return found, sum(digest.rows for digest in seen.digests.values())
+
+
+def test_a_table_larger_than_a_slice_is_watched_one_slice_per_run(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """300 rows in slices of 70: five runs make a round (70, 70, 70, 70, then the last 20 and
+    whatever came after), each finding exactly the changes in its own slice (an alteration at
+    the first id, a deletion in the third slice, an addition past the last id, an alteration at
+    the last), none twice; a board the run re-checks anyway is no suspect, in its slice or not;
+    the sixth run starts over from the first id and finds nothing. Each run drills into just the
+    buckets of what it finds: a slice's expected digests are the slice's own."""
+    with engine.connect() as connection:
+        ids = list(
+            connection.execute(
+                sa.text("SELECT board_id FROM board_detail ORDER BY board_id")
+            ).scalars()
+        )
+    first, deleted, last = ids[0], ids[150], ids[-1]
+    execute(
+        engine,
+        f"UPDATE board_detail SET title = 'x' WHERE board_id = '{first}'",
+        f"DELETE FROM board_detail WHERE board_id = '{deleted}'",
+        f"UPDATE board_detail SET city = 'x' WHERE board_id = '{last}'",
+        f"UPDATE board_detail SET title = 'sink' WHERE board_id IN ('{ids[1]}', '{ids[200]}')",
+    )
+    sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "~forged"}])  # sorts last
+    caplog.set_level(logging.INFO, logger=table_watch.__name__)
+    runs, drilled = [], []
+    for i in range(6):
+        caplog.clear()
+        runs.append(watch_once(engine, 70, {ids[1], ids[200]} if i == 0 else set()))
+        drilled.append([int(r.args[0]) for r in caplog.records if "buckets differ" in r.msg])
+    assert runs == [
+        ({first}, 70),
+        (set(), 70),
+        ({deleted}, 70),
+        (set(), 70),
+        ({last, "~forged"}, 20),
+        (set(), 70),
+    ]
+    assert drilled == [
+        [len({table_buckets.bucket_of(board_id) for board_id in found})] if found else []
+        for found, _ in runs
+    ]
+
+
+def test_every_slice_holds_the_rows_without_a_board_id(engine: Engine) -> None:
+    """A table rebuilt without its key takes a row without a board id: such a row is in no
+    range of ids, so every slice holds it: the first run after its arrival finds it wherever the
+    round is, and so does every run after (a run remembers rows by board id) until it is gone."""
+    execute(
+        engine,
+        "CREATE TABLE copy AS SELECT * FROM board_detail",
+        "DROP TABLE board_detail",
+        "ALTER TABLE copy RENAME TO board_detail",
+    )
+    with engine.begin() as connection:  # as a full run would, on the table without its key
+        table_watch.remember_all(connection)
+    assert watch_once(engine, 100) == (set(), 100)
+    columns = [c.name for c in sink_table.board_detail.columns]
+    execute(
+        engine,
+        f"INSERT INTO board_detail ({', '.join(columns)}) SELECT NULL, "
+        f"{', '.join(columns[1:])} FROM board_detail WHERE board_id = '{board(3)}'",
+    )
+    assert watch_once(engine, 100) == ({table_checks.NULL_BOARD_ID}, 101)
+    assert watch_once(engine, 100) == ({table_checks.NULL_BOARD_ID}, 101)
+    execute(engine, "DELETE FROM board_detail WHERE board_id IS NULL")
+    assert watch_once(engine, 100) == (set(), 100)
