@@ -11,7 +11,9 @@ per database: ``SELECT count(*)`` and a plain read of every stored column throug
 (the floors), the canonical JSON alone and with its hash (the hash's cost: SQLite's is the
 registered Python function), one
 ``bucket_digests`` (4,096 buckets), ``row_digests`` of 1 % of the boards and ``rows_in_buckets``
-of one bucket (the drill-down). Each figure is the median of ``--repeat`` runs, after one
+of one bucket (the drill-down), and what an incremental run's table watch costs: one slice of
+``--watch-rows`` rows starting a third of the way into the ids (``table_watch.look``; the whole
+table when it holds no more). Each figure is the median of ``--repeat`` runs, after one
 untimed full read (a warm cache, as a scheduled run right after the sink would find).
 """
 
@@ -37,6 +39,7 @@ from sqlalchemy.engine import Engine
 
 from boardstream import database
 from boardstream.reconcile import table_buckets as tb
+from boardstream.reconcile import table_watch
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.stack.postgres import Postgres
@@ -175,7 +178,23 @@ def timed(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return statistics.median(seconds), result
 
 
-def measure(engine: Engine, count: int, repeat: int) -> dict[str, float]:
+def watch_slice(engine: Engine, count: int, watch_rows: int) -> float:
+    """One incremental run's look at the table, from a third of the way into the ids."""
+    table_watch.create(engine)
+    with engine.begin() as connection:
+        connection.execute(table_watch.reconcile_table_slice.delete())
+        if count > watch_rows:
+            cursor = tb.id_after(connection, None, count // 3)
+            connection.execute(table_watch.reconcile_table_slice.insert().values(through=cursor))
+    start = time.perf_counter()
+    seen = table_watch.look(engine, watch_rows)
+    seconds = time.perf_counter() - start
+    expected = count if count <= watch_rows else min(watch_rows, count - count // 3)
+    assert sum(d.rows for d in seen.digests.values()) == expected
+    return seconds
+
+
+def measure(engine: Engine, count: int, repeat: int, watch_rows: int) -> dict[str, float]:
     assert full_read(engine) == count  # warm-up, untimed
     ids: list[str] = []
     with engine.connect() as connection:
@@ -190,6 +209,9 @@ def measure(engine: Engine, count: int, repeat: int) -> dict[str, float]:
     figures["bucket_digests"], digests = timed(lambda: tb.bucket_digests(engine), repeat)
     figures["row_digests (1 %)"], picked = timed(lambda: tb.row_digests(engine, ids), repeat)
     figures["rows_in_buckets (1)"], drilled = timed(lambda: tb.rows_in_buckets(engine, [7]), repeat)
+    figures["watch slice"] = statistics.median(
+        watch_slice(engine, count, watch_rows) for _ in range(repeat)
+    )
     assert counted == read == count == sum(d.rows for d in digests.values())
     assert len(picked) == len(ids)
     assert tb.totals(drilled.values()).get(7, tb.EMPTY) == digests.get(7, tb.EMPTY)
@@ -208,6 +230,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=447_017)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--watch-rows",
+        type=int,
+        default=Settings().reconcile_watch_rows,
+        help="rows an incremental run's table watch hashes (default: the setting's)",
+    )
     args = parser.parse_args()
     var_dir = Path(tempfile.mkdtemp(prefix="bench-buckets-"))
     server = start_postgres(var_dir)
@@ -222,7 +250,7 @@ def main() -> None:
             start = time.perf_counter()
             loaders[name](engine, args.rows)
             print(f"{name}: {args.rows:,} rows loaded in {time.perf_counter() - start:.1f} s")
-            results[name] = measure(engine, args.rows, args.repeat)
+            results[name] = measure(engine, args.rows, args.repeat, args.watch_rows)
             engine.dispose()
         report(results, args)
     finally:
@@ -233,7 +261,10 @@ def main() -> None:
 
 def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
     names = list(results)
-    print(f"\n{args.rows:,} rows, median of {args.repeat}; 4,096 buckets")
+    print(
+        f"\n{args.rows:,} rows, median of {args.repeat}; 4,096 buckets; "
+        f"watch slices of {args.watch_rows:,} rows"
+    )
     print(f"| measure | {' | '.join(names)} |")
     print(f"|---|{'---:|' * len(names)}")
     for measure_name in (
@@ -244,6 +275,7 @@ def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> No
         "bucket_digests",
         "rows_in_buckets (1)",
         "row_digests (1 %)",
+        "watch slice",
     ):
         cells = [f"{results[n][measure_name]:.3f} s" for n in names]
         print(f"| {measure_name} | {' | '.join(cells)} |")
@@ -251,6 +283,7 @@ def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> No
         "bucket_digests / full read": ("bucket_digests", "full read"),
         "bucket_digests / count(*)": ("bucket_digests", "count(*)"),
         "row_digests (1 %) / bucket_digests": ("row_digests (1 %)", "bucket_digests"),
+        "watch slice / bucket_digests": ("watch slice", "bucket_digests"),
         "bucket_digests beyond the canonical JSON": ("canonical JSON only", "bucket_digests"),
         "row digest's hash beyond the canonical JSON": (
             "canonical JSON only",

@@ -44,6 +44,20 @@ def execute(engine: Engine, *statements: str) -> None:
             connection.execute(sa.text(statement))
 
 
+def rebuilt_without_key(engine: Engine) -> None:
+    """``board_detail`` copied into a table without its primary key (SQLite cannot drop one),
+    which takes duplicate rows and rows without a board id; remembered whole, as a full run
+    would."""
+    execute(
+        engine,
+        "CREATE TABLE copy AS SELECT * FROM board_detail",
+        "DROP TABLE board_detail",
+        "ALTER TABLE copy RENAME TO board_detail",
+    )
+    with engine.begin() as connection:
+        table_watch.remember_all(connection)
+
+
 def test_an_untouched_table_has_no_suspects(engine: Engine) -> None:
     assert suspects(engine) == set()
 
@@ -96,17 +110,7 @@ def test_a_duplicated_row_makes_its_whole_bucket_suspect(engine: Engine) -> None
         buckets.setdefault(table_buckets.bucket_of(board(i)), set()).add(board(i))
     neighbours = next(boards for _, boards in sorted(buckets.items()) if len(boards) > 1)
     victim = min(neighbours)
-    if engine.dialect.name == "postgresql":
-        execute(engine, "ALTER TABLE board_detail DROP CONSTRAINT board_detail_pkey")
-    else:  # SQLite cannot drop a primary key: the table is rebuilt without one
-        execute(
-            engine,
-            "CREATE TABLE copy AS SELECT * FROM board_detail",
-            "DROP TABLE board_detail",
-            "ALTER TABLE copy RENAME TO board_detail",
-        )
-    with engine.begin() as connection:  # as a full run would, on the table without its key
-        table_watch.remember_all(connection)
+    rebuilt_without_key(engine)
     assert suspects(engine) == set()
     copy = f"INSERT INTO board_detail SELECT * FROM board_detail WHERE board_id = '{victim}'"
     execute(engine, copy)
@@ -194,14 +198,7 @@ def test_every_slice_holds_the_rows_without_a_board_id(engine: Engine) -> None:
     """A table rebuilt without its key takes a row without a board id: such a row is in no
     range of ids, so every slice holds it: the first run after its arrival finds it wherever the
     round is, and so does every run after (a run remembers rows by board id) until it is gone."""
-    execute(
-        engine,
-        "CREATE TABLE copy AS SELECT * FROM board_detail",
-        "DROP TABLE board_detail",
-        "ALTER TABLE copy RENAME TO board_detail",
-    )
-    with engine.begin() as connection:  # as a full run would, on the table without its key
-        table_watch.remember_all(connection)
+    rebuilt_without_key(engine)
     assert watch_once(engine, 100) == (set(), 100)
     columns = [c.name for c in sink_table.board_detail.columns]
     execute(
