@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Callable, Mapping
-from contextlib import nullcontext
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,17 @@ from boardstream.spark.triggers import (
 logger = logging.getLogger(__name__)
 
 STOP_POLL_S = 1  # how soon a requested stop is acted on
+# What a requested stop's cancelling of the batch under way logs at ERROR, though nothing failed:
+# the driver's abort of the batch's write (the Kafka sink is a V2 write) and, where the
+# executors share the driver's JVM (local mode), each killed task's abort of its write and of
+# its commit, and real-time mode's error notifier. A cluster's executors log to their own files.
+CANCELLED_BATCH_LOGGERS = (
+    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+    "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
+    "org.apache.spark.util.Utils",
+    "org.apache.spark.util.ErrorNotifier",
+)
+STOP_SETTLE_S = 10  # how long a stopped query's killed tasks may take to end, at most
 __all__ = ["AVAILABLE_NOW", "PROCESSING_TIME", "REAL_TIME", "REAL_TIME_TRIGGERS", "TRIGGERS"]
 
 
@@ -154,13 +166,39 @@ def run(
             query = start()
             while not query.awaitTermination(STOP_POLL_S):
                 if stop_requested.is_set():
-                    query.stop()
+                    with cancelled_batch_quieted(spark):
+                        query.stop()
             if query.lastProgress is not None:
                 listener.wait_for(str(query.runId), query.lastProgress["batchId"])
         finally:
             signal.signal(signal.SIGTERM, previous)
             spark.streams.removeListener(listener)
     return query
+
+
+@contextmanager
+def cancelled_batch_quieted(spark: SparkSession) -> Iterator[None]:
+    """Spark's ERROR lines for the batch a requested stop cancels silenced until its killed
+    tasks have ended: the query stops as asked and its next start replays the batch from the
+    checkpoint, so a healthy stop logs nothing at ERROR. Only a requested stop is silenced; a
+    write that fails on its own still logs them, and the query's error after them."""
+    jvm = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    configurator = log4j.core.config.Configurator
+    previous = {
+        name: log4j.LogManager.getLogger(name).getLevel() for name in CANCELLED_BATCH_LOGGERS
+    }
+    for name in CANCELLED_BATCH_LOGGERS:
+        configurator.setLevel(name, log4j.Level.OFF)
+    try:
+        yield
+        tracker = spark.sparkContext.statusTracker()
+        deadline = time.monotonic() + STOP_SETTLE_S
+        while tracker.getActiveStageIds() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        for name, level in previous.items():
+            configurator.setLevel(name, level)
 
 
 def _driver_details(spark: SparkSession, config: QueryConfig) -> dict[str, object]:

@@ -101,11 +101,14 @@ def driver_pid(pipeline: Pipeline) -> int:
 
 def stop(pipeline: Pipeline, job: subprocess.Popen[str]) -> str:
     """SIGTERM to the driver, as a supervisor stops the stream: the query stops, the driver
-    exits 0, and so do spark-submit and the command."""
+    exits 0, and so do spark-submit and the command, with nothing logged at ERROR (the stop
+    cancels the real-time batch under way, whose write Spark would log as aborted)."""
     os.kill(driver_pid(pipeline), signal.SIGTERM)
     output, _ = job.communicate(timeout=180)
     causes = [line for line in output.splitlines() if "Exception" in line or "rror: " in line]
     assert job.returncode == 0, "\n".join(causes[-20:])
+    errors = [line for line in output.splitlines() if " ERROR " in line]
+    assert errors == [], "\n".join(errors)
     return output
 
 

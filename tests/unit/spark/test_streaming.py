@@ -6,6 +6,7 @@ query starts, and ``run``'s SIGTERM handling and listener lifetime."""
 from __future__ import annotations
 
 import signal
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -282,13 +283,20 @@ def sigterm() -> Any:
 
 
 def test_run_stops_the_query_on_sigterm_and_restores_the_handler(
-    tmp_path: Path, sigterm: Any
+    tmp_path: Path, sigterm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    quieted: list[Any] = []
+    # Spark's loggers, quieted for the stop (tests/integration/test_join_real_time.py).
+    monkeypatch.setattr(
+        streaming, "cancelled_batch_quieted", lambda spark: quieted.append(spark) or nullcontext()
+    )
     streams = FakeStreams()
     query = FakeQuery(streams)
     config = settings(tmp_path)
-    assert streaming.run(SimpleNamespace(streams=streams), config, lambda: query) is query
+    spark = SimpleNamespace(streams=streams)
+    assert streaming.run(spark, config, lambda: query) is query
     assert query.stops == 1
+    assert quieted == [spark]
     assert query.waits == [streaming.STOP_POLL_S] * 2
     assert signal.getsignal(signal.SIGTERM) is sigterm
     (listener,) = streams.added
