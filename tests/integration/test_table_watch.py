@@ -210,3 +210,15 @@ def test_every_slice_holds_the_rows_without_a_board_id(engine: Engine) -> None:
     assert watch_once(engine, 100) == ({table_checks.NULL_BOARD_ID}, 101)
     execute(engine, "DELETE FROM board_detail WHERE board_id IS NULL")
     assert watch_once(engine, 100) == (set(), 100)
+
+
+def test_a_row_added_behind_the_round_is_found_when_the_round_comes_back(engine: Engine) -> None:
+    """A forged row whose id sorts before every other, added once the round has moved past the
+    first ids, is in no slice until the round starts over: then the first slice finds it."""
+    assert watch_once(engine, 100) == (set(), 100)
+    sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "!forged"}])  # sorts first
+    assert [watch_once(engine, 100) for _ in range(3)] == [
+        (set(), 100),
+        (set(), 100),
+        ({"!forged"}, 100),
+    ]
