@@ -149,6 +149,9 @@ def _run(run: dict[str, Any], docs_root: Path) -> dict[str, Any]:
             # Runs recorded before #22 were all full ones, of no recorded range.
             "kind": run.get("kind") or ledger.FULL,
             "covered": ledger.describe_covered(run["covered"]) if run.get("covered") else None,
+            "table_slice": (
+                ledger.describe_table_slice(run["table_slice"]) if run.get("table_slice") else None
+            ),
         }
     )
 

@@ -303,6 +303,7 @@ class Checked:
     expected_rows: int  # how many of those rows the checks expect
     waiting: list[str]  # the oldest waiting boards, as the summary lists them
     covered: dict[str, dict[str, list[int]]]  # per topic and partition, the offsets read
+    table_slice: dict[str, object]  # the rows of board_detail looked at (Look.as_json)
 
 
 def check(
@@ -376,4 +377,5 @@ def check(
         pc.sum(pc.equal(found["kind"], "expected_table_rows")).as_py() or 0,
         lines,
         ledger.covered(cursor, snapshot.latest),
+        seen.as_json(),
     )

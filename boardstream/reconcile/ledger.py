@@ -30,6 +30,9 @@ reconciliation_run = sa.Table(
     sa.Column("kind", sa.String(16)),  # full or incremental (NULL: before #22, full)
     # Per topic and partition, the offsets [from, to) the run read.
     sa.Column("covered", sa.JSON),
+    # The slice of board_detail the run looked at for changed rows: {"after", "through", "rows"}
+    # (ids None: unbounded on that side), see reconcile.table_watch.
+    sa.Column("table_slice", sa.JSON),
 )
 FULL, INCREMENTAL = "full", "incremental"
 PASSED, FAILED, ERRORED = "PASSED", "FAILED", "ERRORED"
@@ -84,6 +87,17 @@ def describe_covered(covered: dict[str, dict[str, list[int]]]) -> str:
     return "; ".join(parts) or "nothing new"
 
 
+def describe_table_slice(table_slice: dict[str, Any]) -> str:
+    """The rows a run looked at for changes: ``all 447,017 rows of board_detail`` or ``500,000
+    rows of board_detail, board ids after 'b-1' through 'b-9'``."""
+    after, through, rows = table_slice["after"], table_slice["through"], table_slice["rows"]
+    if after is None and through is None:
+        return f"all {rows:,} rows of board_detail"
+    start = "from the first" if after is None else f"after {after!r}"
+    end = "to the last" if through is None else f"through {through!r}"
+    return f"{rows:,} rows of board_detail, board ids {start} {end}"
+
+
 def start_run(engine: Engine, snapshot: dict[str, Any], run_by: str, kind: str = FULL) -> int:
     create(engine)
     with engine.begin() as connection:
@@ -104,6 +118,7 @@ def finish_run(
     data_docs: str | None,
     balance: dict[int, dict[str, int]] | None = None,
     covered: dict[str, dict[str, list[int]]] | None = None,
+    table_slice: dict[str, Any] | None = None,
 ) -> None:
     with engine.begin() as connection:
         connection.execute(
@@ -117,6 +132,7 @@ def finish_run(
                 data_docs=data_docs,
                 balance={str(p): classes for p, classes in (balance or {}).items()},
                 covered=covered,
+                table_slice=table_slice,
             )
         )
         rows = [

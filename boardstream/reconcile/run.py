@@ -7,6 +7,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 from sqlalchemy.engine import Engine
@@ -32,7 +33,12 @@ from boardstream.reconcile.checks import (
     reconcile,
 )
 from boardstream.reconcile.expectations import ValidationReport, validate_reconciliation
-from boardstream.reconcile.ledger import FULL, INCREMENTAL, describe_covered
+from boardstream.reconcile.ledger import (
+    FULL,
+    INCREMENTAL,
+    describe_covered,
+    describe_table_slice,
+)
 from boardstream.reconcile.snapshot import Snapshot, take_snapshot
 from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
@@ -60,6 +66,7 @@ class RunResult:
     validation: ValidationReport
     kind: str = FULL
     covered: dict[str, dict[str, list[int]]] | None = None  # per topic and partition: [from, to)
+    table_slice: dict[str, Any] | None = None  # the rows of board_detail it looked at
 
     @property
     def passed(self) -> bool:
@@ -71,6 +78,8 @@ class RunResult:
         lines = [f"reconciliation run {self.run_id} ({self.kind}): {verdict}"]
         if self.covered:
             lines.append(f"  read {describe_covered(self.covered)}")
+        if self.table_slice:
+            lines.append(f"  looked at {describe_table_slice(self.table_slice)}")
         lines += [f"  {name:<22} {counts.get(name, 0):>10,}" for name in SUMMARY_ORDER]
         lines += [f"  {equation}" for equation in self.reconciliation.equations()]
         for kind in LISTED:
@@ -124,7 +133,7 @@ def reconcile_once(
     run_id = ledger.start_run(engine, snapshot.to_json(), run_by, kind)
     check = _full if kind == FULL else _incremental
     try:
-        outcome, covered = check(
+        outcome = check(
             spark, engine, settings, snapshot, str(join_checkpoint), options or ReconcileOptions()
         )
         validation = _validate(outcome, settings, run_id)
@@ -132,7 +141,9 @@ def reconcile_once(
         logger.exception("reconciliation run %s could not finish", run_id)
         ledger.error_run(engine, run_id, f"{type(error).__name__}: {error}"[:4000])
         raise ReconciliationError(run_id, f"{type(error).__name__}: {error}") from error
-    result = RunResult(run_id, outcome.reconciliation, validation, kind, covered)
+    result = RunResult(
+        run_id, outcome.reconciliation, validation, kind, outcome.covered, outcome.table_slice
+    )
     ledger.finish_run(
         engine,
         run_id,
@@ -141,7 +152,8 @@ def reconcile_once(
         {k: (f.count, f.examples) for k, f in outcome.reconciliation.findings.items()},
         str(validation.data_docs_index) if validation.data_docs_index else None,
         outcome.reconciliation.balance,
-        covered,
+        outcome.covered,
+        outcome.table_slice,
     )
     return result
 
@@ -150,6 +162,8 @@ def reconcile_once(
 class _Outcome:
     reconciliation: Reconciliation
     validated_rows: int  # the rows of ``reconciliation.table_snapshot`` the checks expect
+    covered: dict[str, dict[str, list[int]]]  # per topic and partition, the offsets read
+    table_slice: dict[str, Any]  # the rows of board_detail it looked at (ids, count)
 
 
 def _has_baseline(engine: Engine) -> bool:
@@ -164,7 +178,7 @@ def _full(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
-) -> tuple[_Outcome, dict[str, dict[str, list[int]]]]:
+) -> _Outcome:
     """Today's run over everything, then its facts, records and rows as the next incremental
     run's baseline, in one transaction."""
     result = reconcile(spark, settings, snapshot, join_checkpoint, options)
@@ -176,9 +190,9 @@ def _full(
         baseline.record(connection, result.records, snapshot.latest, full=True)
         table_watch.remember_all(connection)
     result.facts, result.records = None, None
-    return _Outcome(result, result.expected_table_rows), ledger.covered(
-        snapshot.earliest, snapshot.latest
-    )
+    whole = {"after": None, "through": None, "rows": len(result.table_snapshot)}
+    covered = ledger.covered(snapshot.earliest, snapshot.latest)
+    return _Outcome(result, result.expected_table_rows, covered, whole)
 
 
 def _incremental(
@@ -188,7 +202,7 @@ def _incremental(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
-) -> tuple[_Outcome, dict[str, dict[str, list[int]]]]:
+) -> _Outcome:
     """The keys new data touches and the boards whose rows changed, checked and stored; the
     verdict from the fact store: what the last check of every key found."""
     now_ms = int(time.time() * 1000)
@@ -207,7 +221,7 @@ def _incremental(
             checked.table_snapshot,
             checked.waiting,
         )
-    return _Outcome(result, checked.expected_rows), checked.covered
+    return _Outcome(result, checked.expected_rows, checked.covered, checked.table_slice)
 
 
 def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationReport:

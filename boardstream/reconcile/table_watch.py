@@ -89,6 +89,11 @@ class Look:
     within: IdRange
     digests: dict[int, BucketDigest]
 
+    def as_json(self) -> dict[str, object]:
+        """The slice as a run's record keeps it (``ledger.describe_table_slice``)."""
+        rows = sum(digest.rows for digest in self.digests.values())
+        return {"after": self.within.after, "through": self.within.through, "rows": rows}
+
 
 def create(engine: Engine) -> None:
     metadata.create_all(engine)

@@ -86,6 +86,8 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         connection.execute(sa.text("DELETE FROM board_detail WHERE board_id = 'r3'"))
     failed = reconcile_once(spark, settings, RUN_BY, kind=INCREMENTAL)
     assert (passed.passed, failed.passed) == (True, False)
+    whole = {"after": None, "through": None}
+    assert (passed.table_slice, failed.table_slice) == ({**whole, "rows": 6}, {**whole, "rows": 5})
 
     paths = ("api/health", "health", "data-docs/", "static/chartjs/chart.umd.min.js")
     for path in (f"boardstream/{path}" for path in paths):
@@ -113,7 +115,11 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         verdict = row.find_element(By.CSS_SELECTOR, "[data-field=verdict]").text
         assert verdict == ("PASSED" if stored["passed"] else "FAILED")
         kind = row.find_element(By.CSS_SELECTOR, "[data-field=kind]").text.split("\n")
-        assert kind == [result.kind, f"read {ledger.describe_covered(stored['covered'])}"]
+        assert kind == [
+            result.kind,
+            f"read {ledger.describe_covered(stored['covered'])}",
+            f"looked at {ledger.describe_table_slice(stored['table_slice'])}",
+        ]
         log_link = row.find_element(By.LINK_TEXT, "task log").get_attribute("href")
         assert log_link == f"{api_server}/dags/reconciliation/runs/manual__test/tasks/reconcile"
         docs_link = row.find_element(By.LINK_TEXT, "Data Docs").get_attribute("href")

@@ -194,6 +194,29 @@ def test_a_table_larger_than_a_slice_is_watched_one_slice_per_run(
     ]
 
 
+def test_a_look_says_which_ids_its_slice_spanned(engine: Engine) -> None:
+    """What a run records of its slice (``Look.as_json``, the run's ``table_slice``): the ids
+    it spanned and its rows; a table no larger than a slice is looked at whole."""
+    with engine.connect() as connection:
+        ids = list(
+            connection.execute(
+                sa.text("SELECT board_id FROM board_detail ORDER BY board_id")
+            ).scalars()
+        )
+    assert table_watch.look(engine, 300).as_json() == {"after": None, "through": None, "rows": 300}
+    records = []
+    for _ in range(3):
+        seen = table_watch.look(engine, 200)
+        with engine.begin() as connection:
+            table_watch.advance(connection, seen.within)
+        records.append(seen.as_json())
+    assert records == [
+        {"after": None, "through": ids[199], "rows": 200},
+        {"after": ids[199], "through": None, "rows": 100},
+        {"after": None, "through": ids[199], "rows": 200},
+    ]
+
+
 def test_every_slice_holds_the_rows_without_a_board_id(engine: Engine) -> None:
     """A table rebuilt without its key takes a row without a board id: such a row is in no
     range of ids, so every slice holds it: the first run after its arrival finds it wherever the

@@ -150,11 +150,16 @@ def test_a_run_as_the_page_gets_it(tmp_path: Path) -> None:
         "airflow": ["reconciliation", "r9", "reconcile"],
         "kind": "full",  # recorded before #22: a full run of no recorded range
         "covered": None,
+        "table_slice": None,
     }
-    incremental = _run({**run, "kind": "incremental", "covered": COVERED}, tmp_path)
-    assert (incremental["kind"], incremental["covered"]) == (
+    table_slice = {"after": "b-10", "through": "b-99", "rows": 500_000}
+    incremental = _run(
+        {**run, "kind": "incremental", "covered": COVERED, "table_slice": table_slice}, tmp_path
+    )
+    assert (incremental["kind"], incremental["covered"], incremental["table_slice"]) == (
         "incremental",
         "board 0:[1,200, 1,500) 2:[0, 7); member 1:[40, 41)",
+        "500,000 rows of board_detail, board ids after 'b-10' through 'b-99'",
     )
     failed = _run({**run, "passed": False, "status": "FAILED"}, tmp_path)["findings"]
     assert failed == {

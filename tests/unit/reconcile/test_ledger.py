@@ -42,6 +42,7 @@ def test_a_started_run_is_open(engine: Engine) -> None:
         "balance": None,
         "kind": "full",
         "covered": None,
+        "table_slice": None,
         "issues": {},
     }
 
@@ -161,6 +162,7 @@ def test_an_older_database_gains_the_missing_columns_and_keeps_its_runs(engine: 
         "balance",
         "kind",
         "covered",
+        "table_slice",
     ]
     old = ledger.run(engine, 1)
     assert old is not None
@@ -172,3 +174,17 @@ def test_an_older_database_gains_the_missing_columns_and_keeps_its_runs(engine: 
         None,
     )
     assert ledger.start_run(engine, {}, "new") == 2
+
+
+@pytest.mark.parametrize(
+    ("after", "through", "shown"),
+    [
+        (None, None, "all 447,017 rows of board_detail"),
+        (None, "b-4", "447,017 rows of board_detail, board ids from the first through 'b-4'"),
+        ("b-4", "b-9", "447,017 rows of board_detail, board ids after 'b-4' through 'b-9'"),
+        ("b-9", None, "447,017 rows of board_detail, board ids after 'b-9' to the last"),
+    ],
+)
+def test_a_table_slice_reads_as_the_ids_it_spans(after, through, shown) -> None:
+    table_slice = {"after": after, "through": through, "rows": 447_017}
+    assert ledger.describe_table_slice(table_slice) == shown

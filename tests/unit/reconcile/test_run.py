@@ -133,6 +133,20 @@ def test_the_summary_of_a_passed_run_lists_every_waiting_board_without_oldest() 
     ]
 
 
+def test_the_summary_of_an_incremental_run_says_what_it_read_and_looked_at() -> None:
+    reconciliation = _reconciliation({"source": 1, "read": 1, "joined": 1}, {}, [])
+    covered = {"board": {"0": [10, 12], "1": [5, 5]}, "member": {"0": [3, 3]}}
+    table_slice = {"after": "b-10", "through": None, "rows": 1_234}
+    lines = RunResult(
+        3, reconciliation, _validation(ROW_COUNT_OK), "incremental", covered, table_slice
+    ).summary()
+    assert lines[:3] == [
+        "reconciliation run 3 (incremental): PASSED",
+        "  read board 0:[10, 12)",
+        "  looked at 1,234 rows of board_detail, board ids after 'b-10' to the last",
+    ]
+
+
 def test_the_listed_kinds_are_the_findings_and_the_sinks_dead_letters() -> None:
     assert (*FINDINGS, "sink_dead_lettered") == LISTED
 
