@@ -10,7 +10,9 @@
 boards naming members spread over the whole table arrive at ``--rate`` per second for ``--steady``
 seconds. From the job's own progress lines it reports the steady batches' duration (median and
 p95) and the state operator's part of it, and from the output topic the end-to-end latency (the
-board's timestamp to the broker's append time of its ``board-detail`` record).
+board's timestamp to the broker's append time of its ``board-detail`` record). Once the join has
+stopped, it times reconciliation's read of the boards waiting in its state (``readers.pending``,
+the best of two, in one warm Spark session): it should not grow with the member table.
 
 ``scale-out``: one production-scale backlog drained from fresh state with ``local[1]`` and with
 ``local[2]``; warm records/s is the input over the time from first to last output record.
@@ -31,11 +33,14 @@ from compare import Observer, Result, System, boardstream_env, drain, start, sto
 
 from boardstream.kafka.clients import admin_client, reliable_producer
 from boardstream.kafka.topics import TopicSpec, create_topics, platform_topics
+from boardstream.reconcile import readers
 from boardstream.settings import Settings
 from boardstream.spark.progress import read_progress
+from boardstream.spark.session import spark_session
 from boardstream.spark.submit import submit_command
 
 PRODUCTION_MEMBERS = 442_128
+ORPHANS = 100
 APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 MEMBER = (
     '{{"member_id":{0},"nickname":"m{0}","city":"Seoul","phone":"010-0000-0000",'
@@ -102,6 +107,19 @@ def percentile(values: list[float], cut: int) -> float:
     )
 
 
+def waiting_read_s(settings: Settings, checkpoint: Path) -> tuple[float, int]:
+    """Seconds to read the boards waiting in the join's state as of its last batch (the best of
+    two in one session), and how many wait."""
+    spark = spark_session(settings, "bench-join-scaling", progress=False)
+    batch = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    times = []
+    for _ in range(2):
+        began = time.perf_counter()
+        waiting = readers.pending(spark, str(checkpoint), batch).collect()
+        times.append(time.perf_counter() - began)
+    return min(times), len(waiting)
+
+
 def table_size(members: int, rate: float, seconds: float) -> dict[str, float]:
     """One member table: drain it, then the steady load; the steady batches and latencies."""
     settings = backlog_settings("scaling", f"t{members}-{time.strftime('%H%M%S')}")
@@ -145,8 +163,15 @@ def table_size(members: int, rate: float, seconds: float) -> dict[str, float]:
             time.sleep(0.01)
         producer.flush(30)
         observed = latencies(Observer(settings), settings.board_detail_topic, sent)
+        # Boards of members that never come, so some wait in the state when the join stops
+        # (within the 5 s unmatched timeout) for the waiting boards' read below.
+        for i in range(ORPHANS):
+            producer.produce(settings.board_topic, BOARD.format(f"o{i}", members + 1 + i, 0))
+        producer.flush(30)
+        time.sleep(3)
     finally:
         stop(process)
+    read_s, waiting = waiting_read_s(settings, run_dir / "join-ckpt")
     batches = [
         b
         for b in progress(run_dir)
@@ -176,6 +201,8 @@ def table_size(members: int, rate: float, seconds: float) -> dict[str, float]:
         "sent": len(sent),
         "latency_p50_ms": percentile(observed, 50),
         "latency_p95_ms": percentile(observed, 95),
+        "waiting_read_s": read_s,
+        "waiting": waiting,
     }
 
 
@@ -225,9 +252,9 @@ def main() -> int:
         print(
             "| members | members drained s | steady batches | rows/batch | batch p50 ms"
             " | batch p95 ms | ms per 1,000 rows | state p50 ms | out/sent | latency p50 ms"
-            " | p95 ms | per-row cost vs smallest |"
+            " | p95 ms | per-row cost vs smallest | waiting boards read s (waiting) |"
         )
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         base = rows[0]["ms_per_1k_rows"] or 1
         for r in rows:
             print(
@@ -236,7 +263,8 @@ def main() -> int:
                 f" | {r['batch_p50_ms']:,.0f} | {r['batch_p95_ms']:,.0f}"
                 f" | {r['ms_per_1k_rows']:,.0f} | {r['state_p50_ms']:,.0f}"
                 f" | {r['received']:,}/{r['sent']:,} | {r['latency_p50_ms']:,.0f}"
-                f" | {r['latency_p95_ms']:,.0f} | {r['ms_per_1k_rows'] / base:.2f}x |"
+                f" | {r['latency_p95_ms']:,.0f} | {r['ms_per_1k_rows'] / base:.2f}x"
+                f" | {r['waiting_read_s']:.2f} ({r['waiting']:,}) |"
             )
         print(json.dumps(rows))
         return 0 if all(r["received"] == r["sent"] for r in rows) else 1

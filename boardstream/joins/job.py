@@ -26,7 +26,7 @@ from pyspark.sql.streaming import StreamingQuery
 from boardstream import dead_letters
 from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.joins import schema
-from boardstream.joins.jvm_operator import member_join
+from boardstream.joins.jvm_operator import STATE_VARIABLES, member_join
 from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import (
@@ -63,7 +63,13 @@ ENGINE_ADVICE = {
     "the other's (a checkpoint without an engine was written by the python engine): resume it "
     "with the engine that wrote it, or rebuild the state by running the new engine on a new "
     "checkpoint, which re-reads member and board from the beginning (board-detail consumers "
-    "are idempotent: a rewritten record replaces its earlier copy)."
+    "are idempotent: a rewritten record replaces its earlier copy).",
+    "state_variables": "The JVM engine keeps each member's waiting boards in a state variable "
+    "of their own (so reconciliation reads them without reading every member); a checkpoint "
+    "written before that keeps them inside `member` and cannot be resumed by this version: "
+    "rebuild the state by running the join on a new checkpoint, which re-reads member and board "
+    "from the beginning (board-detail consumers are idempotent: a rewritten record replaces its "
+    "earlier copy), or resume it with the version that wrote it.",
 }
 
 
@@ -225,7 +231,11 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         "outputs": [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
         "join_mode": config.options.mode,
         "engine": config.engine,
-        **({"state_buckets": config.state_buckets} if config.engine == PYTHON else {}),
+        **(
+            {"state_buckets": config.state_buckets}
+            if config.engine == PYTHON
+            else {"state_variables": list(STATE_VARIABLES)}
+        ),
     }
     # Refusals before the guard, which creates a new checkpoint.
     require_output_fits(settings, config)

@@ -1,12 +1,14 @@
 """The join's stateful operator on the JVM (``jvm/``, ``io.boardstream.join.MemberJoin``),
 applied from PySpark through the JVM gateway.
 
-Keyed by member id, one RocksDB state value per member: a micro-batch reads and writes only the
-members its records name, with no Python worker and no round trip per state call, so a batch
-costs what its own records cost (the Python operator, :mod:`boardstream.joins.processor`, moves
-a whole bucket of members through the Python state server per call: docs/BENCHMARKS.md). The
-semantics are :class:`~boardstream.joins.member_table.MemberTable`'s; a property test feeds both
-the same inputs and requires the same outputs.
+Keyed by member id, two RocksDB state values per member (``member``: its versions and
+deletion; ``waiting``: the boards waiting for it, which reconciliation reads alone): a
+micro-batch reads and writes only the members its records name, with no Python worker and no
+round trip per state call, so a batch costs what its own records cost (the Python operator,
+:mod:`boardstream.joins.processor`, moves a whole bucket of members through the Python state
+server per call: docs/BENCHMARKS.md). The semantics are
+:class:`~boardstream.joins.member_table.MemberTable`'s; a property test feeds both the same
+inputs and requires the same outputs.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ def _struct(columns: tuple[tuple[str, str], ...]) -> str:
     return "struct<" + ", ".join(f"`{name}`: {kind}" for name, kind in columns) + ">"
 
 
-# A member's entry: its versions, when it was deleted, the boards waiting for it.
-STATE_DDL = (
-    f"versions array<{_struct(schema.MEMBER)}>, deleted_at_ms bigint, "
-    f"waiting array<{_struct(schema.PENDING)}>"
-)
+# A member's entry: its versions and when it was deleted (state variable ``member``), the boards
+# waiting for it (``waiting``).
+MEMBER_STATE_DDL = f"versions array<{_struct(schema.MEMBER)}>, deleted_at_ms bigint"
+WAITING_STATE_DDL = f"boards array<{_struct(schema.PENDING)}>"
+# The state variables, as a checkpoint's identity records them: one written before the waiting
+# boards had a variable of their own (``member`` held them) records none, and is refused.
+STATE_VARIABLES = ("member", "waiting")
 
 
 def join_key() -> Column:
@@ -57,7 +61,8 @@ def member_join(routed: DataFrame, options: JoinOptions, update: bool = False) -
     joined = operator.apply(
         routed.withColumn("join_key", join_key())._jdf,
         OUTPUT_DDL,
-        STATE_DDL,
+        MEMBER_STATE_DDL,
+        WAITING_STATE_DDL,
         options.mode == AS_OF,
         options.unmatched_timeout_ms,
         options.max_pending_per_member,

@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from boardstream import database
+from boardstream.errors import BoardstreamError
 from boardstream.joins import schema
 from boardstream.joins.job import JVM
 from boardstream.reconcile.table_checks import NULL_BOARD_ID
@@ -221,19 +222,28 @@ def dead_letters(raw: DataFrame, source_topic: str) -> DataFrame:
 def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataFrame:
     """Boards the join has read and holds, waiting for their member (its RocksDB state, as of
     ``batch_id``), with the member and when each arrived. The state's layout is the one its
-    engine wrote (the checkpoint's identity says which)."""
+    engine wrote (the checkpoint's identity says which): the JVM engine's variable ``waiting``
+    holds only them, so reading them costs what they are, not what the member table is."""
     if batch_id is None:
         return spark.createDataFrame([], f"{POSITIONS}, member_id bigint, arrived_ms bigint")
-    jvm = recorded_identity(Path(checkpoint)).get("engine") == JVM
+    identity = recorded_identity(Path(checkpoint))
+    jvm = identity.get("engine") == JVM
+    if jvm and "waiting" not in identity.get("state_variables", ()):
+        raise BoardstreamError(
+            f"the join's checkpoint {checkpoint} was written by an older version of its JVM "
+            "engine (the waiting boards inside the state variable `member`), which this "
+            "version's join refuses to resume: rebuild the join's state on a new checkpoint, "
+            "then reconcile"
+        )
     state = (
         spark.read.format("statestore")
-        .option("stateVarName", "member" if jvm else "members")
+        .option("stateVarName", "waiting" if jvm else "members")
         .option("batchId", str(batch_id))
         .load(checkpoint)
     )
     if jvm:  # one member per key: its waiting boards in an array of structs
         waiting = state.select(
-            F.col("key.value").alias("member_id"), F.explode("value.waiting").alias("w")
+            F.col("key.value").alias("member_id"), F.explode("value.boards").alias("w")
         )
         member_id = F.col("member_id")
         prefix = "w."

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from boardstream.errors import BoardstreamError
 from boardstream.joins.job import ENGINE_ADVICE, JVM, PYTHON, name_legacy_engine
+from boardstream.reconcile import readers
 from boardstream.spark.checkpoint_guard import (
     IDENTITY_FILE,
     CheckpointMismatchError,
@@ -52,3 +54,29 @@ def test_new_and_named_checkpoints_are_left_alone(tmp_path: Path) -> None:
     before = (named / IDENTITY_FILE).read_text()
     name_legacy_engine(named)
     assert (named / IDENTITY_FILE).read_text() == before
+
+
+def test_a_jvm_checkpoint_from_before_the_waiting_variable_is_refused(tmp_path: Path) -> None:
+    """The JVM engine's first layout kept a member's waiting boards inside ``member``: its
+    identity names no state variables, and resuming it would misread the state."""
+    checkpoint = tmp_path / "ckpt"
+    first_layout = {"query": "board-detail-join", "join_mode": "latest", "engine": JVM}
+    guard_checkpoint(checkpoint, first_layout)
+    with pytest.raises(CheckpointMismatchError) as refused:
+        guard_checkpoint(
+            checkpoint, {**first_layout, "state_variables": ["member", "waiting"]}, ENGINE_ADVICE
+        )
+    message = str(refused.value)
+    assert (
+        "state_variables: checkpoint has None, this run asks for ['member', 'waiting']" in message
+    )
+    assert "rebuild the state by running the join on a new checkpoint" in message
+
+
+def test_the_reader_of_waiting_boards_refuses_the_first_jvm_layout(tmp_path: Path) -> None:
+    """Reconciliation cannot read the waiting boards of a checkpoint the join refuses; it says
+    so before Spark is asked anything (no session here)."""
+    checkpoint = tmp_path / "ckpt"
+    guard_checkpoint(checkpoint, {"query": "board-detail-join", "engine": JVM})
+    with pytest.raises(BoardstreamError, match="written by an older version of its JVM engine"):
+        readers.pending(None, str(checkpoint), 3)  # type: ignore[arg-type]

@@ -82,19 +82,23 @@ def test_the_output_ddl_has_the_columns_java_writes() -> None:
     ) == jvm_operator.OUTPUT_DDL
 
 
-def test_the_state_ddl_has_the_columns_java_reads() -> None:
-    assert ddl_names(jvm_operator.STATE_DDL) == java_list("STATE")
-    assert element_names(jvm_operator.STATE_DDL, "versions") == java_list("VERSION")
-    assert element_names(jvm_operator.STATE_DDL, "waiting") == java_list("WAITING")
+def test_the_state_ddls_have_the_columns_java_reads() -> None:
+    assert ddl_names(jvm_operator.MEMBER_STATE_DDL) == java_list("MEMBER_STATE")
+    assert ddl_names(jvm_operator.WAITING_STATE_DDL) == java_list("WAITING_STATE")
+    assert element_names(jvm_operator.MEMBER_STATE_DDL, "versions") == java_list("VERSION")
+    assert element_names(jvm_operator.WAITING_STATE_DDL, "boards") == java_list("WAITING")
 
 
-def test_the_state_ddl_is_pinned() -> None:
-    """The JVM engine's checkpointed layout: one value per member."""
-    assert jvm_operator.STATE_DDL == (
+def test_the_state_ddls_are_pinned() -> None:
+    """The JVM engine's checkpointed layout: per member, its versions in one value and the
+    boards waiting for it in another."""
+    assert jvm_operator.MEMBER_STATE_DDL == (
         "versions array<struct<`nickname`: string, `city`: string, `phone`: string, "
         "`created_at`: string, `modified_at`: string, `valid_from_ms`: bigint, "
-        "`partition`: int, `offset`: bigint, `deleted`: boolean>>, deleted_at_ms bigint, "
-        "waiting array<struct<`board_id`: string, `title`: string, `body`: string, "
+        "`partition`: int, `offset`: bigint, `deleted`: boolean>>, deleted_at_ms bigint"
+    )
+    assert jvm_operator.WAITING_STATE_DDL == (
+        "boards array<struct<`board_id`: string, `title`: string, `body`: string, "
         "`created_ts`: bigint, `created_at`: string, `modified_at`: string, `partition`: int, "
         "`offset`: bigint, `timestamp_ms`: bigint, `arrived_ms`: bigint>>"
     )
@@ -139,10 +143,11 @@ def test_apply_gets_its_arguments_in_the_java_order() -> None:
     passed = [ast.unparse(arg) for arg in apply_call().args]
     parameters = java_apply_parameters()
     assert len(passed) == len(parameters)
-    assert [name for _, name in parameters[:3]] == ["routed", "outputDdl", "stateDdl"]
-    assert passed[1:3] == ["OUTPUT_DDL", "STATE_DDL"]
-    assert (passed[3], parameters[3]) == ("options.mode == AS_OF", ("boolean", "asOf"))
-    for argument, (_, name) in zip(passed[4:], parameters[4:], strict=True):
+    ddls = ["outputDdl", "memberStateDdl", "waitingStateDdl"]
+    assert [name for _, name in parameters[:4]] == ["routed", *ddls]
+    assert passed[1:4] == ["OUTPUT_DDL", "MEMBER_STATE_DDL", "WAITING_STATE_DDL"]
+    assert (passed[4], parameters[4]) == ("options.mode == AS_OF", ("boolean", "asOf"))
+    for argument, (_, name) in zip(passed[5:], parameters[5:], strict=True):
         python_name = argument.removeprefix("options.")
         assert camel(python_name) == name, (argument, name)
 

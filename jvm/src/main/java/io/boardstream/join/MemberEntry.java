@@ -27,9 +27,11 @@ final class MemberEntry {
   List<Version> versions = new ArrayList<>(); // oldest first; at most one in latest mode
   Long deletedAtMs; // Kafka time of the tombstone, if the member's last record was one
   List<WaitingBoard> waiting = new ArrayList<>(); // oldest first
-  // Whether apply or expire changed the entry: a batch whose boards all find their member
-  // changes nothing, and its entries need not be written back.
-  boolean changed;
+  // What apply or expire changed: the member's versions and deletion, its waiting boards. A
+  // batch whose boards all find their member changes nothing and writes nothing back; one that
+  // changes a profile leaves the waiting boards' state as it was, and the other way round.
+  boolean memberChanged;
+  boolean waitingChanged;
 
   MemberEntry(long memberId) {
     this.memberId = memberId;
@@ -65,14 +67,14 @@ final class MemberEntry {
         if (version == null) {
           waiting.add(board);
           waited = true;
-          changed = true;
+          waitingChanged = true;
         } else {
           out.joined(memberId, board, version);
         }
       } else {
         applyMember(row, options);
         release(options, out);
-        changed = true;
+        memberChanged = true;
       }
     }
     if (waited) {
@@ -94,7 +96,7 @@ final class MemberEntry {
       return;
     }
     String reason = deletedAtMs != null ? DELETED : MISSING;
-    changed = true;
+    waitingChanged = true;
     List<WaitingBoard> keep = new ArrayList<>();
     for (WaitingBoard board : waiting) {
       if (board.arrivedMs() <= cutoff) {
@@ -106,9 +108,9 @@ final class MemberEntry {
     waiting = keep;
   }
 
-  /** When the oldest waiting board times out, or null if none waits. */
-  Long nextExpiryMs(JoinOptions options) {
-    return waiting.isEmpty() ? null : waiting.get(0).arrivedMs() + options.unmatchedTimeoutMs();
+  /** Whether apply or expire changed anything to write back. */
+  boolean changed() {
+    return memberChanged || waitingChanged;
   }
 
   /**
@@ -192,6 +194,7 @@ final class MemberEntry {
         keep.add(board);
       } else {
         out.joined(memberId, board, version);
+        waitingChanged = true;
       }
     }
     waiting = keep;

@@ -11,7 +11,8 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The join's stateful operator on the JVM: the routed input grouped by member id, each member's
- * entry one RocksDB state value, one processing-time timer per member with boards waiting.
+ * entry two RocksDB state values (its versions; the boards waiting for it), one processing-time
+ * timer per member with boards waiting.
  *
  * <p>Called from PySpark through the JVM gateway ({@code boardstream.joins.jvm_operator}), which passes
  * the layouts written once in {@code boardstream.joins.schema} as DDL; the names checked here
@@ -38,7 +39,8 @@ public final class MemberJoin {
           "body", "created_ts", "created_at", "modified_at", "member_modified_at",
           "board_partition", "board_offset", "board_timestamp_ms", "member_partition",
           "member_offset", "dead_key", "dead_letter");
-  static final List<String> STATE = List.of("versions", "deleted_at_ms", "waiting");
+  static final List<String> MEMBER_STATE = List.of("versions", "deleted_at_ms");
+  static final List<String> WAITING_STATE = List.of("boards");
   static final List<String> VERSION =
       List.of(
           "nickname", "city", "phone", "created_at", "modified_at", "valid_from_ms", "partition",
@@ -59,7 +61,8 @@ public final class MemberJoin {
   public static Dataset<Row> apply(
       Dataset<Row> routed,
       String outputDdl,
-      String stateDdl,
+      String memberStateDdl,
+      String waitingStateDdl,
       boolean asOf,
       long unmatchedTimeoutMs,
       int maxPendingPerMember,
@@ -67,12 +70,14 @@ public final class MemberJoin {
       long deletedRetentionMs,
       boolean update) {
     StructType output = StructType.fromDDL(outputDdl);
-    StructType state = StructType.fromDDL(stateDdl);
+    StructType memberState = StructType.fromDDL(memberStateDdl);
+    StructType waitingState = StructType.fromDDL(waitingStateDdl);
     requireNames("input", routed.schema(), INPUT);
     requireNames("output", output, OUTPUT);
-    requireNames("state", state, STATE);
-    requireNames("a member version", element(state, "versions"), VERSION);
-    requireNames("a waiting board", element(state, "waiting"), WAITING);
+    requireNames("member state", memberState, MEMBER_STATE);
+    requireNames("waiting state", waitingState, WAITING_STATE);
+    requireNames("a member version", element(memberState, "versions"), VERSION);
+    requireNames("a waiting board", element(waitingState, "boards"), WAITING);
     JoinOptions options =
         new JoinOptions(
             asOf, unmatchedTimeoutMs, maxPendingPerMember, historyRetentionMs, deletedRetentionMs);
@@ -80,7 +85,7 @@ public final class MemberJoin {
     return routed
         .groupByKey((MapFunction<Row, Long>) row -> row.getLong(keyIndex), Encoders.LONG())
         .transformWithState(
-            new MemberJoinProcessor(options, state),
+            new MemberJoinProcessor(options, memberState, waitingState),
             TimeMode.ProcessingTime(),
             update ? OutputMode.Update() : OutputMode.Append(),
             Encoders.row(output));

@@ -1,13 +1,10 @@
 package io.boardstream.join;
 
 import io.boardstream.join.Records.Input;
-import io.boardstream.join.Records.Version;
-import io.boardstream.join.Records.WaitingBoard;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.ExpiredTimerInfo;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessor;
@@ -19,9 +16,9 @@ import org.apache.spark.sql.types.StructType;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * One member's entry per state key ({@code member}: versions, deletion time, waiting boards), so
- * a micro-batch reads and writes only the members its records name: its cost follows the batch,
- * not the member table.
+ * One member's entry per state key, so a micro-batch reads and writes only the members its
+ * records name: its cost follows the batch, not the member table. The entry is two state
+ * variables, {@code member} and {@code waiting}, loaded and written back by {@link EntryState}.
  */
 final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
   private static final long serialVersionUID = 1L;
@@ -32,17 +29,21 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
   private static final String TICK = "tick";
 
   private final JoinOptions options;
-  private final StructType stateSchema;
-  private transient ValueState<Row> state;
+  private final StructType memberSchema;
+  private final StructType waitingSchema;
+  private transient EntryState.Slot member;
+  private transient EntryState.Slot waiting;
 
-  MemberJoinProcessor(JoinOptions options, StructType stateSchema) {
+  MemberJoinProcessor(JoinOptions options, StructType memberSchema, StructType waitingSchema) {
     this.options = options;
-    this.stateSchema = stateSchema;
+    this.memberSchema = memberSchema;
+    this.waitingSchema = waitingSchema;
   }
 
   @Override
   public void init(OutputMode outputMode, TimeMode timeMode) {
-    state = getHandle().getValueState("member", Encoders.row(stateSchema), TTLConfig.NONE());
+    member = slot(state("member", memberSchema));
+    waiting = slot(state("waiting", waitingSchema));
   }
 
   @Override
@@ -70,7 +71,7 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
     if (entry.apply(inputs, now, options, out)) {
       getHandle().registerTimer(now + options.unmatchedTimeoutMs());
     }
-    if (entry.changed) {
+    if (entry.changed()) {
       save(entry, now);
     }
     return emit(out);
@@ -92,39 +93,33 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
   }
 
   private MemberEntry load(long memberId) {
-    MemberEntry entry = new MemberEntry(memberId);
-    Row stored = state.get();
-    if (stored == null) {
-      return entry;
-    }
-    for (Row v : stored.<Row>getList(0)) {
-      entry.versions.add(RecordRows.fromRow(Version.class, v));
-    }
-    entry.deletedAtMs = stored.isNullAt(1) ? null : stored.getLong(1);
-    for (Row b : stored.<Row>getList(2)) {
-      entry.waiting.add(RecordRows.fromRow(WaitingBoard.class, b));
-    }
-    return entry;
+    return EntryState.load(memberId, member, waiting);
   }
 
-  /**
-   * Write the entry back, or clear it when it can go. A deletion is remembered for the deleted
-   * retention: a timer then comes back to forget it even if the member is never named again.
-   */
   private void save(MemberEntry entry, long nowMs) {
-    if (entry.disposable(nowMs, options)) {
-      state.clear();
-      return;
-    }
-    List<Row> versions = entry.versions.stream().map(RecordRows::toRow).toList();
-    List<Row> waiting = entry.waiting.stream().map(RecordRows::toRow).toList();
-    state.update(
-        RowFactory.create(
-            CollectionConverters.asScala(versions).toSeq(),
-            entry.deletedAtMs,
-            CollectionConverters.asScala(waiting).toSeq()));
-    if (entry.deletedAtMs != null && entry.waiting.isEmpty()) {
-      getHandle().registerTimer(entry.deletedAtMs + options.deletedRetentionMs() + 1);
-    }
+    EntryState.save(entry, nowMs, options, member, waiting, getHandle()::registerTimer);
+  }
+
+  private ValueState<Row> state(String name, StructType schema) {
+    return getHandle().getValueState(name, Encoders.row(schema), TTLConfig.NONE());
+  }
+
+  private static EntryState.Slot slot(ValueState<Row> state) {
+    return new EntryState.Slot() {
+      @Override
+      public Row get() {
+        return state.get();
+      }
+
+      @Override
+      public void update(Row row) {
+        state.update(row);
+      }
+
+      @Override
+      public void clear() {
+        state.clear();
+      }
+    };
   }
 }

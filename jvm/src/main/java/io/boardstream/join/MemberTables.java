@@ -3,21 +3,25 @@ package io.boardstream.join;
 import io.boardstream.join.Records.Input;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import org.apache.spark.sql.Row;
 
 /**
  * The stream operator's per-member logic and timers, driven batch by batch without Spark: each
  * {@link #batch} applies its records member by member, then fires the timers due by its time,
- * as a micro-batch of {@link MemberJoinProcessor} does. Repair re-joins through it, and the
- * property test holds its outputs equal to the Python {@code MemberTable}'s.
+ * as a micro-batch of {@link MemberJoinProcessor} does, and keeps each member's entry in two maps
+ * as that keeps it in two state variables ({@link EntryState}). Repair re-joins through it, and
+ * the property test holds its outputs equal to the Python {@code MemberTable}'s.
  */
 public final class MemberTables {
   private final JoinOptions options;
-  private final Map<Long, MemberEntry> entries = new HashMap<>();
+  private final Map<Long, Row> members = new HashMap<>(); // state variable "member"
+  private final Map<Long, Row> waiting = new HashMap<>(); // state variable "waiting"
   private final TreeMap<Long, List<Long>> timers = new TreeMap<>(); // time -> member ids
 
   public MemberTables(
@@ -46,12 +50,11 @@ public final class MemberTables {
       long memberId = member.getKey();
       List<Input> inputs = member.getValue();
       inputs.sort(MemberEntry.ORDER);
-      MemberEntry entry = entries.computeIfAbsent(memberId, MemberEntry::new);
-      entry.changed = false; // as loaded from state
+      MemberEntry entry = load(memberId);
       if (entry.apply(inputs, nowMs, options, out)) {
         register(nowMs + options.unmatchedTimeoutMs(), memberId);
       }
-      if (entry.changed) { // as the stream's processor, which writes back changed entries only
+      if (entry.changed()) { // as the stream's processor, which writes back changed entries only
         save(entry, nowMs);
       }
     }
@@ -61,7 +64,7 @@ public final class MemberTables {
     timers.keySet().removeAll(due.keySet());
     for (Map.Entry<Long, List<Long>> timer : due.entrySet()) {
       for (long memberId : timer.getValue()) {
-        MemberEntry entry = entries.computeIfAbsent(memberId, MemberEntry::new);
+        MemberEntry entry = load(memberId);
         entry.expire(timer.getKey(), options, out);
         save(entry, timer.getKey());
       }
@@ -77,9 +80,11 @@ public final class MemberTables {
     return result;
   }
 
-  /** How many members the table holds (what the state store would). */
+  /** How many members the table holds an entry of (what the state store would). */
   public int size() {
-    return entries.size();
+    Set<Long> ids = new HashSet<>(members.keySet());
+    ids.addAll(waiting.keySet());
+    return ids.size();
   }
 
   private void register(long at, long memberId) {
@@ -89,12 +94,33 @@ public final class MemberTables {
     }
   }
 
+  private MemberEntry load(long memberId) {
+    return EntryState.load(memberId, slot(members, memberId), slot(waiting, memberId));
+  }
+
   private void save(MemberEntry entry, long nowMs) {
-    if (entry.disposable(nowMs, options)) {
-      entries.remove(entry.memberId);
-    } else if (entry.deletedAtMs != null && entry.waiting.isEmpty()) {
-      register(entry.deletedAtMs + options.deletedRetentionMs() + 1, entry.memberId);
-    }
+    long id = entry.memberId;
+    EntryState.save(
+        entry, nowMs, options, slot(members, id), slot(waiting, id), at -> register(at, id));
+  }
+
+  private static EntryState.Slot slot(Map<Long, Row> values, long memberId) {
+    return new EntryState.Slot() {
+      @Override
+      public Row get() {
+        return values.get(memberId);
+      }
+
+      @Override
+      public void update(Row row) {
+        values.put(memberId, row);
+      }
+
+      @Override
+      public void clear() {
+        values.remove(memberId);
+      }
+    };
   }
 
   private static Input input(List<Object> row) {
