@@ -6,7 +6,9 @@ side.
 
 Fills ``board_detail`` in a fresh SQLite file and a throwaway PostgreSQL server (started like
 the tests' ``postgres`` fixture, on a free port) with the same seeded rows (titles ~40
-characters, bodies ~200, a few NULLs), by bulk insert (``executemany`` / ``COPY``), then times,
+characters, bodies ~200, a few NULLs; board ids random hex inserted in no order of theirs, as
+the sink loads the generator's: a range of ids is spread over the whole table's pages), by bulk
+insert (``executemany`` / ``COPY``), then times,
 per database: ``SELECT count(*)`` and a plain read of every stored column through the driver
 (the floors), the canonical JSON alone and with its hash (the hash's cost: SQLite's is the
 registered Python function), one
@@ -65,7 +67,7 @@ def rows(count: int, seed: int = 1) -> Iterator[list[tuple[Any, ...]]]:
         member = rng.randrange(442_128)
         batch.append(
             (
-                f"{i:08d}-{rng.getrandbits(32):08x}",
+                f"{rng.getrandbits(64):016x}{i:08x}",  # random hex, as the generator's
                 member,
                 None if i % 17 == 0 else f"nick{member}",
                 None if i % 13 == 0 else ("Seoul", "Busan", "Incheon", "Daegu")[member % 4],

@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 metadata = sa.MetaData()
 
 # Each board's rows as last checked: their count and digest sum (two halves, as the database
-# sums them), in the board's bucket.
+# sums them), in the board's bucket. Stored in board id order on SQLite (no rowid), so a slice's
+# remembered rows (a range of ids) are neighbours on disk, not one page read each.
 reconcile_row = sa.Table(
     "reconcile_row",
     metadata,
@@ -53,6 +54,7 @@ reconcile_row = sa.Table(
     sa.Column("rows", sa.BigInteger, nullable=False),
     sa.Column("high", sa.BigInteger, nullable=False),
     sa.Column("low", sa.BigInteger, nullable=False),
+    sqlite_with_rowid=False,
 )
 # The same, summed per bucket: what the table's bucket digests should be.
 reconcile_bucket = sa.Table(
@@ -96,7 +98,27 @@ class Look:
 
 
 def create(engine: Engine) -> None:
+    """Create the tables; on SQLite, move remembered rows kept in a rowid table (made before
+    it was stored in board id order) into the board id ordered one."""
+    with engine.begin() as connection:
+        if connection.dialect.name == "sqlite" and _has_rowid(connection, reconcile_row.name):
+            log.info("%s: moving its rows into board id order (once)", reconcile_row.name)
+            for index in reconcile_row.indexes:
+                connection.exec_driver_sql(f"DROP INDEX IF EXISTS {index.name}")
+            connection.exec_driver_sql(f"ALTER TABLE {reconcile_row.name} RENAME TO _rowid_rows")
+            reconcile_row.create(connection)
+            connection.exec_driver_sql(
+                f"INSERT INTO {reconcile_row.name} SELECT * FROM _rowid_rows ORDER BY board_id"
+            )
+            connection.exec_driver_sql("DROP TABLE _rowid_rows")
     metadata.create_all(engine)
+
+
+def _has_rowid(connection: Connection, table: str) -> bool:
+    ddl = connection.exec_driver_sql(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).scalar()
+    return ddl is not None and "WITHOUT ROWID" not in ddl.upper()
 
 
 def look(bind: Engine | Connection, rows: int) -> Look:

@@ -245,3 +245,43 @@ def test_a_row_added_behind_the_round_is_found_when_the_round_comes_back(engine:
         (set(), 100),
         ({"!forged"}, 100),
     ]
+
+
+def test_remembered_rows_of_a_rowid_table_move_into_board_id_order(tmp_path) -> None:
+    """A SQLite database made before ``reconcile_row`` was stored in board id order keeps a
+    rowid table, where a slice's range of ids is one page read per row (and a one-sided range
+    was planned through the bucket index: 8 s at 4.47 M rows, 0.17 s in id order). Creating the
+    tables moves its rows over, all of them, once, and the watch goes on from them."""
+    engine = database.engine(f"sqlite:///{tmp_path / 'old.db'}")
+    sink_table.create(engine)
+    assert sink_table.upsert(engine, [make_row(i) for i in range(ROWS)]) == ROWS
+    execute(  # reconcile_row as it was made before
+        engine,
+        "CREATE TABLE reconcile_row (board_id TEXT NOT NULL, bucket INTEGER NOT NULL, "
+        "rows BIGINT NOT NULL, high BIGINT NOT NULL, low BIGINT NOT NULL, PRIMARY KEY (board_id))",
+        "CREATE INDEX ix_reconcile_row_bucket ON reconcile_row (bucket)",
+    )
+    table_watch.metadata.create_all(engine)  # the other tables, beside the old reconcile_row
+    with engine.begin() as connection:
+        table_watch.remember_all(connection)
+        remembered = connection.execute(sa.text("SELECT * FROM reconcile_row")).all()
+    assert "WITHOUT ROWID" not in ddl(engine, "reconcile_row")
+
+    table_watch.create(engine)
+    table_watch.create(engine)  # again: nothing left to move
+    assert "WITHOUT ROWID" in ddl(engine, "reconcile_row")
+    with engine.connect() as connection:
+        moved = connection.execute(sa.text("SELECT * FROM reconcile_row")).all()
+        assert sorted(moved) == sorted(remembered) and len(moved) == ROWS
+        indexes = connection.exec_driver_sql("PRAGMA index_list(reconcile_row)").all()
+        assert {row[1] for row in indexes} >= {"ix_reconcile_row_bucket"}
+    assert suspects(engine) == set()
+    execute(engine, f"DELETE FROM board_detail WHERE board_id = '{board(7)}'")
+    assert suspects(engine) == {board(7)}
+
+
+def ddl(engine: Engine, table: str) -> str:
+    with engine.connect() as connection:
+        return connection.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE name = ?", (table,)
+        ).scalar()
