@@ -40,6 +40,12 @@ CANCELLED_BATCH_LOGGERS = (
     "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
     "org.apache.spark.util.Utils",
     "org.apache.spark.util.ErrorNotifier",
+    # A killed task interrupted while it writes its state store's changelog (one class per
+    # changelog format version, each logging under its own name).
+    *(
+        f"org.apache.spark.sql.execution.streaming.state.StateStoreChangelogWriterV{version}"
+        for version in range(1, 5)
+    ),
 )
 STOP_SETTLE_S = 10  # how long a stopped query's killed tasks may take to end, at most
 __all__ = ["AVAILABLE_NOW", "PROCESSING_TIME", "REAL_TIME", "REAL_TIME_TRIGGERS", "TRIGGERS"]
@@ -179,9 +185,10 @@ def run(
 @contextmanager
 def cancelled_batch_quieted(spark: SparkSession) -> Iterator[None]:
     """Spark's ERROR lines for the batch a requested stop cancels silenced until its killed
-    tasks have ended: the query stops as asked and its next start replays the batch from the
-    checkpoint, so a healthy stop logs nothing at ERROR. Only a requested stop is silenced; a
-    write that fails on its own still logs them, and the query's error after them."""
+    tasks have ended (not only its stages: a killed task still writing logs after them): the
+    query stops as asked and its next start replays the batch from the checkpoint, so a healthy
+    stop logs nothing at ERROR. Only a requested stop is silenced; a write that fails on its own
+    still logs them, and the query's error after them."""
     jvm = spark.sparkContext._jvm
     log4j = jvm.org.apache.logging.log4j
     configurator = log4j.core.config.Configurator
@@ -192,9 +199,13 @@ def cancelled_batch_quieted(spark: SparkSession) -> Iterator[None]:
         configurator.setLevel(name, log4j.Level.OFF)
     try:
         yield
-        tracker = spark.sparkContext.statusTracker()
+        # A cancelled stage ends at once; its killed tasks run on until they notice, and log.
+        tracker = spark.sparkContext._jsc.sc().statusTracker()
         deadline = time.monotonic() + STOP_SETTLE_S
-        while tracker.getActiveStageIds() and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (
+            tracker.getActiveStageIds()
+            or any(e.numRunningTasks() for e in tracker.getExecutorInfos())
+        ):
             time.sleep(0.1)
     finally:
         for name, level in previous.items():
