@@ -40,6 +40,7 @@ from boardstream.reconcile.ledger import (
     describe_table_slice,
 )
 from boardstream.reconcile.snapshot import Snapshot, take_snapshot
+from boardstream.reconcile.table_buckets import WHOLE
 from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
@@ -190,7 +191,7 @@ def _full(
         baseline.record(connection, result.records, snapshot.latest, full=True)
         table_watch.remember_all(connection)
     result.facts, result.records = None, None
-    whole = {"after": None, "through": None, "rows": len(result.table_snapshot)}
+    whole = table_watch.slice_record(WHOLE, len(result.table_snapshot))
     covered = ledger.covered(snapshot.earliest, snapshot.latest)
     return _Outcome(result, result.expected_table_rows, covered, whole)
 

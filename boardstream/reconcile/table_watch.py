@@ -93,8 +93,12 @@ class Look:
 
     def as_json(self) -> dict[str, object]:
         """The slice as a run's record keeps it (``ledger.describe_table_slice``)."""
-        rows = sum(digest.rows for digest in self.digests.values())
-        return {"after": self.within.after, "through": self.within.through, "rows": rows}
+        return slice_record(self.within, sum(digest.rows for digest in self.digests.values()))
+
+
+def slice_record(within: IdRange, rows: int) -> dict[str, object]:
+    """A slice of ``rows`` rows as a run's record keeps it (``reconciliation_run.table_slice``)."""
+    return {"after": within.after, "through": within.through, "rows": rows}
 
 
 def create(engine: Engine) -> None:
