@@ -7,9 +7,8 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,23 +30,6 @@ from boardstream.spark.triggers import (
 logger = logging.getLogger(__name__)
 
 STOP_POLL_S = 1  # how soon a requested stop is acted on
-# What a requested stop's cancelling of the batch under way logs at ERROR, though nothing failed:
-# the driver's abort of the batch's write (the Kafka sink is a V2 write) and, where the
-# executors share the driver's JVM (local mode), each killed task's abort of its write and of
-# its commit, and real-time mode's error notifier. A cluster's executors log to their own files.
-CANCELLED_BATCH_LOGGERS = (
-    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
-    "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
-    "org.apache.spark.util.Utils",
-    "org.apache.spark.util.ErrorNotifier",
-    # A killed task interrupted while it writes its state store's changelog (one class per
-    # changelog format version, each logging under its own name).
-    *(
-        f"org.apache.spark.sql.execution.streaming.state.StateStoreChangelogWriterV{version}"
-        for version in range(1, 5)
-    ),
-)
-STOP_SETTLE_S = 10  # how long a stopped query's killed tasks may take to end, at most
 __all__ = ["AVAILABLE_NOW", "PROCESSING_TIME", "REAL_TIME", "REAL_TIME_TRIGGERS", "TRIGGERS"]
 
 
@@ -172,8 +154,13 @@ def run(
             query = start()
             while not query.awaitTermination(STOP_POLL_S):
                 if stop_requested.is_set():
-                    with cancelled_batch_quieted(spark):
-                        query.stop()
+                    logger.info(
+                        "stop requested: stopping %s, its batch under way cancelled "
+                        "(replayed from the checkpoint at the next start)",
+                        query.name,
+                    )
+                    quiet_jvm_logging(spark)
+                    query.stop()
             if query.lastProgress is not None:
                 listener.wait_for(str(query.runId), query.lastProgress["batchId"])
         finally:
@@ -182,34 +169,18 @@ def run(
     return query
 
 
-@contextmanager
-def cancelled_batch_quieted(spark: SparkSession) -> Iterator[None]:
-    """Spark's ERROR lines for the batch a requested stop cancels silenced until its killed
-    tasks have ended (not only its stages: a killed task still writing logs after them): the
-    query stops as asked and its next start replays the batch from the checkpoint, so a healthy
-    stop logs nothing at ERROR. Only a requested stop is silenced; a write that fails on its own
-    still logs them, and the query's error after them."""
-    jvm = spark.sparkContext._jvm
-    log4j = jvm.org.apache.logging.log4j
+def quiet_jvm_logging(spark: SparkSession) -> None:
+    """Every log4j logger of the driver's JVM (and of local mode's executors, which share it) at
+    FATAL from a requested stop to the driver's end. Stopping cancels the batch under way, and
+    whatever Spark was doing then reports its interruption at ERROR under its own logger (the
+    sink's write, the state store's changelog, a broadcast, the real-time shuffle's reader),
+    also while the driver tears down: none of it is a failure, the batch is replayed at the next
+    start. The stop's outcome is not silenced: a query that failed still raises, and the job says
+    so through Python's logging and its exit code. A cluster's executors log to their own files.
+    """
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
     configurator = log4j.core.config.Configurator
-    previous = {
-        name: log4j.LogManager.getLogger(name).getLevel() for name in CANCELLED_BATCH_LOGGERS
-    }
-    for name in CANCELLED_BATCH_LOGGERS:
-        configurator.setLevel(name, log4j.Level.OFF)
-    try:
-        yield
-        # A cancelled stage ends at once; its killed tasks run on until they notice, and log.
-        tracker = spark.sparkContext._jsc.sc().statusTracker()
-        deadline = time.monotonic() + STOP_SETTLE_S
-        while time.monotonic() < deadline and (
-            tracker.getActiveStageIds()
-            or any(e.numRunningTasks() for e in tracker.getExecutorInfos())
-        ):
-            time.sleep(0.1)
-    finally:
-        for name, level in previous.items():
-            configurator.setLevel(name, level)
+    configurator.setAllLevels(log4j.LogManager.ROOT_LOGGER_NAME, log4j.Level.FATAL)
 
 
 def _driver_details(spark: SparkSession, config: QueryConfig) -> dict[str, object]:

@@ -1,14 +1,19 @@
 """A checkpoint reused with a changed configuration is refused with a clear message, not
-resumed into silent corruption; with the original configuration it still resumes."""
+resumed into silent corruption; with the original configuration it still resumes. Marked long:
+each refusal's message is held by tests/unit/spark/test_checkpoint_guard.py and
+tests/unit/joins/test_job.py, a resume after a stop by test_process_kills.py."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.faults.harness import JOIN_ARGS, SINK_ARGS, Scenario
 
 SEED = 20261125
+pytestmark = pytest.mark.long
 
 
 def refused(s: Scenario, job: str, args: list[str], **env: str) -> str:

@@ -6,7 +6,6 @@ query starts, and ``run``'s SIGTERM handling and listener lifetime."""
 from __future__ import annotations
 
 import signal
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -248,6 +247,7 @@ class FakeQuery:
         self.stops = 0
         self.waits: list[float] = []
         self.runId = "run-1"
+        self.name = "board_detail_join"
         self.lastProgress: dict[str, Any] | None = None
 
     def stop(self) -> None:
@@ -286,10 +286,8 @@ def test_run_stops_the_query_on_sigterm_and_restores_the_handler(
     tmp_path: Path, sigterm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     quieted: list[Any] = []
-    # Spark's loggers, quieted for the stop (tests/integration/test_join_real_time.py).
-    monkeypatch.setattr(
-        streaming, "cancelled_batch_quieted", lambda spark: quieted.append(spark) or nullcontext()
-    )
+    # The JVM's logging, quieted for the stop (tests/integration/test_join_real_time.py).
+    monkeypatch.setattr(streaming, "quiet_jvm_logging", quieted.append)
     streams = FakeStreams()
     query = FakeQuery(streams)
     config = settings(tmp_path)
