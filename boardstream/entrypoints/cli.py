@@ -35,7 +35,7 @@ from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.logs import VERBOSE_ENV, configure
 from boardstream.settings import CLUSTER_SIZES, Settings
-from boardstream.spark.submit import JOBS, run_submit
+from boardstream.spark.submit import JOBS, build_class_archive, run_submit
 
 
 def _setup(args: argparse.Namespace, settings: Settings) -> int:
@@ -46,6 +46,12 @@ def _setup(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{jar_set.name}: {len(found)} jars in {jar_set.target(settings.jars_dir)}")
     built = jars.build(jars.JOIN_OPERATOR, settings.jars_dir)
     print(f"{jars.JOIN_OPERATOR.name}: built {', '.join(jar.name for jar in built)}")
+    try:
+        archive = build_class_archive(settings)
+    except BoardstreamError as error:  # jobs still run, each driver starting slower
+        print(f"driver class archive: not built: {error}", file=sys.stderr)
+    else:
+        print(f"driver class archive: {archive} ({archive.stat().st_size >> 20} MB)")
     return 0
 
 
@@ -298,7 +304,11 @@ class _Command(NamedTuple):
 
 
 _COMMANDS = {
-    "setup": _Command(_setup, "fetch the Kafka broker and Spark connector jars"),
+    "setup": _Command(
+        _setup,
+        "fetch the Kafka broker and Spark connector jars, build the join's operator and "
+        "the drivers' class archive",
+    ),
     "stack": _Command(_stack, "start, stop or show the local services"),
     "topics": _Command(
         _topics,
@@ -364,7 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
     parsers["setup"].add_argument(
         "--no-fetch",
         action="store_true",
-        help="only build the join's operator (the jars come from elsewhere, e.g. an image build)",
+        help="only build the join's operator and the drivers' class archive (the jars come from "
+        "elsewhere, e.g. an image build)",
     )
 
     stack = parsers["stack"]

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from boardstream import logs
 from boardstream.settings import Settings
-from boardstream.spark import jvm_stderr
+from boardstream.spark import class_archive, jvm_stderr
 from boardstream.stack import jars
 
 
@@ -64,7 +64,9 @@ def session_options(
     if master or not under_submit:
         options["spark.master"] = master or settings.spark_master
     if not under_submit:
-        options |= logs.spark_conf(console=console)
+        options = class_archive.with_archive(
+            options | logs.spark_conf(console=console), settings.jars_dir
+        )
     return options
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from boardstream import logs
 from boardstream.errors import BoardstreamError
 from boardstream.settings import PROJECT_ROOT, Settings
-from boardstream.spark import distribution
+from boardstream.spark import class_archive, distribution
 from boardstream.stack import jars
 
 JOBS = {
@@ -76,28 +76,47 @@ def submit_command(
     settings: Settings, job: str, job_args: list[str], conf: Mapping[str, str] | None = None
 ) -> list[str]:
     """spark-submit of ``job``, run from this process: its console is this process's stderr;
-    ``conf``: Spark settings of this application's own (e.g. its share of a cluster)."""
-    options = {**submit_conf(sys.stderr.isatty()), **(conf or {})}
-    conf_args = [arg for name, value in options.items() for arg in ("--conf", f"{name}={value}")]
+    ``conf``: Spark settings of this application's own (e.g. its share of a cluster). The driver
+    maps the class archive when ``boardstream setup`` built one (:mod:`.class_archive`)."""
+    options = class_archive.with_archive(
+        {**submit_conf(sys.stderr.isatty()), **(conf or {})}, settings.jars_dir
+    )
+    return [*spark_submit(settings, job, options), str(application(job)), *job_args]
+
+
+def spark_submit(settings: Settings, name: str, conf: Mapping[str, str]) -> list[str]:
+    """spark-submit with the options every boardstream application gets, up to the application:
+    the settings' master and driver memory, the connector jars, ``conf``."""
+    conf_args = [arg for name, value in conf.items() for arg in ("--conf", f"{name}={value}")]
     return [
         str(spark_home() / "bin" / "spark-submit"),
         "--master",
         settings.spark_master,
         "--name",
-        job,
+        name,
         "--driver-memory",
         settings.spark_driver_memory,
         "--jars",
         connector_jars(settings),
         *conf_args,
-        str(application(job)),
-        *job_args,
     ]
+
+
+def run_env(settings: Settings) -> dict[str, str]:
+    """The environment the CLI runs spark-submit in: its own, the settings, Spark's."""
+    return {**os.environ, **settings.to_env(), **submit_env(settings)}
+
+
+def build_class_archive(settings: Settings) -> Path:
+    """Build the drivers' class archive as the CLI's spark-submit would run a job, in local
+    mode (a cluster need not be up for setup), without an archive (not mapping an older one)."""
+    local = settings.model_copy(update={"spark_master": "local[1]"})
+    command = spark_submit(local, "boardstream-warm-up", submit_conf(console=False))
+    return class_archive.build(settings.jars_dir, command, run_env(settings))
 
 
 def run_submit(settings: Settings, job: str, job_args: list[str]) -> int:
     """spark-submit ``job`` in the foreground, as the CLI runs every job, with ``settings`` (the
     job reads them from its environment); its exit code."""
     command = submit_command(settings, job, job_args)
-    env = {**os.environ, **settings.to_env(), **submit_env(settings)}
-    return subprocess.run(command, env=env, check=False).returncode
+    return subprocess.run(command, env=run_env(settings), check=False).returncode

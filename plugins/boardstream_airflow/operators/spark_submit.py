@@ -54,17 +54,19 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
         self.kafka_config_id = kafka_config_id
 
     def execute(self, context: Any) -> None:
+        from boardstream.spark.class_archive import with_archive
         from boardstream.spark.submit import connector_jars, submit_conf, submit_env
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
 
         settings = BoardstreamKafkaHook(kafka_config_id=self.kafka_config_id).settings()
         self._refuse_a_live_checkpoint(settings, context)
         self.jars = ",".join(filter(None, [connector_jars(settings), self.jars]))
-        self.conf = {
+        conf = {
             **submit_conf(console=False),  # its output is the task log
             "spark.driver.memory": settings.spark_driver_memory,
             **(self.conf or {}),
         }
+        self.conf = with_archive(conf, settings.jars_dir)
         self.env_vars = {**submit_env(settings), **(self.env_vars or {})}
         if self.preset is not None:
             preset_args = aggregation_preset(self.preset).job_args(settings)

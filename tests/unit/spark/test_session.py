@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from boardstream.logs import spark_conf
+from boardstream.spark.class_archive import with_archive
 from boardstream.spark.session import session_options
 from boardstream.stack import jars
 from tests.fixtures import isolated_settings
@@ -32,7 +33,9 @@ def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.chunkBase64String.enabled": "false",
         "spark.master": "local[3]",
-        **spark_conf(console=False),
+        # The class archive's option too, when setup built one (tests/unit/spark/
+        # test_class_archive.py).
+        **with_archive(spark_conf(console=False), settings.jars_dir),
     }
     assert "boardstream-jvm.jar" in classpath and "spark-sql-kafka" in classpath
 
