@@ -33,6 +33,15 @@ def java(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def home(tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Spark home of one jar, and ``java``, as the ones spark-submit would run."""
+    home = spark_home(tmp_path, ("spark-core.jar", b"core"))
+    monkeypatch.setattr(class_archive, "java_binary", lambda: java)
+    monkeypatch.setattr(class_archive.distribution, "require", lambda: home)
+    return home
+
+
 def test_the_key_follows_the_jvm_and_sparks_jars(tmp_path: Path, java: Path) -> None:
     home = spark_home(tmp_path, ("spark-core.jar", b"core"), ("spark-sql.jar", b"sql"))
     first = class_archive.key(java, home)
@@ -47,11 +56,8 @@ def test_the_key_follows_the_jvm_and_sparks_jars(tmp_path: Path, java: Path) -> 
 
 
 def test_a_driver_is_offered_the_archive_only_once_built(
-    tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, java: Path, home: Path
 ) -> None:
-    home = spark_home(tmp_path, ("spark-core.jar", b"core"))
-    monkeypatch.setattr(class_archive, "java_binary", lambda: java)
-    monkeypatch.setattr(class_archive.distribution, "require", lambda: home)
     jars_dir = tmp_path / "jars"
     conf = {DRIVER_OPTIONS: "-Dx=1", EXECUTOR_OPTIONS: "-Dx=1"}
     assert class_archive.with_archive(conf, jars_dir) == conf
@@ -84,11 +90,8 @@ FAILS = ["sh", "-c", "echo 'Error: no main class' >&2; exit 3", "submit"]
 
 
 def test_a_build_puts_its_archive_in_place_and_drops_older_ones(
-    tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, java: Path, home: Path
 ) -> None:
-    home = spark_home(tmp_path, ("spark-core.jar", b"core"))
-    monkeypatch.setattr(class_archive, "java_binary", lambda: java)
-    monkeypatch.setattr(class_archive.distribution, "require", lambda: home)
     jars_dir = tmp_path / "jars"
     older = jars_dir / "cds" / "spark-driver-0000000000000000.jsa"
     older.parent.mkdir(parents=True)
@@ -99,12 +102,8 @@ def test_a_build_puts_its_archive_in_place_and_drops_older_ones(
     assert built.read_text() == "c\n"
 
 
-def test_a_failed_build_says_why_and_leaves_no_archive(
-    tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    home = spark_home(tmp_path, ("spark-core.jar", b"core"))
-    monkeypatch.setattr(class_archive, "java_binary", lambda: java)
-    monkeypatch.setattr(class_archive.distribution, "require", lambda: home)
+@pytest.mark.usefixtures("home")
+def test_a_failed_build_says_why_and_leaves_no_archive(tmp_path: Path) -> None:
     jars_dir = tmp_path / "jars"
     message = r"^the driver class archive was not built \(spark-submit exited 3\): Error: no main"
     with pytest.raises(BoardstreamError, match=message):
