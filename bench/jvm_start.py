@@ -43,8 +43,9 @@ def main() -> None:
     settings = Settings()
     if args.join:
         topics = ("member", "board", "board_detail", "unmatched", "dlq")
+        prefix = f"bench-jvm-{time.time_ns()}"
         settings = settings.model_copy(
-            update={f"{name}_topic": f"bench-jvm-{time.time_ns()}-{name}" for name in topics}
+            update={f"{name}_topic": f"{prefix}-{name}" for name in topics}
         )
         command = [str(Path(sys.executable).parent / "boardstream")]
         for step in (["topics", "create"], ["produce", "--members", "500", "--boards", "2000"]):

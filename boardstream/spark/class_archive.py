@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -21,13 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from boardstream.errors import BoardstreamError
+from boardstream.settings import PROJECT_ROOT
 from boardstream.spark import distribution
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
+
 DRIVER_OPTIONS = "spark.driver.defaultJavaOptions"
-WARM_UP = Path(__file__).resolve().parents[2] / "jobs" / "warm_up.py"
+WARM_UP = PROJECT_ROOT / "jobs" / "warm_up.py"
 BUILD_TIMEOUT_S = 600
 
 
@@ -60,10 +64,28 @@ def current_archive(jars_dir: Path) -> Path:
     return archive_path(jars_dir, java_binary(), distribution.require())
 
 
+def _built_size(archive: Path) -> Path:
+    """Where the build records the archive's size: a JVM maps an archive cut short (a full
+    disk, a partial copy) and dies of SIGBUS instead of starting without it."""
+    return archive.with_suffix(".bytes")
+
+
 def with_archive(conf: Mapping[str, str], jars_dir: Path) -> dict[str, str]:
-    """``conf`` with the driver's JVM mapping the archive, when one was built for it."""
+    """``conf`` with the driver's JVM mapping the archive, when one was built for it and it is
+    whole (the size its build recorded)."""
     archive = current_archive(jars_dir)
     if not archive.is_file():
+        return dict(conf)
+    record = _built_size(archive)
+    built = int(record.read_text()) if record.is_file() else None
+    if built != archive.stat().st_size:
+        log.warning(
+            "driver class archive %s: %d bytes, its build recorded %s: not used (boardstream "
+            "setup builds it again)",
+            archive,
+            archive.stat().st_size,
+            built if built is not None else "none",
+        )
         return dict(conf)
     options = " ".join(filter(None, [conf.get(DRIVER_OPTIONS), f"-XX:SharedArchiveFile={archive}"]))
     return {**conf, DRIVER_OPTIONS: options}
@@ -93,8 +115,9 @@ def build(jars_dir: Path, submit: list[str], env: Mapping[str, str]) -> Path:
                 f" {done.stderr.strip()[-2000:]}"
             )
         os.replace(partial, archive)
-    for old in archive.parent.glob("spark-driver-*.jsa"):
-        if old != archive:
+        _built_size(archive).write_text(str(archive.stat().st_size))
+    for old in archive.parent.glob("spark-driver-*"):
+        if old.stem != archive.stem:
             old.unlink()
     return archive
 

@@ -64,6 +64,7 @@ def test_a_driver_is_offered_the_archive_only_once_built(
     archive = class_archive.archive_path(jars_dir, java, home)
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"classes")
+    archive.with_suffix(".bytes").write_text("7")  # as its build records it
     assert class_archive.with_archive(conf, jars_dir) == {
         DRIVER_OPTIONS: f"-Dx=1 -XX:SharedArchiveFile={archive}",
         EXECUTOR_OPTIONS: "-Dx=1",  # a cluster's executors: other JVMs, other class paths
@@ -98,8 +99,28 @@ def test_a_build_puts_its_archive_in_place_and_drops_older_ones(
     older.write_bytes(b"of another Spark")
     built = class_archive.build(jars_dir, WRITES, dict(os.environ))
     assert built == class_archive.archive_path(jars_dir, java, home)
-    assert sorted(built.parent.iterdir()) == [built]  # no older archive, no scratch left
+    # No older archive, no scratch left; beside it, the size it was built with.
+    assert sorted(built.parent.iterdir()) == [built.with_suffix(".bytes"), built]
     assert built.read_text() == "c\n"
+    assert built.with_suffix(".bytes").read_text() == "2"
+
+
+def test_an_archive_cut_short_or_without_its_record_is_not_offered(
+    tmp_path: Path, java: Path, home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A JVM maps a truncated archive and dies of SIGBUS: such a file is never offered."""
+    jars_dir = tmp_path / "jars"
+    built = class_archive.build(jars_dir, WRITES, dict(os.environ))
+    conf = {DRIVER_OPTIONS: "-Dx=1"}
+    assert class_archive.with_archive(conf, jars_dir) == {
+        DRIVER_OPTIONS: f"-Dx=1 -XX:SharedArchiveFile={built}"
+    }
+    built.write_text("c")  # cut short: 1 byte of the 2 built
+    assert class_archive.with_archive(conf, jars_dir) == conf
+    assert f"driver class archive {built}: 1 bytes, its build recorded 2: not used" in caplog.text
+    built.write_text("c\n")
+    built.with_suffix(".bytes").unlink()  # a build that ended before it recorded the size
+    assert class_archive.with_archive(conf, jars_dir) == conf
 
 
 @pytest.mark.usefixtures("home")
