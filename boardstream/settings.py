@@ -325,11 +325,11 @@ class Settings(BaseSettings):
         return env
 
     def to_spark_kafka_sink_options(self) -> dict[str, str]:
-        """The options of Spark's Kafka sink: the connection, and acks=all stated rather than
-        left to the Java client's default (all since Kafka 3.0), since on a replicated cluster
+        """The options of Spark's Kafka sink: the connection; acks=all stated rather than left
+        to the Java client's default (all since Kafka 3.0), since on a replicated cluster
         (min.insync.replicas=2) it is what keeps an acknowledged record through a broker's
-        loss."""
-        return {**self.to_spark_kafka_options(), "kafka.acks": "all"}
+        loss; and the producer's batching (:data:`SINK_BATCHING`)."""
+        return {**self.to_spark_kafka_options(), "kafka.acks": "all", **SINK_BATCHING}
 
     def kafka_env(self) -> dict[str, str]:
         """The Kafka connection as ``BOARDSTREAM_*`` variables, for a child process (a job
@@ -350,6 +350,12 @@ class Settings(BaseSettings):
         return self.sasl_password.get_secret_value() if self.sasl_password else ""
 
 
+# Spark's Kafka sink writes a micro-batch's records as fast as its tasks make them; the Java
+# client's defaults (batches of at most 16 KiB, sent without waiting) cut them into many small
+# requests, and a drain's output phase ran at about 0.65x the rate it does with these
+# (docs/BENCHMARKS.md, "The Kafka sink's batches"). A task's end flushes without waiting for the
+# linger; a record larger than a batch still goes, in a batch of its own.
+SINK_BATCHING = {"kafka.batch.size": str(256 * 1024), "kafka.linger.ms": "20"}
 # The connection's librdkafka names and the settings fields (BOARDSTREAM_* variables) they map to.
 _FIELDS = {
     "bootstrap.servers": "bootstrap_servers",

@@ -119,10 +119,12 @@ def test_the_local_stack_runs_one_or_three_brokers(brokers: int) -> None:
         Settings(_env_file=None, brokers=brokers)
 
 
-def test_spark_writes_to_kafka_with_acks_all() -> None:
+def test_spark_writes_to_kafka_with_acks_all_in_batches_of_256_kib() -> None:
     settings = Settings(_env_file=None, bootstrap_servers="k:1")
     assert settings.to_spark_kafka_sink_options() == {
         "kafka.bootstrap.servers": "k:1",
         "kafka.security.protocol": "PLAINTEXT",
         "kafka.acks": "all",
+        "kafka.batch.size": "262144",
+        "kafka.linger.ms": "20",
     }

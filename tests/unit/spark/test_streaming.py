@@ -179,6 +179,8 @@ def test_a_query_to_kafka_is_checkpointed_and_guarded(tmp_path: Path) -> None:
                 "kafka.bootstrap.servers": "broker:9092",
                 "kafka.security.protocol": "PLAINTEXT",
                 "kafka.acks": "all",
+                "kafka.batch.size": "262144",
+                "kafka.linger.ms": "20",
             },
         ),
         ("option", "checkpointLocation", str(checkpoint)),
