@@ -355,7 +355,7 @@ class Settings(BaseSettings):
 # requests, and a drain's output phase ran at about 0.65x the rate it does with these
 # (docs/BENCHMARKS.md, "The Kafka sink's batches"). A task's end flushes without waiting for the
 # linger; a record larger than a batch still goes, in a batch of its own.
-SINK_BATCHING = {"kafka.batch.size": str(256 * 1024), "kafka.linger.ms": "20"}
+SINK_BATCHING = {"kafka.batch.size": str(256 * 1024), "kafka.linger.ms": "5"}
 # The connection's librdkafka names and the settings fields (BOARDSTREAM_* variables) they map to.
 _FIELDS = {
     "bootstrap.servers": "bootstrap_servers",

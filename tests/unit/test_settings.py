@@ -126,5 +126,5 @@ def test_spark_writes_to_kafka_with_acks_all_in_batches_of_256_kib() -> None:
         "kafka.security.protocol": "PLAINTEXT",
         "kafka.acks": "all",
         "kafka.batch.size": "262144",
-        "kafka.linger.ms": "20",
+        "kafka.linger.ms": "5",
     }

@@ -14,8 +14,14 @@ import sys
 from quixstreams import Application
 
 # Same partition for the same key as Java clients (Kafka Streams, Spark's Kafka sink) and the
-# generator; the repartitioned boards must land where their member's key does.
-PRODUCER = {"partitioner": "murmur2_random", "acks": "all", "linger.ms": 5}
+# generator; the repartitioned boards must land where their member's key does. Batching as
+# boardstream's Spark Kafka sink and the Java peers do.
+PRODUCER = {
+    "partitioner": "murmur2_random",
+    "acks": "all",
+    "batch.size": 262_144,
+    "linger.ms": 5,
+}
 
 
 def detail(board: dict, member: dict) -> dict:

@@ -180,7 +180,7 @@ def test_a_query_to_kafka_is_checkpointed_and_guarded(tmp_path: Path) -> None:
                 "kafka.security.protocol": "PLAINTEXT",
                 "kafka.acks": "all",
                 "kafka.batch.size": "262144",
-                "kafka.linger.ms": "20",
+                "kafka.linger.ms": "5",
             },
         ),
         ("option", "checkpointLocation", str(checkpoint)),

@@ -14,10 +14,11 @@ final class Peers {
   }
 
   /**
-   * The producer settings of every peer, spelled out: the Kafka 4 client defaults, which are also
-   * what boardstream's Spark Kafka sink and Quix Streams' librdkafka producer use.
+   * The producer settings of every peer, spelled out: those of boardstream's Spark Kafka sink
+   * (boardstream.settings.SINK_BATCHING) and of the Quix Streams peer's librdkafka producer.
    */
   static Map<String, Object> producerSettings() {
-    return Map.of("acks", "all", "linger.ms", 5, "compression.type", "none");
+    return Map.of(
+        "acks", "all", "batch.size", 262_144, "linger.ms", 5, "compression.type", "none");
   }
 }
