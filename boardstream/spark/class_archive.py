@@ -77,14 +77,15 @@ def with_archive(conf: Mapping[str, str], jars_dir: Path) -> dict[str, str]:
     if not archive.is_file():
         return dict(conf)
     record = _built_size(archive)
-    built = int(record.read_text()) if record.is_file() else None
-    if built != archive.stat().st_size:
+    built = record.read_text().strip() if record.is_file() else "none"
+    size = archive.stat().st_size
+    if built != str(size):  # also a record cut short or unreadable as a size: not trusted
         log.warning(
             "driver class archive %s: %d bytes, its build recorded %s: not used (boardstream "
             "setup builds it again)",
             archive,
-            archive.stat().st_size,
-            built if built is not None else "none",
+            size,
+            built or "nothing",
         )
         return dict(conf)
     options = " ".join(filter(None, [conf.get(DRIVER_OPTIONS), f"-XX:SharedArchiveFile={archive}"]))

@@ -119,7 +119,11 @@ def test_an_archive_cut_short_or_without_its_record_is_not_offered(
     assert class_archive.with_archive(conf, jars_dir) == conf
     assert f"driver class archive {built}: 1 bytes, its build recorded 2: not used" in caplog.text
     built.write_text("c\n")
-    built.with_suffix(".bytes").unlink()  # a build that ended before it recorded the size
+    record = built.with_suffix(".bytes")
+    for damaged in ("", "2 bytes"):  # a record written onto a full disk, or not by a build
+        record.write_text(damaged)
+        assert class_archive.with_archive(conf, jars_dir) == conf
+    record.unlink()  # a build that ended before it recorded the size
     assert class_archive.with_archive(conf, jars_dir) == conf
 
 
