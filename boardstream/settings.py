@@ -311,6 +311,11 @@ class Settings(BaseSettings):
             options["kafka.ssl.truststore.location"] = connection["ssl.ca.location"]
         return options
 
+    def to_spark_kafka_source_options(self) -> dict[str, str]:
+        """The options of Spark's Kafka source, batch or stream: the connection and the
+        fetches' wait at the broker (:data:`SOURCE_FETCH`)."""
+        return {**self.to_spark_kafka_options(), **SOURCE_FETCH}
+
     def to_env(self) -> dict[str, str]:
         """Every setting that is set, as the ``BOARDSTREAM_*`` variables that read back to these
         settings in a child process (a detached stream's driver); secrets in clear, so only for
@@ -356,6 +361,14 @@ class Settings(BaseSettings):
 # (docs/BENCHMARKS.md, "The Kafka sink's batches"). A task's end flushes without waiting for the
 # linger; a record larger than a batch still goes, in a batch of its own.
 SINK_BATCHING = {"kafka.batch.size": str(256 * 1024), "kafka.linger.ms": "5"}
+# Spark's Kafka source reads a bounded range per task (a batch, a micro-batch). After each poll
+# it asks the broker for the partition's earliest and latest offsets; the consumer has by then
+# sent its next fetch, past the range's last record, and the broker holds that fetch for
+# fetch.max.wait.ms (500 ms by default) with nothing to return, while the offset requests queue
+# behind it on the same connection. Every task paid about that wait: 1.8 s of a 2.2 s read of an
+# incremental reconciliation's new records on two cores (docs/BENCHMARKS.md, "The source's
+# fetch wait"). New records still end a fetch at once; only an empty one returns sooner.
+SOURCE_FETCH = {"kafka.fetch.max.wait.ms": "10"}
 # The connection's librdkafka names and the settings fields (BOARDSTREAM_* variables) they map to.
 _FIELDS = {
     "bootstrap.servers": "bootstrap_servers",

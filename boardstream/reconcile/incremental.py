@@ -338,25 +338,39 @@ def check(
             "a run that started later has already checked past this run's snapshot "
             f"({', '.join(sorted(ahead))}): this one would check older data as new"
         )
+    mode = checks.join_mode(join_checkpoint)
+
+    def checked(keys: Keys) -> tuple[CheckInputs, pa.Table]:
+        with phase("reconcile: their records, rows and checks"):
+            inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
+            return inputs, checks.evaluate(inputs, settings, snapshot, mode, now_ms, options)
+
     # The table's bucket digests are the run's one pass over a slice of the table (all of it,
     # up to reconcile_watch_rows rows): the database computes them on a connection of its own
-    # while Spark reads the new records and the state.
+    # while Spark reads the new records and checks what they touch. The boards whose rows
+    # changed unasked (table_watch.suspects) are almost always none, or already among the keys,
+    # whose closure is then the same: only when they add a board are the checks run again.
     with ThreadPoolExecutor(1, thread_name_prefix="bucket-digests") as pool:
         table_look = pool.submit(_look, connection.engine, settings.reconcile_watch_rows)
         with phase("reconcile: the new records"):
             new = read_new(spark, settings, snapshot, cursor)
         waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
+        relations = lookups(connection, new)
         with phase("reconcile: the keys to re-check"):
             seeded = seeds(new, carried(connection, settings, snapshot, waiting))
+            keys = affected.close(seeded, *relations)
+        inputs, found = checked(keys)
+        with phase("reconcile: the boards whose rows changed"):
             seen = table_look.result()
-            changed = Keys.of((), table_watch.suspects(connection, seeded.boards, seen))
-            keys = affected.close(seeded | changed, *lookups(connection, new))
-    with phase("reconcile: their records, rows and checks"):
-        inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
-        found = checks.evaluate(
-            inputs, settings, snapshot, checks.join_mode(join_checkpoint), now_ms, options
+            changed = table_watch.suspects(connection, seeded.boards, seen)
+    if not changed <= keys.boards:
+        log.info(
+            "%d boards whose rows changed unasked: the checks again with them",
+            len(changed - keys.boards),
         )
-        lines = checks.waiting_now(waiting, now_ms, options)
+        keys = affected.close(keys | Keys.of((), changed), *relations)
+        inputs, found = checked(keys)
+    lines = checks.waiting_now(waiting, now_ms, options)
     waiting.unpersist()
     with phase("reconcile: the facts, the rows as checked and the ledger"):
         delta = fact_store.replace(connection, keys, found)

@@ -89,7 +89,7 @@ def read_topics(
 
     return (
         spark.read.format("kafka")
-        .options(**settings.to_spark_kafka_options())
+        .options(**settings.to_spark_kafka_source_options())
         .option("assign", json.dumps({t: sorted(parts) for t, parts in wanted.items()}))
         .option("startingOffsets", offsets(0))
         .option("endingOffsets", offsets(1))

@@ -57,7 +57,7 @@ def kafka_stream(
     A gap in offsets (data deleted before it was read) fails the query instead of skipping."""
     reader = (
         spark.readStream.format("kafka")
-        .options(**settings.to_spark_kafka_options())
+        .options(**settings.to_spark_kafka_source_options())
         .option("subscribe", ",".join(topics))
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", "true")

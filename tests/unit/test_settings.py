@@ -119,6 +119,15 @@ def test_the_local_stack_runs_one_or_three_brokers(brokers: int) -> None:
         Settings(_env_file=None, brokers=brokers)
 
 
+def test_spark_reads_kafka_with_fetches_that_wait_10_ms_for_records() -> None:
+    settings = Settings(_env_file=None, bootstrap_servers="k:1")
+    assert settings.to_spark_kafka_source_options() == {
+        "kafka.bootstrap.servers": "k:1",
+        "kafka.security.protocol": "PLAINTEXT",
+        "kafka.fetch.max.wait.ms": "10",
+    }
+
+
 def test_spark_writes_to_kafka_with_acks_all_in_batches_of_256_kib() -> None:
     settings = Settings(_env_file=None, bootstrap_servers="k:1")
     assert settings.to_spark_kafka_sink_options() == {

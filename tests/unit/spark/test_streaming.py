@@ -92,7 +92,11 @@ def test_the_kafka_source_reads_committed_records_from_the_start(tmp_path: Path)
         ("format", "kafka"),
         (
             "options",
-            {"kafka.bootstrap.servers": "broker:9092", "kafka.security.protocol": "PLAINTEXT"},
+            {
+                "kafka.bootstrap.servers": "broker:9092",
+                "kafka.security.protocol": "PLAINTEXT",
+                "kafka.fetch.max.wait.ms": "10",
+            },
         ),
         ("option", "subscribe", "member,board"),
         ("option", "startingOffsets", "earliest"),
