@@ -361,13 +361,14 @@ class Settings(BaseSettings):
 # (docs/BENCHMARKS.md, "The Kafka sink's batches"). A task's end flushes without waiting for the
 # linger; a record larger than a batch still goes, in a batch of its own.
 SINK_BATCHING = {"kafka.batch.size": str(256 * 1024), "kafka.linger.ms": "5"}
-# Spark's Kafka source reads a bounded range per task (a batch, a micro-batch). After each poll
-# it asks the broker for the partition's earliest and latest offsets; the consumer has by then
-# sent its next fetch, past the range's last record, and the broker holds that fetch for
-# fetch.max.wait.ms (500 ms by default) with nothing to return, while the offset requests queue
-# behind it on the same connection. Every task paid about that wait: 1.8 s of a 2.2 s read of an
-# incremental reconciliation's new records on two cores (docs/BENCHMARKS.md, "The source's
-# fetch wait"). New records still end a fetch at once; only an empty one returns sooner.
+# Spark's Kafka source reads a bounded range per task (a batch, a micro-batch). With the Java
+# client's default fetch.max.wait.ms (500 ms), each task of a reconciliation's read of 1,500 new
+# records spent 0.51-0.55 s in its consumer (Spark's own count: 3-4 polls), against 16-30 ms
+# with 10 ms (docs/BENCHMARKS.md, "The Kafka source's fetch wait"). The likely cause: once the
+# range's records are in, the consumer's next fetch, past the range's end, waits at the broker
+# for records that are not coming, and the offset lookups Spark makes after a poll queue behind
+# it. A fetch with records returns at once
+# whatever the setting; only an empty one returns sooner, and a consumer asks again.
 SOURCE_FETCH = {"kafka.fetch.max.wait.ms": "10"}
 # The connection's librdkafka names and the settings fields (BOARDSTREAM_* variables) they map to.
 _FIELDS = {

@@ -119,21 +119,19 @@ def test_the_local_stack_runs_one_or_three_brokers(brokers: int) -> None:
         Settings(_env_file=None, brokers=brokers)
 
 
-def test_spark_reads_kafka_with_fetches_that_wait_10_ms_for_records() -> None:
+@pytest.mark.parametrize(
+    ("options", "own"),
+    [
+        # The source's fetches return after 10 ms when empty; the sink writes acks=all in
+        # batches of up to 256 KiB.
+        ("to_spark_kafka_source_options", {"kafka.fetch.max.wait.ms": "10"}),
+        (
+            "to_spark_kafka_sink_options",
+            {"kafka.acks": "all", "kafka.batch.size": "262144", "kafka.linger.ms": "5"},
+        ),
+    ],
+)
+def test_spark_kafka_source_and_sink_options(options: str, own: dict[str, str]) -> None:
     settings = Settings(_env_file=None, bootstrap_servers="k:1")
-    assert settings.to_spark_kafka_source_options() == {
-        "kafka.bootstrap.servers": "k:1",
-        "kafka.security.protocol": "PLAINTEXT",
-        "kafka.fetch.max.wait.ms": "10",
-    }
-
-
-def test_spark_writes_to_kafka_with_acks_all_in_batches_of_256_kib() -> None:
-    settings = Settings(_env_file=None, bootstrap_servers="k:1")
-    assert settings.to_spark_kafka_sink_options() == {
-        "kafka.bootstrap.servers": "k:1",
-        "kafka.security.protocol": "PLAINTEXT",
-        "kafka.acks": "all",
-        "kafka.batch.size": "262144",
-        "kafka.linger.ms": "5",
-    }
+    connection = {"kafka.bootstrap.servers": "k:1", "kafka.security.protocol": "PLAINTEXT"}
+    assert getattr(settings, options)() == {**connection, **own}
