@@ -367,8 +367,8 @@ SINK_BATCHING = {"kafka.batch.size": str(256 * 1024), "kafka.linger.ms": "5"}
 # with 10 ms (docs/BENCHMARKS.md, "The Kafka source's fetch wait"). The likely cause: once the
 # range's records are in, the consumer's next fetch, past the range's end, waits at the broker
 # for records that are not coming, and the offset lookups Spark makes after a poll queue behind
-# it. A fetch with records returns at once
-# whatever the setting; only an empty one returns sooner, and a consumer asks again.
+# it. A fetch with records returns at once whatever the setting; only an empty one returns
+# sooner, and the consumer asks again.
 SOURCE_FETCH = {"kafka.fetch.max.wait.ms": "10"}
 # The connection's librdkafka names and the settings fields (BOARDSTREAM_* variables) they map to.
 _FIELDS = {
