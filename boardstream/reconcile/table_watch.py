@@ -91,9 +91,14 @@ class Look:
     within: IdRange
     digests: dict[int, BucketDigest]
 
+    @property
+    def rows(self) -> int:
+        """How many rows the slice held when it was looked at."""
+        return sum(digest.rows for digest in self.digests.values())
+
     def as_json(self) -> dict[str, object]:
         """The slice as a run's record keeps it (``ledger.describe_table_slice``)."""
-        return slice_record(self.within, sum(digest.rows for digest in self.digests.values()))
+        return slice_record(self.within, self.rows)
 
 
 def slice_record(within: IdRange, rows: int) -> dict[str, object]:

@@ -147,7 +147,7 @@ def watch_once(engine: Engine, rows: int, known: set[str] = frozenset()) -> tupl
         found = table_watch.suspects(connection, known, seen)
         table_watch.remember(connection, found | known)
         table_watch.advance(connection, seen.within)
-    return found, sum(digest.rows for digest in seen.digests.values())
+    return found, seen.rows
 
 
 def test_a_table_larger_than_a_slice_is_watched_one_slice_per_run(
