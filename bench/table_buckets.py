@@ -149,14 +149,7 @@ def full_read(engine: Engine) -> int:
 def json_only(engine: Engine) -> int:
     """The canonical JSON of every row, measured, not hashed: the hash's share."""
     with engine.connect() as connection:
-        if engine.dialect.name == "postgresql":
-            canonical = f"json_build_array({', '.join(COLUMNS)})::text"
-        else:
-            tagged = [
-                f"CASE WHEN typeof({c}) = 'blob' THEN json_array('blob', hex({c})) ELSE {c} END"
-                for c in COLUMNS
-            ]
-            canonical = f"json_array({', '.join(tagged)})"
+        canonical = tb._canonical_sql(engine.dialect.name, COLUMNS, tagged=False)
         sql = f"SELECT sum(length({canonical})) FROM board_detail"
         return connection.execute(sa.text(sql)).scalar_one()
 
@@ -166,7 +159,7 @@ def canonical_hashed(engine: Engine) -> int:
     Python function), neither bucketed nor grouped: the hash's own cost over the JSON alone."""
     with engine.connect() as connection:
         dialect = tb._prepare(connection)
-        digest = tb._digest_sql(dialect, COLUMNS)
+        digest = tb._digest_sql(dialect, COLUMNS, tagged=False)
         sql = f"SELECT sum({digest} & 1) FROM board_detail"
         return connection.execute(sa.text(sql)).scalar_one()
 

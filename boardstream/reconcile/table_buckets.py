@@ -2,8 +2,8 @@
 
 An incremental reconciliation verifies each row once, against the record it names, and keeps a
 running digest per bucket of the rows it verified. Tampering with a row verified long ago is then
-found without re-reading any topic: the table's per-bucket digests (one ``GROUP BY`` query in the
-database, :func:`bucket_digests`) are compared with the running ones (:func:`differing_buckets`),
+found without re-reading any topic: the table's per-bucket digests (one query in the database,
+:func:`bucket_digests`) are compared with the running ones (:func:`differing_buckets`),
 and only the buckets that differ are drilled into (:func:`rows_in_buckets`).
 
 Definitions (per dialect; digests of one database are comparable with that database's only):
@@ -12,7 +12,8 @@ Definitions (per dialect; digests of one database are comparable with that datab
   one JSON array: strings quoted and escaped, numbers bare, NULL as ``null``. Moving text across
   columns, NULL against ``''`` or ``'null'``, 1 against ``'1'`` never give the same text.
   PostgreSQL: ``json_build_array(...)::text``; SQLite: ``json_array(...)``, a BLOB (SQLite stores
-  whatever it is given) as ``["blob", hex]`` instead of an error.
+  whatever it is given) as ``["blob", hex]`` instead of an error (tested for only when the
+  table holds one: :func:`_blob_tagged_if_needed`).
 - **row digest**: the first 64 bits of SHA-256 of the canonical row (UTF-8), as an unsigned
   integer. PostgreSQL hashes natively; SQLite has no hash function, so one is registered on the
   query's connection (:func:`_register_sqlite_functions`). A sum of digests is a checksum, not a
@@ -21,22 +22,24 @@ Definitions (per dialect; digests of one database are comparable with that datab
 - **bucket**: the first 32 bits of SHA-256 of ``board_id`` (UTF-8), unsigned, modulo the bucket
   count: a board's row stays in its bucket whatever its content, and :func:`bucket_of` gives the
   same bucket in Python and in either database.
-- **bucket digest**: its row count and the exact sum of its rows' digests. The database sums the
+- **bucket digest**: its row count and the exact sum of its rows' digests. PostgreSQL sums the
   digests' two 32-bit halves apart, each below 2**32 per row, so a bucket of even 2**31 rows
-  cannot overflow a 64-bit SUM; Python recombines them (``2**32 * high + low``). 64 bits rather
-  than 32: a change that leaves a bucket's sum equal then has a chance of 2**-64, not 2**-32,
-  for one more integer SUM per bucket.
+  cannot overflow a 64-bit SUM; Python recombines them (``2**32 * high + low``). SQLite folds
+  the rows into their buckets in one registered aggregate, with Python's exact integers. 64
+  bits rather than 32: a change that leaves a bucket's sum equal then has a chance of 2**-64,
+  not 2**-32, for one more integer SUM per bucket.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -53,8 +56,12 @@ ID_CHUNK = database.IN_LIST  # board ids per key lookup
 _HALF = 2**32
 _SQLITE_DIGEST = "boardstream_digest64"
 _SQLITE_BUCKET = "boardstream_bucket"
+_SQLITE_BUCKET_DIGESTS = "boardstream_bucket_digests"
+_JSON_BLOB = "JSON cannot hold BLOB values"  # SQLite's refusal of a BLOB in json_array()
 _SIGNED_64 = struct.Struct(">q")
+_UNSIGNED_64 = struct.Struct(">Q")
 _UNSIGNED_32 = struct.Struct(">I")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -156,27 +163,57 @@ def differing_rows(expected: Mapping[str, RowDigest], actual: Mapping[str, RowDi
 def bucket_digests(
     engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS, within: IdRange = WHOLE
 ) -> dict[int, BucketDigest]:
-    """Every non-empty bucket's digest, from one ``GROUP BY`` over the table's rows ``within``
-    a range of board ids (the whole table by default): the database reads and hashes those
-    rows, and only one small row per bucket crosses the wire."""
+    """Every non-empty bucket's digest, from one query over the table's rows ``within`` a range
+    of board ids (the whole table by default): the database reads and hashes those rows, and
+    only one small row per bucket crosses the wire. PostgreSQL groups them (``GROUP BY``);
+    SQLite folds each row into its bucket in one registered aggregate (one Python call a row
+    instead of a bucket call, a digest call and a sort)."""
     _check_buckets(buckets)
     with connected(engine) as connection:
         dialect = _prepare(connection)
         condition, params = _where(connection, within)
-        rows = connection.execute(
-            sa.text(
-                "SELECT bucket, count(*), sum((digest >> 32) & 4294967295), "
-                f"sum(digest & 4294967295) FROM ("
-                f"{_digests_select(dialect, buckets, where=condition)}) AS d GROUP BY bucket"
-            ),
-            params,
-        )
-        result = {
-            int(bucket): BucketDigest(int(count), _HALF * int(high) + int(low))
-            for bucket, count, high, low in rows
-        }
+        if dialect == "sqlite":
+            result = _sqlite_bucket_digests(connection, buckets, condition, params)
+        else:
+            rows = connection.execute(
+                sa.text(
+                    "SELECT bucket, count(*), sum((digest >> 32) & 4294967295), "
+                    f"sum(digest & 4294967295) FROM ("
+                    f"{_digests_select(dialect, buckets, where=condition)}) AS d GROUP BY bucket"
+                ),
+                params,
+            )
+            result = {
+                int(bucket): BucketDigest(int(count), _HALF * int(high) + int(low))
+                for bucket, count, high, low in rows
+            }
     logger.debug("board_detail: %d buckets of %d hold rows", len(result), buckets)
     return result
+
+
+def _sqlite_bucket_digests(
+    connection: Connection, buckets: int, condition: str, params: dict[str, str]
+) -> dict[int, BucketDigest]:
+    connection.connection.dbapi_connection.create_aggregate(
+        _SQLITE_BUCKET_DIGESTS, 2, _bucket_folder(buckets)
+    )
+
+    def query(tagged: bool) -> str:
+        canonical = _canonical_sql("sqlite", sink_table.COLUMNS, tagged)
+        return (
+            f"SELECT {_SQLITE_BUCKET_DIGESTS}(CAST(board_id AS BLOB), CAST({canonical} AS BLOB)) "
+            f"FROM {sink_table.board_detail.name} WHERE {condition}"
+        )
+
+    folded = _blob_tagged_if_needed(
+        lambda tagged: connection.execute(sa.text(query(tagged)), params).scalar_one()
+    )
+    if folded is None:  # no row: SQLite finalizes no aggregate
+        return {}
+    return {
+        int(bucket): BucketDigest(int(rows), int(digest_sum))
+        for bucket, rows, digest_sum in json.loads(folded)
+    }
 
 
 def row_digests(
@@ -195,12 +232,15 @@ def row_digests(
     with connected(engine) as connection:
         dialect = _prepare(connection)
         condition, params = _where(connection, within)
-        statement = sa.text(
-            f"{_digests_select(dialect, buckets, fence=False)} "
-            f"WHERE board_id IN :ids AND {condition}"
-        ).bindparams(sa.bindparam("ids", expanding=True))
+
+        def statement(tagged: bool) -> sa.TextClause:
+            return sa.text(
+                f"{_digests_select(dialect, buckets, fence=False, tagged=tagged)} "
+                f"WHERE board_id IN :ids AND {condition}"
+            ).bindparams(sa.bindparam("ids", expanding=True))
+
         for chunk in database.chunks(sorted(set(board_ids)), ID_CHUNK):
-            result.update(_row_digests(connection.execute(statement, {"ids": chunk, **params})))
+            result.update(_row_digests(connection, statement, {"ids": chunk, **params}))
     return result
 
 
@@ -210,7 +250,9 @@ def every_row(engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS) -> di
     _check_buckets(buckets)
     with connected(engine) as connection:
         dialect = _prepare(connection)
-        return _row_digests(connection.execute(sa.text(_digests_select(dialect, buckets))))
+        return _row_digests(
+            connection, lambda tagged: sa.text(_digests_select(dialect, buckets, tagged=tagged))
+        )
 
 
 def rows_in_buckets(
@@ -229,11 +271,14 @@ def rows_in_buckets(
     with connected(engine) as connection:
         dialect = _prepare(connection)
         condition, params = _where(connection, within)
-        statement = sa.text(
-            f"{_digests_select(dialect, buckets, fence=False)} "
-            f"WHERE {condition} AND {_bucket_sql(dialect, buckets)} IN :wanted"
-        ).bindparams(sa.bindparam("wanted", expanding=True))
-        return _row_digests(connection.execute(statement, {"wanted": wanted, **params}))
+
+        def statement(tagged: bool) -> sa.TextClause:
+            return sa.text(
+                f"{_digests_select(dialect, buckets, fence=False, tagged=tagged)} "
+                f"WHERE {condition} AND {_bucket_sql(dialect, buckets)} IN :wanted"
+            ).bindparams(sa.bindparam("wanted", expanding=True))
+
+        return _row_digests(connection, statement, {"wanted": wanted, **params})
 
 
 def id_after(engine: Engine | Connection, after: str | None, rows: int) -> str | None:
@@ -271,21 +316,34 @@ def connected(bind: Engine | Connection) -> AbstractContextManager[Connection]:
     return bind.connect()
 
 
-def _row_digests(rows: Iterable[Any]) -> dict[str, RowDigest]:
-    return {
-        board_id: RowDigest(int(bucket), int(digest) & (2**64 - 1))
-        for board_id, bucket, digest in rows
-    }
+def _row_digests(
+    connection: Connection,
+    statement: Callable[[bool], sa.TextClause],
+    params: Mapping[str, Any] | None = None,
+) -> dict[str, RowDigest]:
+    """The rows (board_id, bucket, digest) ``statement`` selects, by board; BLOBs tagged only
+    when the table holds one (:func:`_blob_tagged_if_needed`)."""
+
+    def read(tagged: bool) -> dict[str, RowDigest]:
+        return {
+            board_id: RowDigest(int(bucket), int(digest) & (2**64 - 1))
+            for board_id, bucket, digest in connection.execute(statement(tagged), params)
+        }
+
+    return _blob_tagged_if_needed(read)
 
 
-def _digests_select(dialect: str, buckets: int, fence: bool = True, where: str = "") -> str:
+def _digests_select(
+    dialect: str, buckets: int, fence: bool = True, where: str = "", tagged: bool = False
+) -> str:
     """``SELECT board_id, bucket, digest FROM board_detail [WHERE where]``, the digest a signed
     64-bit integer (its two's complement is the row digest). ``fence`` keeps the database from
-    inlining it into an outer query, which would hash each row twice (once per half)."""
+    inlining it into an outer query, which would hash each row twice (once per half);
+    ``tagged``: see :func:`_canonical_sql`."""
     columns = list(sink_table.COLUMNS)
     select = (
         f"SELECT board_id, {_bucket_sql(dialect, buckets)} AS bucket, "
-        f"{_digest_sql(dialect, columns)} AS digest FROM {sink_table.board_detail.name}"
+        f"{_digest_sql(dialect, columns, tagged)} AS digest FROM {sink_table.board_detail.name}"
     )
     if where:
         select = f"{select} WHERE {where}"
@@ -294,17 +352,41 @@ def _digests_select(dialect: str, buckets: int, fence: bool = True, where: str =
     return f"{select} {'OFFSET 0' if dialect == 'postgresql' else 'LIMIT -1'}"
 
 
-def _digest_sql(dialect: str, columns: Sequence[str]) -> str:
+def _digest_sql(dialect: str, columns: Sequence[str], tagged: bool) -> str:
     """The signed 64-bit digest of the canonical JSON array of the SQL expressions ``columns``."""
+    canonical = _canonical_sql(dialect, columns, tagged)
     if dialect == "postgresql":
-        canonical = f"json_build_array({', '.join(columns)})::text"
         return f"('x' || left({_pg_sha256_hex(canonical)}, 16))::bit(64)::bigint"
-    # json_array refuses a BLOB: a tagged array, embedded as JSON (never equal to any text).
-    tagged = [
-        f"CASE WHEN typeof({c}) = 'blob' THEN json_array('blob', hex({c})) ELSE {c} END"
-        for c in columns
-    ]
-    return f"{_SQLITE_DIGEST}(CAST(json_array({', '.join(tagged)}) AS BLOB))"
+    return f"{_SQLITE_DIGEST}(CAST({canonical} AS BLOB))"
+
+
+def _canonical_sql(dialect: str, columns: Sequence[str], tagged: bool) -> str:
+    """The canonical row of the SQL expressions ``columns``. SQLite's ``json_array`` refuses a
+    BLOB, which SQLite lets into any column: ``tagged`` embeds one as ``["blob", hex]`` (never
+    equal to any text) at the cost of a test per column and row (a fifth of the table's digest
+    time); untagged, the same text for every other value (:func:`_blob_tagged_if_needed`)."""
+    if dialect == "postgresql":
+        return f"json_build_array({', '.join(columns)})::text"
+    if tagged:
+        columns = [
+            f"CASE WHEN typeof({c}) = 'blob' THEN json_array('blob', hex({c})) ELSE {c} END"
+            for c in columns
+        ]
+    return f"json_array({', '.join(columns)})"
+
+
+def _blob_tagged_if_needed(read: Callable[[bool], T]) -> T:
+    """``read(tagged=False)``: the canonical rows untagged, the same digests as tagged while no
+    stored value is a BLOB; SQLite refuses the statement when one is, and it is read again,
+    tagged. Only a table written by other hands holds a BLOB (the sink writes text and
+    integers), so the second read is the rare case's."""
+    try:
+        return read(False)
+    except sa.exc.OperationalError as error:
+        if _JSON_BLOB not in str(error.orig):
+            raise
+    logger.info("board_detail holds a BLOB value: its rows digested with BLOBs tagged")
+    return read(True)
 
 
 def _bucket_sql(dialect: str, buckets: int) -> str:
@@ -336,6 +418,30 @@ def _register_sqlite_functions(dbapi_connection: Any) -> None:
     (registering again replaces them: cheap, and no engine-wide listener to install)."""
     dbapi_connection.create_function(_SQLITE_DIGEST, 1, _digest64, deterministic=True)
     dbapi_connection.create_function(_SQLITE_BUCKET, 2, _bucket_of_bytes, deterministic=True)
+
+
+def _bucket_folder(buckets: int) -> type:
+    """SQLite aggregate class: each row's bucket and digest, folded into per-bucket row counts
+    and exact digest sums, as JSON ``[[bucket, rows, sum], ...]`` (sums beyond 64 bits)."""
+
+    class BucketFolder:
+        def __init__(self) -> None:
+            self.folded: dict[int, list[int]] = {}
+
+        def step(self, board_id: bytes | None, canonical: bytes) -> None:
+            bucket = NULL_BUCKET if board_id is None else _bucket_of_bytes(board_id, buckets)
+            digest = _UNSIGNED_64.unpack_from(hashlib.sha256(canonical).digest())[0]
+            totals = self.folded.get(bucket)
+            if totals is None:
+                self.folded[bucket] = [1, digest]
+            else:
+                totals[0] += 1
+                totals[1] += digest
+
+        def finalize(self) -> str:
+            return json.dumps([[bucket, n, total] for bucket, (n, total) in self.folded.items()])
+
+    return BucketFolder
 
 
 def _digest64(canonical: bytes | None) -> int | None:

@@ -7,6 +7,7 @@ import hashlib
 import re
 
 import pytest
+import sqlalchemy as sa
 
 from boardstream.errors import BoardstreamError
 from boardstream.reconcile import table_buckets as tb
@@ -96,3 +97,24 @@ def test_differing_rows_names_changed_missing_and_unexpected_boards() -> None:
     actual = {"a": RowDigest(1, 1), "b": RowDigest(1, 20), "d": RowDigest(1, 4)}
     assert tb.differing_rows(expected, actual) == ["b", "c", "d"]
     assert tb.differing_rows(expected, dict(expected)) == []
+
+
+def test_only_sqlites_refusal_of_a_blob_reads_again_tagged() -> None:
+    """Any other error of the untagged read is the caller's, not a reason to read again."""
+    reads: list[bool] = []
+
+    def refused(message: str):
+        def read(tagged: bool) -> str:
+            reads.append(tagged)
+            if not tagged:
+                raise sa.exc.OperationalError("SELECT", {}, Exception(message))
+            return "tagged"
+
+        return read
+
+    assert tb._blob_tagged_if_needed(refused("JSON cannot hold BLOB values")) == "tagged"
+    assert reads == [False, True]
+    reads.clear()
+    with pytest.raises(sa.exc.OperationalError, match="database is locked"):
+        tb._blob_tagged_if_needed(refused("database is locked"))
+    assert reads == [False]
