@@ -44,9 +44,8 @@ def session_options(
     settings: Settings, app_name: str, master: str | None, under_submit: bool, console: bool
 ) -> dict[str, str]:
     """The session's Spark options: the connector and operator jars, RocksDB state with
-    changelog checkpoints, UTC, no DataFrame call sites; the master given, else the settings'
-    unless spark-submit chose it; boardstream's logging (progress bars only on a ``console``)
-    when no spark-submit set it."""
+    changelog checkpoints, UTC; the master given, else the settings' unless spark-submit chose
+    it; boardstream's logging (progress bars only on a ``console``) when no spark-submit set it."""
     classpath = jars.spark_classpath(settings.jars_dir)
     options = {
         "spark.app.name": app_name,
@@ -61,12 +60,6 @@ def session_options(
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         # base64() would break a dead letter's original bytes into 76-character MIME lines.
         "spark.sql.chunkBase64String.enabled": "false",
-        # PySpark records each DataFrame function's Python call site in the JVM (an inspected
-        # stack and about five gateway round trips a call) so that errors can name it; the
-        # reconciliation builds its plans anew each run, and its cold incremental run took 11 %
-        # longer with it (docs/BENCHMARKS.md, "The DataFrame call sites"). Errors keep their
-        # Python traceback.
-        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
     if master or not under_submit:
         options["spark.master"] = master or settings.spark_master

@@ -32,7 +32,6 @@ def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.chunkBase64String.enabled": "false",
-        "spark.python.sql.dataFrameDebugging.enabled": "false",
         "spark.master": "local[3]",
         # The class archive's option too, when setup built one (tests/unit/spark/
         # test_class_archive.py).
