@@ -54,12 +54,12 @@ DEFAULT_BUCKETS = 4096
 NULL_BUCKET = -1  # the rows without a board id
 ID_CHUNK = database.IN_LIST  # board ids per key lookup
 _HALF = 2**32
+_MASK_64 = 2**64 - 1  # a signed 64-bit digest as the unsigned row digest
 _SQLITE_DIGEST = "boardstream_digest64"
 _SQLITE_BUCKET = "boardstream_bucket"
 _SQLITE_BUCKET_DIGESTS = "boardstream_bucket_digests"
 _JSON_BLOB = "JSON cannot hold BLOB values"  # SQLite's refusal of a BLOB in json_array()
 _SIGNED_64 = struct.Struct(">q")
-_UNSIGNED_64 = struct.Struct(">Q")
 _UNSIGNED_32 = struct.Struct(">I")
 T = TypeVar("T")
 
@@ -326,7 +326,7 @@ def _row_digests(
 
     def read(tagged: bool) -> dict[str, RowDigest]:
         return {
-            board_id: RowDigest(int(bucket), int(digest) & (2**64 - 1))
+            board_id: RowDigest(int(bucket), int(digest) & _MASK_64)
             for board_id, bucket, digest in connection.execute(statement(tagged), params)
         }
 
@@ -430,7 +430,7 @@ def _bucket_folder(buckets: int) -> type:
 
         def step(self, board_id: bytes | None, canonical: bytes) -> None:
             bucket = NULL_BUCKET if board_id is None else _bucket_of_bytes(board_id, buckets)
-            digest = _UNSIGNED_64.unpack_from(hashlib.sha256(canonical).digest())[0]
+            digest = _digest64(canonical) & _MASK_64  # the row digest, as rows are read
             totals = self.folded.get(bucket)
             if totals is None:
                 self.folded[bucket] = [1, digest]

@@ -146,6 +146,16 @@ def titles_swapped(engine: Engine) -> list[str]:
     return [one, other]
 
 
+def fraction_in_an_integer_column(engine: Engine) -> list[str]:
+    """Half a millisecond more: SQLite keeps a REAL, PostgreSQL rounds into its bigint."""
+    with engine.begin() as connection:
+        connection.execute(
+            sa.text("UPDATE board_detail SET created_ts = created_ts + 0.5 WHERE board_id = :b"),
+            {"b": board(23)},
+        )
+    return [board(23)]
+
+
 def detail_offset_changed(engine: Engine) -> list[str]:
     update(engine, board(21), detail_offset=make_row(21)["detail_offset"] + 1)
     return [board(21)]
@@ -165,6 +175,7 @@ TAMPERINGS = [
     empty_to_null,
     null_to_null_text,
     integer_changed,
+    fraction_in_an_integer_column,
     deleted,
     forged,
     titles_swapped,
