@@ -227,16 +227,19 @@ def suspects(
 
 def _expected(connection: Connection, within: IdRange) -> dict[int, BucketDigest]:
     """The remembered bucket digests of the rows ``within`` the slice: the running totals for
-    the whole table, summed from the remembered rows of a range."""
+    the whole table, summed from the remembered rows of a range. The range and the row without
+    a board id are two selects: with the two conditions joined by OR, the planners walked every
+    remembered row (SQLite through the bucket index, for the GROUP BY), whatever the slice."""
     if within.whole:
         b = reconcile_bucket.c
         rows = connection.execute(sa.select(b.bucket, b.rows, b.high, b.low))
     else:
-        condition, params = within.where(_MISSING)
+        condition, params = within.where(None)
+        columns = f"SELECT bucket, rows, high, low FROM {reconcile_row.name}"
         rows = connection.execute(
             sa.text(
-                "SELECT bucket, sum(rows), sum(high), sum(low) "
-                f"FROM {reconcile_row.name} WHERE {condition} GROUP BY bucket"
+                f"SELECT bucket, sum(rows), sum(high), sum(low) FROM ({columns} WHERE {_MISSING} "
+                f"UNION ALL {columns} WHERE {condition} AND NOT {_MISSING}) AS r GROUP BY bucket"
             ),
             {"null_board_id": NULL_BOARD_ID, **params},
         )

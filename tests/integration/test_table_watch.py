@@ -194,6 +194,68 @@ def test_a_table_larger_than_a_slice_is_watched_one_slice_per_run(
     ]
 
 
+@pytest.mark.parametrize("bounds", ["after", "through", "both"])
+def test_a_slices_expected_digests_walk_its_range_not_every_remembered_row(
+    tmp_path, bounds: str
+) -> None:
+    """The remembered totals of a slice (``_expected``) are read through the primary key's
+    range, whatever the table's size: the row-without-a-board-id condition ORed into the range
+    made SQLite walk every remembered row through the bucket index (0.66 s a run at 529,056
+    rows, whatever the slice, and ten times that at 10x) instead of the slice's."""
+    created = database.engine(f"sqlite:///{tmp_path / 'watch.db'}")
+    sink_table.create(created)
+    table_watch.create(created)
+    sink_table.upsert(created, [make_row(i) for i in range(2_000)])
+    with created.begin() as connection:
+        table_watch.remember_all(connection)  # bulk loaded, then analysed
+        connection.execute(  # a row without a board id, remembered: in every slice, once
+            table_watch.reconcile_row.insert().values(
+                board_id=table_checks.NULL_BOARD_ID, bucket=0, rows=1, high=0, low=0
+            )
+        )
+        ids = list(
+            connection.execute(
+                sa.text("SELECT board_id FROM reconcile_row ORDER BY board_id")
+            ).scalars()
+        )
+    after = ids[1_900] if bounds != "through" else None
+    through = ids[1_950] if bounds != "after" else None
+    issued: list[tuple[str, tuple]] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany) -> None:
+        issued.append((statement, parameters))
+
+    try:
+        with created.connect() as connection:
+            sa.event.listen(connection, "before_cursor_execute", capture)
+            expected = table_watch._expected(connection, table_watch.IdRange(after, through))
+            sa.event.remove(connection, "before_cursor_execute", capture)
+            [(statement, parameters)] = issued
+            plan = [
+                row[-1]
+                for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+            ]
+        assert ids[1_950] > table_checks.NULL_BOARD_ID  # "through" ranges hold it
+        in_range = [table_checks.NULL_BOARD_ID] + [
+            i
+            for i in ids
+            if i != table_checks.NULL_BOARD_ID
+            and (after is None or i > after)
+            and (through is None or i <= through)
+        ]
+        assert sum(d.rows for d in expected.values()) == len(in_range)
+        assert [step for step in plan if "reconcile_row" in step] == [
+            "SEARCH reconcile_row USING PRIMARY KEY (board_id=?)",
+            {
+                "after": "SEARCH reconcile_row USING PRIMARY KEY (board_id>?)",
+                "through": "SEARCH reconcile_row USING PRIMARY KEY (board_id<?)",
+                "both": "SEARCH reconcile_row USING PRIMARY KEY (board_id>? AND board_id<?)",
+            }[bounds],
+        ]
+    finally:
+        created.dispose()
+
+
 def test_a_look_says_which_ids_its_slice_spanned(engine: Engine) -> None:
     """What a run records of its slice (``Look.as_json``, the run's ``table_slice``): the ids
     it spanned and its rows; a table no larger than a slice is looked at whole."""
