@@ -125,7 +125,8 @@ def main() -> None:
         manifest = Manifest.read(settings.var_dir / "manifest.json")
     else:
         settings, manifest = produce_backlog(NAME, args.scale)
-    spark = spark_session(settings, "bench-reconcile-incremental")
+    # The cold run as the DAG runs it (a JVM with C1 only); after a full run, the JVM it needs.
+    spark = spark_session(settings, "bench-reconcile-incremental", short_lived=args.no_full)
     spark.sparkContext.setLogLevel("ERROR")
     if not args.reuse:
         drain(spark, settings)

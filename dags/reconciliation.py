@@ -39,7 +39,7 @@ def reconciliation() -> None:
         from boardstream_airflow.reconciliation import reconcile_or_fail
 
         settings = BoardstreamKafkaHook().settings()
-        spark = spark_session(settings, "reconciliation")
+        spark = spark_session(settings, "reconciliation", short_lived=True)
         return reconcile_or_fail(spark, settings, context, INCREMENTAL)
 
     reconcile()

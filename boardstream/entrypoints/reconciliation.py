@@ -54,7 +54,7 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
     configure(verbose_requested())
     options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     settings = Settings()
-    spark = spark_session(settings, "reconcile")
+    spark = spark_session(settings, "reconcile", short_lived=not args.full)
     spark.sparkContext.setLogLevel("WARN")
     try:
         result = reconcile.run_once(

@@ -108,6 +108,28 @@ def test_a_session_built_for_a_log_draws_no_progress_bars(tmp_path: Path) -> Non
     assert " INFO " not in built.stderr and "[Stage" not in built.stderr
 
 
+@pytest.mark.integration  # starts Spark's JVM
+def test_a_short_lived_sessions_jvm_runs_with_c1_only(tmp_path: Path) -> None:
+    """The option reaches the JVM itself (its input arguments and the flag's value as the
+    running VM reports it), beside boardstream's logging options."""
+    built = _python(
+        tmp_path,
+        "from boardstream.settings import Settings\n"
+        "from boardstream.spark.session import spark_session\n"
+        "spark = spark_session(Settings(), 'brief', master='local[1]', short_lived=True)\n"
+        "jvm = spark.sparkContext._jvm\n"
+        "bean = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()\n"
+        "arguments = list(bean.getInputArguments())\n"
+        "hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(\n"
+        "    jvm.com.sun.management.HotSpotDiagnosticMXBean._java_lang_class)\n"
+        "print('-XX:TieredStopAtLevel=1' in arguments,"
+        " any(a.startswith('-Dlog4j2.configurationFile=') for a in arguments),"
+        " hotspot.getVMOption('TieredStopAtLevel').getValue())\n"
+        "spark.stop()\n",
+    )
+    assert (built.returncode, built.stdout) == (0, "True True 1\n"), built.stderr[-3000:]
+
+
 @pytest.mark.parametrize(("verbose", "level"), [("", "warn"), ("1", "info")])
 def test_spark_logs_at_warn_unless_verbose(
     monkeypatch: pytest.MonkeyPatch, verbose: str, level: str

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from boardstream.logs import spark_conf
 from boardstream.spark.class_archive import with_archive
-from boardstream.spark.session import session_options
+from boardstream.spark.session import SHORT_LIVED_JIT, session_options
 from boardstream.stack import jars
 from tests.fixtures import isolated_settings
 
@@ -54,3 +54,29 @@ def test_under_spark_submit_its_master_and_logging_stay(tmp_path: Path) -> None:
     assert not set(spark_conf(console=False)) & set(options)
     given = session_options(settings, "app", "local[1]", under_submit=True, console=False)
     assert given["spark.master"] == "local[1]"
+
+
+def test_a_short_lived_driver_compiles_with_c1_only_beside_its_other_options(
+    tmp_path: Path,
+) -> None:
+    settings = isolated_settings(tmp_path)
+    usual = session_options(settings, "app", None, under_submit=False, console=False)
+    brief = session_options(
+        settings, "app", None, under_submit=False, console=False, short_lived=True
+    )
+    driver = "spark.driver.defaultJavaOptions"
+    assert SHORT_LIVED_JIT == "-XX:TieredStopAtLevel=1"
+    assert SHORT_LIVED_JIT not in usual[driver]
+    assert brief[driver].split() == [
+        *spark_conf(console=False)[driver].split(),
+        SHORT_LIVED_JIT,
+        *usual[driver].split()[2:],  # the class archive, when setup built one
+    ]
+    assert {k: v for k, v in brief.items() if k != driver} == {
+        k: v for k, v in usual.items() if k != driver
+    }
+    # spark-submit started the JVM already: nothing to give it.
+    submitted = session_options(
+        settings, "app", None, under_submit=True, console=False, short_lived=True
+    )
+    assert driver not in submitted
