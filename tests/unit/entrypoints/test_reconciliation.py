@@ -37,11 +37,18 @@ class Spark:
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
     """What was started and run; ``outcome`` is what run_once returns (or raises)."""
-    seen: dict[str, Any] = {"spark": [], "runs": [], "repairs": [], "outcome": Result(True)}
+    seen: dict[str, Any] = {
+        "spark": [],
+        "short_lived": [],
+        "runs": [],
+        "repairs": [],
+        "outcome": Result(True),
+    }
     monkeypatch.setenv("BOARDSTREAM_VAR_DIR", str(tmp_path))
 
-    def spark_session(_settings, name: str) -> type[Spark]:
+    def spark_session(_settings, name: str, short_lived: bool = False) -> type[Spark]:
         seen["spark"].append(name)
+        seen["short_lived"].append(short_lived)
         return Spark
 
     def run_once(spark, _settings, run_by, join_cp, sink_cp, options=None, kind="full"):
@@ -75,6 +82,7 @@ def test_reconcile_flags_become_the_runs_options(calls, capsys) -> None:
     ]
     assert reconciliation.reconcile_main(argv) == 0
     assert calls["spark"] == ["reconcile"]
+    assert calls["short_lived"] == [False]  # a full run's JVM keeps the optimizing compiler
     assert Spark.sparkContext.levels == ["WARN"]
     assert calls["runs"] == [
         (
@@ -93,6 +101,7 @@ def test_reconcile_defaults(calls) -> None:
     assert reconciliation.reconcile_main([]) == 0
     ((_, run_by, join_cp, sink_cp, options, kind),) = calls["runs"]
     assert (run_by, join_cp, sink_cp, kind) == ("cli", None, None, "incremental")
+    assert calls["short_lived"] == [True]  # C1 only: spark/session.py's SHORT_LIVED_JIT
     assert options == ReconcileOptions(stall_after_ms=1_200_000, unmatched_timeout_ms=600_000)
 
 
