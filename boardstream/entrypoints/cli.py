@@ -231,7 +231,9 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     for flag in ("join_checkpoint", "sink_checkpoint"):
         if getattr(args, flag):
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-    return run_submit(settings, job, job_args)
+    # An incremental run's driver compiles with C1 only (spark/jit.py); a full run's keeps C2.
+    incremental = args.command == "reconcile" and not args.full
+    return run_submit(settings, job, job_args, short_lived=incremental)
 
 
 # The generator's options as flags (not start_ms: demo data is always timestamped the same way).

@@ -18,13 +18,8 @@ from pyspark.sql import SparkSession
 
 from boardstream import logs
 from boardstream.settings import Settings
-from boardstream.spark import class_archive, jvm_stderr
+from boardstream.spark import class_archive, jit, jvm_stderr
 from boardstream.stack import jars
-
-# A driver that lives for seconds and plans many small queries: C2, the JIT's optimizing
-# compiler, cost more CPU than it saved (its threads took 3-7 of a cold incremental
-# reconciliation's CPU-seconds on two cores); C1 alone compiles at a fraction of the cost.
-SHORT_LIVED_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def spark_session(
@@ -36,8 +31,7 @@ def spark_session(
 ) -> SparkSession:
     """``progress=False`` for a command whose output is a table: no progress bars between its
     lines even on a terminal. ``short_lived`` for a driver that plans a few small queries and
-    exits (an incremental reconciliation): its JVM compiles with C1 only (:data:`SHORT_LIVED_JIT`),
-    not for anything that moves much data (a full run took 90 s instead of 74 s with it)."""
+    exits (an incremental reconciliation): its JVM compiles with C1 only (:mod:`.jit`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Under spark-submit (which exports SPARK_ENV_LOADED) its --master wins, and its JVM, already
     # running, was given boardstream's logging; otherwise this session starts the JVM.
@@ -88,8 +82,7 @@ def session_options(
     if not under_submit:
         options |= logs.spark_conf(console=console)
         if short_lived:
-            driver = class_archive.DRIVER_OPTIONS
-            options[driver] = " ".join(filter(None, [options.get(driver), SHORT_LIVED_JIT]))
+            options = jit.short_lived(options)
         options = class_archive.with_archive(options, settings.jars_dir)
     return options
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from boardstream import logs
 from boardstream.errors import BoardstreamError
 from boardstream.settings import PROJECT_ROOT, Settings
-from boardstream.spark import class_archive, distribution
+from boardstream.spark import class_archive, distribution, jit
 from boardstream.stack import jars
 
 JOBS = {
@@ -73,14 +73,20 @@ def submit_conf(console: bool) -> dict[str, str]:
 
 
 def submit_command(
-    settings: Settings, job: str, job_args: list[str], conf: Mapping[str, str] | None = None
+    settings: Settings,
+    job: str,
+    job_args: list[str],
+    conf: Mapping[str, str] | None = None,
+    short_lived: bool = False,
 ) -> list[str]:
     """spark-submit of ``job``, run from this process: its console is this process's stderr;
     ``conf``: Spark settings of this application's own (e.g. its share of a cluster). The driver
-    maps the class archive when ``boardstream setup`` built one (:mod:`.class_archive`)."""
-    options = class_archive.with_archive(
-        {**submit_conf(sys.stderr.isatty()), **(conf or {})}, settings.jars_dir
-    )
+    maps the class archive when ``boardstream setup`` built one (:mod:`.class_archive`), and
+    compiles with C1 only when ``short_lived`` (:mod:`.jit`)."""
+    options = {**submit_conf(sys.stderr.isatty()), **(conf or {})}
+    if short_lived:
+        options = jit.short_lived(options)
+    options = class_archive.with_archive(options, settings.jars_dir)
     return [*spark_submit(settings, job, options), str(application(job)), *job_args]
 
 
@@ -115,8 +121,8 @@ def build_class_archive(settings: Settings) -> Path:
     return class_archive.build(settings.jars_dir, command, run_env(settings))
 
 
-def run_submit(settings: Settings, job: str, job_args: list[str]) -> int:
+def run_submit(settings: Settings, job: str, job_args: list[str], short_lived: bool = False) -> int:
     """spark-submit ``job`` in the foreground, as the CLI runs every job, with ``settings`` (the
     job reads them from its environment); its exit code."""
-    command = submit_command(settings, job, job_args)
+    command = submit_command(settings, job, job_args, short_lived=short_lived)
     return subprocess.run(command, env=run_env(settings), check=False).returncode

@@ -133,13 +133,25 @@ def own_var_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.fixture
-def submitted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
-    """The (job, job args) each spark-submit would run; the job's exit code is 3."""
-    calls: list[tuple[str, list[str]]] = []
+class Submitted(list):
+    """The (job, job args) each spark-submit would run, and whether its driver was to be
+    short-lived (C1 only: spark/jit.py), in ``short_lived``."""
 
-    def run_submit(_settings: Settings, job: str, job_args: list[str]) -> int:
+    def __init__(self) -> None:
+        super().__init__()
+        self.short_lived: list[bool] = []
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> Submitted:
+    """What each spark-submit would run; the job's exit code is 3."""
+    calls = Submitted()
+
+    def run_submit(
+        _settings: Settings, job: str, job_args: list[str], short_lived: bool = False
+    ) -> int:
         calls.append((job, job_args))
+        calls.short_lived.append(short_lived)
         return 3
 
     monkeypatch.setattr(cli, "run_submit", run_submit)
@@ -189,6 +201,22 @@ def test_jobs_get_exactly_their_arguments_and_their_exit_code_is_the_commands(
 ) -> None:
     assert main(argv) == 3
     assert submitted == [expected]
+
+
+@pytest.mark.parametrize(
+    ("argv", "short_lived"),
+    [
+        (["reconcile"], True),
+        (["reconcile", "--full"], False),
+        (["repair", "--run", "7"], False),
+        (["job", "run", "reconcile"], False),
+    ],
+)
+def test_only_an_incremental_reconcile_has_a_short_lived_driver(
+    argv: list[str], short_lived: bool, submitted
+) -> None:
+    assert main(argv) == 3
+    assert submitted.short_lived == [short_lived]
 
 
 def test_aggregate_runs_the_presets_job_with_its_arguments_then_the_users(submitted) -> None:

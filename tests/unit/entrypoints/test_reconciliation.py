@@ -101,7 +101,7 @@ def test_reconcile_defaults(calls) -> None:
     assert reconciliation.reconcile_main([]) == 0
     ((_, run_by, join_cp, sink_cp, options, kind),) = calls["runs"]
     assert (run_by, join_cp, sink_cp, kind) == ("cli", None, None, "incremental")
-    assert calls["short_lived"] == [True]  # C1 only: spark/session.py's SHORT_LIVED_JIT
+    assert calls["short_lived"] == [True]  # C1 only: spark/jit.py
     assert options == ReconcileOptions(stall_after_ms=1_200_000, unmatched_timeout_ms=600_000)
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from boardstream.logs import spark_conf
 from boardstream.spark.class_archive import with_archive
-from boardstream.spark.session import SHORT_LIVED_JIT, session_options
+from boardstream.spark.jit import SHORT_LIVED_JIT
+from boardstream.spark.session import session_options
 from boardstream.stack import jars
 from tests.fixtures import isolated_settings
 

@@ -160,6 +160,19 @@ def test_the_submit_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     ]
 
 
+def test_a_short_lived_submit_gives_the_driver_c1_only_beside_its_logging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jar_cache(tmp_path)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    usual = submit.submit_command(settings(tmp_path), "reconcile", [])
+    brief = submit.submit_command(settings(tmp_path), "reconcile", [], short_lived=True)
+    driver = f"spark.driver.defaultJavaOptions={WARN}"
+    assert driver in usual
+    assert [arg for arg in brief if arg not in usual] == [f"{driver} -XX:TieredStopAtLevel=1"]
+    assert [arg for arg in usual if arg not in brief] == [driver]
+
+
 def test_progress_bars_only_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     jar_cache(tmp_path)
     monkeypatch.setattr(sys, "stderr", Terminal())
