@@ -69,6 +69,9 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
     except ReconciliationError as error:
         print(str(error), file=sys.stderr, flush=True)
         return 2
+    except BoardstreamError as error:  # before a run was recorded: no topics, no broker
+        print(f"reconcile: error: {error}", file=sys.stderr, flush=True)
+        return 2
     print("\n".join(result.summary()), flush=True)
     return 0 if result.passed else 1
 

@@ -12,6 +12,7 @@ import pytest
 
 from boardstream import reconcile
 from boardstream.entrypoints import reconciliation
+from boardstream.errors import UnknownTopicError
 from boardstream.reconcile.checks import ReconcileOptions
 from boardstream.reconcile.run import ReconciliationError
 from boardstream.spark import session
@@ -112,6 +113,13 @@ def test_a_run_not_proven_exits_1_and_one_that_could_not_finish_2(calls, capsys)
     calls["outcome"] = ReconciliationError(9, "no broker")
     assert reconciliation.reconcile_main([]) == 2
     assert capsys.readouterr() == ("", "reconciliation run 9: ERRORED: no broker\n")
+    # Before any run is recorded (its snapshot needs the topics): one line, no traceback.
+    calls["outcome"] = UnknownTopicError("unknown topic(s) board on localhost:9092")
+    assert reconciliation.reconcile_main([]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "reconcile: error: unknown topic(s) board on localhost:9092\n",
+    )
 
 
 @pytest.mark.parametrize(
