@@ -228,8 +228,8 @@ def suspects(
 def _expected(connection: Connection, within: IdRange) -> dict[int, BucketDigest]:
     """The remembered bucket digests of the rows ``within`` the slice: the running totals for
     the whole table, summed from the remembered rows of a range. The range and the row without
-    a board id are two selects: with the two conditions joined by OR, the planners walked every
-    remembered row (SQLite through the bucket index, for the GROUP BY), whatever the slice."""
+    a board id are two selects: with the two conditions joined by OR, SQLite walked every
+    remembered row through the bucket index (for the GROUP BY) when the range had an open end."""
     if within.whole:
         b = reconcile_bucket.c
         rows = connection.execute(sa.select(b.bucket, b.rows, b.high, b.low))
