@@ -10,7 +10,7 @@ from pathlib import Path
 from boardstream.logs import spark_conf
 from boardstream.spark.class_archive import with_archive
 from boardstream.spark.jit import SHORT_LIVED_JIT
-from boardstream.spark.session import session_options
+from boardstream.spark.session import CHECKPOINT_FILES, session_options
 from boardstream.stack import jars
 from tests.fixtures import isolated_settings
 
@@ -33,6 +33,7 @@ def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.chunkBase64String.enabled": "false",
+        "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILES,
         "spark.master": "local[3]",
         # The class archive's option too, when setup built one (tests/unit/spark/
         # test_class_archive.py).
