@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -92,15 +93,35 @@ def test_a_run_that_cannot_finish_is_recorded_as_errored(fresh: Pipeline) -> Non
     assert "ERRORED" in str(raised.value)
 
 
-def test_a_board_waiting_for_a_member_the_join_holds_is_stuck(fresh: Pipeline) -> None:
-    """As if the join had lost a member it read (a state bug once left 204 boards so, and the
-    run passed: they were "pending"). Its checkpoint is made to claim it read member 99."""
-    fresh.member(99, "m99", ts=NOW + 100)
-    partition, offset, _ = records_of(fresh.settings, fresh.settings.member_topic, "99")[-1]
-    checkpoint = fresh.workdir / f"{fresh.settings.board_topic}-join"
+def claim_member_read(pipeline: Pipeline, member: str) -> Path:
+    """Rewrite the join's last offset log entry to claim it read ``member``'s newest record;
+    the entry's file, whose checksum (``.crc``) now no longer matches."""
+    partition, offset, _ = records_of(pipeline.settings, pipeline.settings.member_topic, member)[-1]
+    checkpoint = pipeline.workdir / f"{pipeline.settings.board_topic}-join"
     last = max((checkpoint / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
     lines = last.read_text().splitlines()
     sources = json.loads(lines[2])
-    sources[fresh.settings.member_topic][str(partition)] = offset + 1
+    sources[pipeline.settings.member_topic][str(partition)] = offset + 1
     last.write_text("\n".join([*lines[:2], json.dumps(sources)]) + "\n")
+    return last
+
+
+def test_a_board_waiting_for_a_member_the_join_holds_is_stuck(fresh: Pipeline) -> None:
+    """As if the join had lost a member it read (a state bug once left 204 boards so, and the
+    run passed: they were "pending"). Its checkpoint is made to claim it read member 99, as
+    the job itself would have written it: without a checksum left to contradict it."""
+    fresh.member(99, "m99", ts=NOW + 100)
+    forged = claim_member_read(fresh, "99")
+    (forged.parent / f".{forged.name}.crc").unlink()
     assert failures(reconcile(fresh)) == {"stuck_pending": ["waits"]}
+
+
+def test_a_checkpoint_file_altered_on_disk_errors_the_run(fresh: Pipeline) -> None:
+    """A checkpoint file changed behind Spark's back (its checksum kept) is refused, not read
+    as the job's: the run cannot finish, and says why."""
+    fresh.member(99, "m99", ts=NOW + 100)
+    forged = claim_member_read(fresh, "99")
+    with pytest.raises(ReconciliationError) as raised:
+        reconcile(fresh)
+    assert "ChecksumException" in str(raised.value)
+    assert f"{forged.parent.name}/{forged.name}" in str(raised.value)
