@@ -1,33 +1,48 @@
 """Streaming checkpoints are written through Hadoop's FileSystem API (a session option, not
 FileContext, which starts processes per file on a local file system), keep their checksums,
-and a stateful query started again on them goes on where it stopped."""
+and a stateful query started again on them goes on where it stopped, also on a checkpoint
+begun under Spark's default manager."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from boardstream.spark.session import CHECKPOINT_FILES
 
+OPTION = "spark.sql.streaming.checkpointFileManagerClass"
+# Spark's default, which wrote every checkpoint made before boardstream chose the other.
+FILE_CONTEXT = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+)
+
+
+def chosen_manager(spark: SparkSession, path: Path) -> str:
+    """The checkpoint file manager a query started now would write ``path`` with."""
+    jvm = spark._jvm
+    manager = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+    chosen = manager.create(
+        jvm.org.apache.hadoop.fs.Path(str(path)),
+        spark._jsparkSession.sessionState().newHadoopConf(),
+    )
+    return chosen.getClass().getName()
+
 
 def test_a_sessions_checkpoint_files_go_through_the_file_system_api(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    jvm = spark._jvm
-    manager = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
-    chosen = manager.create(
-        jvm.org.apache.hadoop.fs.Path(str(tmp_path)),
-        spark._jsparkSession.sessionState().newHadoopConf(),
-    )
-    assert chosen.getClass().getName() == CHECKPOINT_FILES
+    assert chosen_manager(spark, tmp_path) == CHECKPOINT_FILES
 
 
+@pytest.mark.parametrize("first_written_by", [CHECKPOINT_FILES, FILE_CONTEXT])
 def test_a_stateful_query_goes_on_from_its_checkpoint_with_checksums_kept(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, first_written_by: str
 ) -> None:
+    """Also on a checkpoint begun under Spark's default manager (one made before the change)."""
     source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
     source.mkdir()
 
@@ -53,7 +68,12 @@ def test_a_stateful_query_goes_on_from_its_checkpoint_with_checksums_kept(
         return {row.k: row.n for row in rows}
 
     add("1.json", ["a", "b", "a"])
-    assert counts() == {"a": 2, "b": 1}
+    spark.conf.set(OPTION, first_written_by)
+    try:
+        assert chosen_manager(spark, checkpoint) == first_written_by
+        assert counts() == {"a": 2, "b": 1}
+    finally:
+        spark.conf.set(OPTION, CHECKPOINT_FILES)
     add("2.json", ["a", "c"])
     assert counts() == {"a": 3, "b": 1, "c": 1}  # the first file is not read again
     for log in ("offsets", "commits"):
