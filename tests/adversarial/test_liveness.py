@@ -108,8 +108,8 @@ def claim_member_read(pipeline: Pipeline, member: str) -> Path:
 
 def test_a_board_waiting_for_a_member_the_join_holds_is_stuck(fresh: Pipeline) -> None:
     """As if the join had lost a member it read (a state bug once left 204 boards so, and the
-    run passed: they were "pending"). Its checkpoint is made to claim it read member 99, as
-    the job itself would have written it: without a checksum left to contradict it."""
+    run passed: they were "pending"). Its checkpoint is made to claim it read member 99, and
+    the entry's checksum is removed, so the entry is read as valid, as if the job had written it."""
     fresh.member(99, "m99", ts=NOW + 100)
     forged = claim_member_read(fresh, "99")
     (forged.parent / f".{forged.name}.crc").unlink()
