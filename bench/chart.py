@@ -37,7 +37,7 @@ def main(results_path: str, out_path: str) -> None:
     latency.set_title("steady load: end-to-end latency ms (lower is better)")
     latency.legend()
     for axes in (throughput, latency):
-        axes.tick_params(axis="x", labelsize=8)
+        axes.tick_params(axis="x", labelsize=8, labelrotation=20)  # the long names overlapped
     figure.tight_layout()
     figure.savefig(out_path, dpi=110)
 
