@@ -24,9 +24,9 @@ from pyspark.sql import functions as F
 
 from boardstream import logs
 from boardstream.settings import Settings
+from boardstream.spark.session import CHECKPOINT_FILE_MANAGER as OPTION
 from boardstream.spark.session import CHECKPOINT_FILES, spark_session
 
-OPTION = "spark.sql.streaming.checkpointFileManagerClass"
 MANAGERS = {
     "FileContext (Spark's default)": (
         "org.apache.spark.sql.execution.streaming.checkpointing."

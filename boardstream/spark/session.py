@@ -27,6 +27,7 @@ from boardstream.stack import jars
 # against 2 and 7-9 ms (bench/checkpoint_files.py). The checkpoints are local or mounted paths
 # (Settings.checkpoints), whose rename is atomic, as this manager needs; their `.crc` checksums
 # stay. Spark's cloud-integration guide documents the option (for S3's manager).
+CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 CHECKPOINT_FILES = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
@@ -87,7 +88,7 @@ def session_options(
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         # base64() would break a dead letter's original bytes into 76-character MIME lines.
         "spark.sql.chunkBase64String.enabled": "false",
-        "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILES,
+        CHECKPOINT_FILE_MANAGER: CHECKPOINT_FILES,
     }
     if master or not under_submit:
         options["spark.master"] = master or settings.spark_master

@@ -12,9 +12,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from boardstream.spark.session import CHECKPOINT_FILE_MANAGER as OPTION
 from boardstream.spark.session import CHECKPOINT_FILES
 
-OPTION = "spark.sql.streaming.checkpointFileManagerClass"
 # Spark's default, which wrote every checkpoint made before boardstream chose the other.
 FILE_CONTEXT = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
