@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 
 from boardstream import joins, sink
@@ -35,6 +36,24 @@ def backlog_settings(name: str, run: str) -> Settings:
     return base.with_topic_prefix(
         f"{name}-{run}", var_dir=base.var_dir / "bench" / run, jar_cache=base.jars_dir
     )
+
+
+def drop_topics(settings: Settings) -> None:
+    """Delete every topic of the backlog's run: its own five, and each system's outputs and a
+    peer's internal topics, all named after the run. A production-scale run leaves gigabytes."""
+    run = settings.member_topic.removesuffix("-member")
+    admin = admin_client(settings)
+    topics = sorted(t for t in admin.list_topics(timeout=30).topics if run in t)
+    if topics:
+        for future in admin.delete_topics(topics).values():
+            future.result()
+    print(f"deleted the {len(topics)} topics of {run}")
+
+
+def drop_backlog(settings: Settings) -> None:
+    """The backlog's topics and its var dir."""
+    drop_topics(settings)
+    shutil.rmtree(settings.var_dir, ignore_errors=True)
 
 
 def drain(spark, settings: Settings) -> None:

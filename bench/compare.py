@@ -15,6 +15,8 @@ from fresh state into empty output topics stamped by the broker (LogAppendTime):
 
 Every output count is checked against the input. One table, with ratios to boardstream, is
 printed and written with the machine description into docs/BENCHMARKS.md, next to a PNG chart.
+The run's topics and each system's state are deleted at the end (gigabytes at production scale);
+its logs and results.json stay in var/bench/<run>; ``--keep`` leaves everything.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
-from backlog import produce_backlog
+from backlog import drop_topics, produce_backlog
 from confluent_kafka import Consumer, TopicPartition
 
+from boardstream.generator.manifest import Manifest
 from boardstream.kafka.clients import admin_client, reliable_producer
 from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.settings import PROJECT_ROOT, Settings
@@ -536,6 +539,9 @@ def main() -> int:
         default=[],
         help="extra board-detail-join option, e.g. --join-arg=--state-buckets=128",
     )
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the run's topics and state in place"
+    )
     args = parser.parse_args()
     if args.rate is None and "boardstream" not in args.systems:
         parser.error("--rate is needed when boardstream is not among --systems")
@@ -546,6 +552,26 @@ def main() -> int:
         orphans=round(boards_each * 0.005),
         late_members=round(boards_each * 0.005),
     )
+    try:
+        return compare(args, settings, manifest)
+    finally:
+        if args.keep:
+            print(f"kept: the topics and state of {settings.var_dir}")
+        else:
+            discard(settings)
+
+
+def discard(settings: Settings) -> None:
+    """The run's topics and each system's state; its logs and results.json stay."""
+    drop_topics(settings)
+    for name in SYSTEMS:
+        for state in (name, f"{name}-ckpt"):
+            shutil.rmtree(settings.var_dir / state, ignore_errors=True)
+    (settings.var_dir / "manifest.json").unlink(missing_ok=True)
+
+
+def compare(args: argparse.Namespace, settings: Settings, manifest: Manifest) -> int:
+    """Drain, then steady load, for each system; the table, chart and docs."""
     run_dir = settings.var_dir
     observer = Observer(settings)
     contenders = [
@@ -612,8 +638,6 @@ def main() -> int:
     if failures:
         print(f"compare: {', '.join(failures)} wrote fewer boards than owed", file=sys.stderr)
         return 1
-    for name in BOARDSTREAMS:
-        shutil.rmtree(run_dir / f"{name}-ckpt", ignore_errors=True)
     return 0
 
 

@@ -23,11 +23,10 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import time
 from collections.abc import Callable
 
-from backlog import produce_backlog
+from backlog import drop_backlog, produce_backlog
 from pyspark.sql import SparkSession
 
 from boardstream import joins, sink
@@ -116,8 +115,7 @@ def main() -> None:
         state = f"{peak_rows:,} rows (buckets), {peak_bytes / 1e6:,.1f} MB of RocksDB SST files"
         print(f"peak join state: {state}", flush=True)
         admin.delete_topics([spec.name for spec in platform_topics(settings)[2:]])
-    admin.delete_topics([spec.name for spec in platform_topics(source)])
-    shutil.rmtree(source.var_dir, ignore_errors=True)
+    drop_backlog(source)
 
 
 if __name__ == "__main__":

@@ -18,10 +18,9 @@ from a normal run.
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 
-from backlog import backlog_settings, drain, produce_backlog
+from backlog import backlog_settings, drain, drop_backlog, produce_backlog
 
 from boardstream import logs, reconcile
 from boardstream.kafka.clients import admin_client
@@ -57,7 +56,6 @@ def main() -> None:
         settings = backlog_settings(NAME, args.reuse)
     else:
         settings, _ = produce_backlog(NAME, args.scale)
-    admin = admin_client(settings)
     spark = spark_session(settings, "bench-reconcile")
     spark.sparkContext.setLogLevel("ERROR")
     if not args.reuse:
@@ -85,8 +83,7 @@ def main() -> None:
     if args.keep or args.reuse:
         print(f"backlog kept: --reuse {settings.var_dir.name}")
         return
-    admin.delete_topics(topics)
-    shutil.rmtree(settings.var_dir, ignore_errors=True)
+    drop_backlog(settings)
 
 
 if __name__ == "__main__":

@@ -24,11 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shutil
 import time
 
 import sqlalchemy as sa
-from backlog import backlog_settings, drain, produce_backlog
+from backlog import backlog_settings, drain, drop_backlog, produce_backlog
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from boardstream import database, logs, reconcile
@@ -177,8 +176,7 @@ def main() -> None:
     if args.keep or args.reuse:
         print(f"backlog kept: --reuse {settings.var_dir.name}")
         return
-    admin_client(settings).delete_topics(topics)
-    shutil.rmtree(settings.var_dir, ignore_errors=True)
+    drop_backlog(settings)
 
 
 if __name__ == "__main__":
