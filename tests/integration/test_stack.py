@@ -3,6 +3,7 @@ and fail fast with a clear message when the broker is not there."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -26,6 +27,7 @@ def own_stack():
     settings = isolated_settings(world_readable_dir("boardstream-stack-"))
     yield settings
     cli(settings, "stack", "down")
+    shutil.rmtree(settings.var_dir, ignore_errors=True)
 
 
 def test_up_twice_starts_once_and_down_stops_only_ours(own_stack) -> None:
