@@ -40,6 +40,11 @@ def stored_snapshot(engine: sa.Engine, run_id: int) -> Snapshot:
     run = ledger.run(engine, run_id)
     if run is None:
         raise BoardstreamError(f"no reconciliation run {run_id} in reconciliation_run")
+    if not run["snapshot"]:
+        raise BoardstreamError(
+            f"reconciliation run {run_id} took no snapshot, so it has nothing to repair "
+            f"({run['status']}: {run['error']})"
+        )
     return Snapshot.from_json(run["snapshot"])
 
 

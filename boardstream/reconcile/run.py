@@ -7,7 +7,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pyspark.sql import SparkSession
 from sqlalchemy.engine import Engine
@@ -44,6 +44,7 @@ from boardstream.reconcile.table_buckets import WHOLE
 from boardstream.reconcile.vocabulary import SUMMARY_ORDER
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
+from boardstream.spark.checkpoint_checksums import CheckpointChecksumError
 from boardstream.timing import phase
 
 logger = logging.getLogger(__name__)
@@ -130,7 +131,12 @@ def reconcile_once(
     if kind == INCREMENTAL and not _has_baseline(engine):
         logger.info("no full reconciliation has filled the digest ledger yet: this run is full")
         kind = FULL
-    snapshot = take_snapshot(admin_client(settings), settings, join_checkpoint, sink_checkpoint)
+    try:
+        snapshot = take_snapshot(admin_client(settings), settings, join_checkpoint, sink_checkpoint)
+    except CheckpointChecksumError as error:
+        # The jobs' own record of their progress was altered: a run of its own, ERRORED, so the
+        # refusal stands in the ledger and on the health page, not only in a task log.
+        _errored(engine, ledger.start_run(engine, {}, run_by, kind), error)
     run_id = ledger.start_run(engine, snapshot.to_json(), run_by, kind)
     check = _full if kind == FULL else _incremental
     try:
@@ -139,9 +145,7 @@ def reconcile_once(
         )
         validation = _validate(outcome, settings, run_id)
     except Exception as error:
-        logger.exception("reconciliation run %s could not finish", run_id)
-        ledger.error_run(engine, run_id, f"{type(error).__name__}: {error}"[:4000])
-        raise ReconciliationError(run_id, f"{type(error).__name__}: {error}") from error
+        _errored(engine, run_id, error)
     result = RunResult(
         run_id, outcome.reconciliation, validation, kind, outcome.covered, outcome.table_slice
     )
@@ -157,6 +161,13 @@ def reconcile_once(
         outcome.table_slice,
     )
     return result
+
+
+def _errored(engine: Engine, run_id: int, error: Exception) -> NoReturn:
+    """Close ``run_id`` as ERRORED with ``error`` and raise it as the run's."""
+    logger.exception("reconciliation run %s could not finish", run_id)
+    ledger.error_run(engine, run_id, f"{type(error).__name__}: {error}"[:4000])
+    raise ReconciliationError(run_id, f"{type(error).__name__}: {error}") from error
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import require_topics
 from boardstream.settings import Settings
+from boardstream.spark.checkpoint_checksums import read_verified
 
 Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
 
@@ -75,13 +76,14 @@ class Snapshot:
 
 def committed_progress(checkpoint: Path) -> JobProgress:
     """Read a Structured Streaming checkpoint: the highest batch in ``commits/`` and the source
-    offsets that ``offsets/<batch>`` recorded for it (one JSON line per source)."""
+    offsets that ``offsets/<batch>`` recorded for it (one JSON line per source), checked against
+    the checksum Spark wrote beside it."""
     commits = checkpoint / "commits"
     batches = sorted(int(p.name) for p in commits.glob("[0-9]*")) if commits.is_dir() else []
     if not batches:
         return JobProgress(None, {})
     batch = batches[-1]
-    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+    lines = read_verified(checkpoint / "offsets" / str(batch)).decode().splitlines()
     offsets: Offsets = {}
     for line in lines[2:]:  # "v1", the batch metadata, then one line per source
         for topic, partitions in json.loads(line).items():

@@ -12,11 +12,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from boardstream.errors import BoardstreamError
 from boardstream.reconcile import ledger
+from boardstream.reconcile.repair import stored_snapshot
 from boardstream.reconcile.run import ReconciliationError
 from tests.adversarial.world import (
     NOW,
     board,
+    execute,
     failures,
     reconcile,
     records_of,
@@ -116,15 +119,45 @@ def test_a_board_waiting_for_a_member_the_join_holds_is_stuck(fresh: Pipeline) -
     assert failures(reconcile(fresh)) == {"stuck_pending": ["waits"]}
 
 
-def test_a_checkpoint_file_altered_on_disk_errors_the_run(fresh: Pipeline) -> None:
-    """A checkpoint file changed behind Spark's back (its checksum kept) is refused, not read
-    as the job's: the run cannot finish, and says why."""
-    fresh.member(99, "m99", ts=NOW + 100)
-    forged = claim_member_read(fresh, "99")
+def assert_refused(pipeline: Pipeline, altered: Path) -> None:
+    """The run is ERRORED, before any check, naming the altered file; it stays in the ledger."""
     with pytest.raises(ReconciliationError) as raised:
-        reconcile(fresh)
-    assert "ChecksumException" in str(raised.value)
-    assert f"{forged.parent.name}/{forged.name}" in str(raised.value)
+        reconcile(pipeline)
+    run_id = raised.value.run_id
+    assert str(raised.value).startswith(
+        f"reconciliation run {run_id}: ERRORED: CheckpointChecksumError: checkpoint file "
+        f"{altered} does not match its checksum file .{altered.name}.crc: it was changed on disk "
+        "after Spark wrote it"
+    )
+    engine = sa.create_engine(pipeline.settings.database)
+    run = ledger.run(engine, run_id)
+    assert run is not None
+    assert (run["status"], run["snapshot"]) == ("ERRORED", {})
+    assert run["error"] == str(raised.value).split("ERRORED: ", 1)[1]
+    with pytest.raises(BoardstreamError, match=f"^reconciliation run {run_id} took no snapshot"):
+        stored_snapshot(engine, run_id)  # what `boardstream repair --run` reads
+
+
+def test_a_joins_offset_log_altered_on_disk_is_refused(fresh: Pipeline) -> None:
+    """A checkpoint file changed behind Spark's back (its checksum kept) is refused, not read
+    as the job's progress: the run cannot finish, and says why."""
+    fresh.member(99, "m99", ts=NOW + 100)
+    assert_refused(fresh, claim_member_read(fresh, "99"))
+
+
+def test_a_sinks_offset_log_altered_on_disk_is_refused(fresh: Pipeline) -> None:
+    """The same for the sink's, which only the reconciliation reads (no state of the sink is
+    read through Spark, whose own check would trip). Altered to claim the sink loaded nothing
+    in its last batch, beside the deleted row of the board that batch loaded: before, the
+    board counted as not yet loaded and the run passed."""
+    board(fresh, "loaded", 1, NOW + 200)
+    fresh.join()
+    fresh.sink()
+    offsets = fresh.workdir / f"{fresh.settings.board_topic}-sink" / "offsets"
+    *_, before, last = sorted(offsets.glob("[0-9]*"), key=lambda p: int(p.name))
+    last.write_bytes(before.read_bytes())
+    execute(fresh.settings.database, "DELETE FROM board_detail WHERE board_id = 'loaded'")
+    assert_refused(fresh, last)
 
 
 @pytest.mark.parametrize("pattern", ["SSTs/*.sst", "*.zip"])
