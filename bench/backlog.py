@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterable
 
 from boardstream import joins, sink
 from boardstream.generator.manifest import Manifest
@@ -54,6 +55,16 @@ def drop_backlog(settings: Settings) -> None:
     """The backlog's topics and its var dir."""
     drop_topics(settings)
     shutil.rmtree(settings.var_dir, ignore_errors=True)
+
+
+def drop_state(settings: Settings, systems: Iterable[str]) -> None:
+    """The backlog's topics and what each of ``systems`` kept in its var dir (its state dir and
+    checkpoint), and the manifest; the logs stay, for reading a run afterwards."""
+    drop_topics(settings)
+    for name in systems:
+        for state in (name, f"{name}-ckpt"):
+            shutil.rmtree(settings.var_dir / state, ignore_errors=True)
+    (settings.var_dir / "manifest.json").unlink(missing_ok=True)
 
 
 def drain(spark, settings: Settings) -> None:

@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import platform
-import shutil
 import signal
 import statistics
 import subprocess
@@ -36,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
-from backlog import drop_topics, produce_backlog
+from backlog import drop_state, produce_backlog
 from confluent_kafka import Consumer, TopicPartition
 
 from boardstream.generator.manifest import Manifest
@@ -558,16 +557,7 @@ def main() -> int:
         if args.keep:
             print(f"kept: the topics and state of {settings.var_dir}")
         else:
-            discard(settings)
-
-
-def discard(settings: Settings) -> None:
-    """The run's topics and each system's state; its logs and results.json stay."""
-    drop_topics(settings)
-    for name in SYSTEMS:
-        for state in (name, f"{name}-ckpt"):
-            shutil.rmtree(settings.var_dir / state, ignore_errors=True)
-    (settings.var_dir / "manifest.json").unlink(missing_ok=True)
+            drop_state(settings, SYSTEMS)
 
 
 def compare(args: argparse.Namespace, settings: Settings, manifest: Manifest) -> int:

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from backlog import backlog_settings, produce_backlog
+from backlog import backlog_settings, drop_state, produce_backlog
 from compare import Observer, Result, System, boardstream_env, drain, start, stop, tail
 
 from boardstream.kafka.clients import admin_client, reliable_producer
@@ -177,6 +177,7 @@ def table_size(members: int, rate: float, seconds: float) -> dict[str, float]:
         for b in progress(run_dir)
         if b["input_rows"] and consumed(b, settings.member_topic, "startOffset") >= members
     ]
+    drop_state(settings, ["join"])  # the progress lines were read: they went with the state
     durations = [b["batch_duration_ms"] for b in batches]
     state_ms = [
         sum(op["allUpdatesTimeMs"] + op["commitTimeMs"] for op in b["state_times_ms"])
@@ -230,6 +231,7 @@ def scale_out(scale: float) -> list[Result]:
         print(f"\n{master}: draining {reads:,} input records", flush=True)
         stop(drain(system, observer, settings.var_dir / f"{suffix}.log", result, 1_800))
         results.append(result)
+    drop_state(settings, ["local[1]", "local[2]"])
     return results
 
 
