@@ -487,7 +487,7 @@ def _stalls(settings: Settings, snapshot: Snapshot, now_ms: int, stall_after_ms:
         (SINK, snapshot.sink, settings.board_detail_topic),
     ):
         waiting = liveness.first_unread(settings, topic, progress.of(topic), snapshot.latest[topic])
-        lines += liveness.stalled(job, progress, waiting, now_ms, stall_after_ms)
+        lines += liveness.stalled(job, progress, waiting, now_ms, stall_after_ms, snapshot.earlier)
     return lines
 
 

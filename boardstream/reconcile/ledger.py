@@ -11,6 +11,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from boardstream.reconcile.snapshot import EarlierSnapshot
+
 metadata = sa.MetaData()
 
 reconciliation_run = sa.Table(
@@ -35,6 +37,7 @@ reconciliation_run = sa.Table(
     sa.Column("table_slice", sa.JSON),
 )
 FULL, INCREMENTAL = "full", "incremental"
+EARLIER_RUNS = 100  # runs looked at for an earlier snapshot (a refused run has none)
 PASSED, FAILED, ERRORED = "PASSED", "FAILED", "ERRORED"
 
 reconciliation_issue = sa.Table(
@@ -96,6 +99,24 @@ def describe_table_slice(table_slice: dict[str, Any]) -> str:
     start = "from the first" if after is None else f"after {after!r}"
     end = "to the last" if through is None else f"through {through!r}"
     return f"{rows:,} rows of board_detail, board ids {start} {end}"
+
+
+def earlier_snapshot(engine: Engine, before: datetime) -> EarlierSnapshot | None:
+    """What the newest run started by ``before`` saw (runs refused before they could take a
+    snapshot are passed over); None when there is none."""
+    create(engine)
+    r = reconciliation_run.c
+    query = (
+        sa.select(r.snapshot)
+        .where(r.started_at <= before)
+        .order_by(r.started_at.desc(), r.run_id.desc())
+        .limit(EARLIER_RUNS)
+    )
+    with engine.connect() as connection:
+        for (raw,) in connection.execute(query):
+            if raw:
+                return EarlierSnapshot.of(raw)
+    return None
 
 
 def start_run(engine: Engine, snapshot: dict[str, Any], run_by: str, kind: str = FULL) -> int:

@@ -3,7 +3,10 @@ position check (its boards are simply "not yet read"), so a stall is a finding o
 
 Input waits since its first unread record was written, or since the job last committed a
 batch, whichever is later; waiting longer than ``stall_after_ms`` is ``stalled``, with the job
-and the record it waits at (the one a failing batch most likely chokes on). A board waiting in
+and the record it waits at (the one a failing batch most likely chokes on). When a record was
+written is its timestamp, its producer's word, but never later than an earlier run that saw
+it (:class:`~boardstream.reconcile.snapshot.EarlierSnapshot`): a record stamped in the future
+cannot hide a stall. A board waiting in
 the join's state past its unmatched timeout plus the same slack means timers that do not fire
 (``overdue_pending``).
 """
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, TopicPartition
 
 from boardstream.kafka.clients import client_config
-from boardstream.reconcile.snapshot import JobProgress
+from boardstream.reconcile.snapshot import EarlierSnapshot, JobProgress
 from boardstream.settings import Settings
 
 
@@ -74,12 +77,20 @@ def first_unread(
 
 
 def stalled(
-    job: str, progress: JobProgress, waiting: list[Waiting], now_ms: int, stall_after_ms: int
+    job: str,
+    progress: JobProgress,
+    waiting: list[Waiting],
+    now_ms: int,
+    stall_after_ms: int,
+    earlier: EarlierSnapshot | None = None,
 ) -> list[str]:
     """One line per partition where ``job`` has left input waiting too long."""
     lines = []
     for record in waiting:
-        since = max(progress.committed_at_ms or 0, record.timestamp_ms)
+        written = record.timestamp_ms
+        if earlier is not None and earlier.held(record.topic, record.partition, record.offset):
+            written = min(written, earlier.taken_at_ms)
+        since = max(progress.committed_at_ms or 0, written)
         if now_ms - since > stall_after_ms:
             lines.append(
                 f"{job} waits at {record.topic}[{record.partition}]@{record.offset} "

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -137,12 +138,15 @@ def reconcile_once(
         # The jobs' own record of their progress was altered: a run of its own, ERRORED, so the
         # refusal stands in the ledger and on the health page, not only in a task log.
         _errored(engine, ledger.start_run(engine, {}, run_by, kind), error)
+    options = options or ReconcileOptions()
+    # What an earlier run saw a stall age ago: when its records existed at the latest (liveness).
+    stall_age = timedelta(milliseconds=options.stall_after_ms)
+    earlier = ledger.earlier_snapshot(engine, snapshot.taken_at - stall_age)
+    snapshot = replace(snapshot, earlier=earlier)
     run_id = ledger.start_run(engine, snapshot.to_json(), run_by, kind)
     check = _full if kind == FULL else _incremental
     try:
-        outcome = check(
-            spark, engine, settings, snapshot, str(join_checkpoint), options or ReconcileOptions()
-        )
+        outcome = check(spark, engine, settings, snapshot, str(join_checkpoint), options)
         validation = _validate(outcome, settings, run_id)
     except Exception as error:
         _errored(engine, run_id, error)

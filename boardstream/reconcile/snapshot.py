@@ -40,12 +40,32 @@ class JobProgress:
 
 
 @dataclass(frozen=True)
+class EarlierSnapshot:
+    """What an earlier run's snapshot saw, and when: every record below its end offsets
+    existed by then, whatever the record's own timestamp (its producer's clock) says."""
+
+    taken_at_ms: int
+    latest: Offsets
+
+    def held(self, topic: str, partition: int, offset: int) -> bool:
+        return offset < self.latest.get(topic, {}).get(partition, 0)
+
+    @classmethod
+    def of(cls, raw: dict) -> EarlierSnapshot:
+        """From a run's stored snapshot (:meth:`Snapshot.to_json`)."""
+        taken_at = datetime.fromisoformat(raw["taken_at"])
+        return cls(int(taken_at.timestamp() * 1000), _offsets(raw["latest"]))
+
+
+@dataclass(frozen=True)
 class Snapshot:
     taken_at: datetime
     earliest: Offsets
     latest: Offsets  # read_committed: the last stable offset
     join: JobProgress
     sink: JobProgress
+    # The newest earlier run's, taken at least the stall age before this one (liveness).
+    earlier: EarlierSnapshot | None = None
 
     def to_json(self) -> dict:
         return json.loads(json.dumps(asdict(self), default=str))
@@ -54,24 +74,28 @@ class Snapshot:
     def from_json(cls, raw: dict) -> Snapshot:
         """The snapshot a run stored (:meth:`to_json`), for re-checking it later."""
 
-        def offsets(data: dict) -> Offsets:
-            return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
-
         def progress(data: dict) -> JobProgress:
             return JobProgress(
                 data["batch_id"],
-                offsets(data["offsets"]),
+                _offsets(data["offsets"]),
                 data.get("committed_at_ms"),
                 data.get("later_batch_started", False),
             )
 
+        earlier = raw.get("earlier")
         return cls(
             datetime.fromisoformat(raw["taken_at"]),
-            offsets(raw["earliest"]),
-            offsets(raw["latest"]),
+            _offsets(raw["earliest"]),
+            _offsets(raw["latest"]),
             progress(raw["join"]),
             progress(raw["sink"]),
+            earlier and EarlierSnapshot(earlier["taken_at_ms"], _offsets(earlier["latest"])),
         )
+
+
+def _offsets(data: dict) -> Offsets:
+    """Offsets as JSON stores them (partitions as text) back to integers."""
+    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
 
 
 def committed_progress(checkpoint: Path) -> JobProgress:

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from boardstream.errors import BoardstreamError
 from boardstream.reconcile import ledger
+from boardstream.reconcile.ledger import INCREMENTAL
 from boardstream.reconcile.repair import stored_snapshot
 from boardstream.reconcile.run import ReconciliationError
 from tests.adversarial.world import (
@@ -22,6 +23,7 @@ from tests.adversarial.world import (
     execute,
     failures,
     reconcile,
+    reconcile_as,
     records_of,
     source_position,
 )
@@ -49,6 +51,30 @@ def test_a_join_that_stopped_reading_is_stalled(fresh: Pipeline) -> None:
     )
     assert result.reconciliation.findings["not_yet_read"].examples == ["stuck"]
     assert not result.passed
+
+
+def test_a_record_stamped_in_the_future_cannot_hide_a_stall(fresh: Pipeline) -> None:
+    """A record's timestamp is its producer's word. The first record the join never reads,
+    stamped 50 minutes ahead (Kafka refuses more than an hour by default, but a topic or broker
+    may allow any), made its wait negative: the stall stayed hidden that long, and the runs
+    passed with the board "not yet read". A run now takes a record to have waited at least
+    since the newest earlier run whose snapshot already held it."""
+    board(fresh, "future", 1, NOW + 50 * 60_000)
+    age_last_commit(fresh.workdir / f"{fresh.settings.board_topic}-join", 3_600)
+    partition, offset = source_position(fresh.settings, "future")
+    # No earlier run held it: not stalled yet. (One run, not the pair: its second run would
+    # start more than the 2 s stall age after the first, which held the record.)
+    first = reconcile_as(fresh, INCREMENTAL, stall_after_ms=2_000)
+    assert failures(first) == {}
+    assert first.reconciliation.findings["not_yet_read"].examples == ["future"]
+    time.sleep(2.5)
+    found = failures(reconcile(fresh, stall_after_ms=2_000))
+    assert list(found) == ["stalled"]
+    (line,) = found["stalled"]
+    assert line.startswith(
+        f"board-detail-join waits at {fresh.settings.board_topic}[{partition}]@{offset} (key "
+        "future,"
+    )
 
 
 def test_waiting_input_younger_than_the_stall_age_is_not_a_stall(fresh: Pipeline) -> None:

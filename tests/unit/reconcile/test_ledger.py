@@ -4,7 +4,8 @@ or newest first, and an older database gains the columns it lacks without losing
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from sqlalchemy.engine import Engine
 
 from boardstream import database
 from boardstream.reconcile import ledger
+from boardstream.reconcile.snapshot import EarlierSnapshot
 
 SNAPSHOT = {"taken_at": "2026-01-02T03:04:05+00:00", "latest": {"board": {"0": 7}}}
 
@@ -188,3 +190,31 @@ def test_an_older_database_gains_the_missing_columns_and_keeps_its_runs(engine: 
 def test_a_table_slice_reads_as_the_ids_it_spans(after, through, shown) -> None:
     table_slice = {"after": after, "through": through, "rows": 447_017}
     assert ledger.describe_table_slice(table_slice) == shown
+
+
+def test_the_earlier_snapshot_is_the_newest_run_started_by_then_that_took_one(
+    engine: Engine,
+) -> None:
+    """What liveness takes a record's latest possible writing time from; a run refused before
+    it could take a snapshot (stored as {}) is passed over."""
+    assert ledger.earlier_snapshot(engine, datetime(2026, 1, 3, tzinfo=UTC)) is None
+    runs = [
+        (datetime(2026, 1, 2, 3, 4, 6, tzinfo=UTC), SNAPSHOT),
+        (datetime(2026, 1, 2, 3, 10, tzinfo=UTC), {}),
+        (datetime(2026, 1, 2, 3, 20, tzinfo=UTC), {**SNAPSHOT, "latest": {"board": {"0": 9}}}),
+    ]
+    with engine.begin() as connection:
+        for started_at, snapshot in runs:
+            connection.execute(
+                ledger.reconciliation_run.insert().values(
+                    started_at=started_at, snapshot=snapshot, run_by="test"
+                )
+            )
+    first = EarlierSnapshot(int(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp() * 1000), {})
+    assert ledger.earlier_snapshot(engine, datetime(2026, 1, 2, 3, 4, tzinfo=UTC)) is None
+    assert ledger.earlier_snapshot(engine, datetime(2026, 1, 2, 3, 15, tzinfo=UTC)) == replace(
+        first, latest={"board": {0: 7}}
+    )
+    assert ledger.earlier_snapshot(engine, datetime(2026, 1, 2, 3, 20, tzinfo=UTC)) == replace(
+        first, latest={"board": {0: 9}}
+    )

@@ -6,7 +6,7 @@ Reading the first unread records from a broker is covered in tests/adversarial/t
 from __future__ import annotations
 
 from boardstream.reconcile.liveness import Waiting, first_unread, overdue_cutoff_ms, stalled
-from boardstream.reconcile.snapshot import JobProgress
+from boardstream.reconcile.snapshot import EarlierSnapshot, JobProgress
 
 NOW = 1_800_000_000_000
 STALL = 20 * 60 * 1000
@@ -59,6 +59,25 @@ def test_one_line_per_stalled_partition_in_the_given_order() -> None:
         "board-detail-sink waits at board[1]@11 (key b7, 1,234,567 bytes) for 1,300s",
     ]
     assert stalled(JOB, _progress(None), [], NOW, STALL) == []
+
+
+def test_a_record_was_written_no_later_than_an_earlier_run_that_held_it() -> None:
+    """Its timestamp is its producer's word: stamped in the future, it is taken to have been
+    written when an earlier run's snapshot already held it (below that run's end offset)."""
+    future = [_waiting(0, NOW + 3_000_000)]  # board[0]@10
+    held = EarlierSnapshot(NOW - STALL - 5_000, {"board": {0: 11}})
+    assert stalled(JOB, _progress(None), future, NOW, STALL) == []
+    assert stalled(JOB, _progress(None), future, NOW, STALL, held) == [
+        "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 1,205s"
+    ]
+    not_yet = EarlierSnapshot(NOW - STALL - 5_000, {"board": {0: 10}, "other": {0: 99}})
+    assert stalled(JOB, _progress(None), future, NOW, STALL, not_yet) == []
+    # An older timestamp than that run stays the record's own; a later commit still counts.
+    old = [_waiting(0, NOW - 3_600_000)]
+    assert stalled(JOB, _progress(None), old, NOW, STALL, held) == [
+        "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 3,600s"
+    ]
+    assert stalled(JOB, _progress(NOW - 1_000), future, NOW, STALL, held) == []
 
 
 def test_the_overdue_cutoff_is_the_timeout_plus_the_stall_age_ago() -> None:
