@@ -6,9 +6,8 @@ batch, whichever is later; waiting longer than ``stall_after_ms`` is ``stalled``
 and the record it waits at (the one a failing batch most likely chokes on). When a record was
 written is its timestamp, its producer's word, but never later than an earlier run that saw
 it (:class:`~boardstream.reconcile.snapshot.EarlierSnapshot`): a record stamped in the future
-cannot hide a stall. A board waiting in
-the join's state past its unmatched timeout plus the same slack means timers that do not fire
-(``overdue_pending``).
+cannot hide a stall. A board waiting in the join's state past its unmatched timeout plus the
+same slack means timers that do not fire (``overdue_pending``).
 """
 
 from __future__ import annotations
