@@ -1,8 +1,8 @@
 """Is the pipeline moving? A job that stopped reading while input waits hides loss from every
 position check (its boards are simply "not yet read"), so a stall is a finding of its own.
 
-Input waits since its first unread record was written, or since the job last committed a
-batch, whichever is later; waiting longer than ``stall_after_ms`` is ``stalled``, with the job
+Input waits since its first unread record was written, or since the job's last committed
+batch began, whichever is later; waiting longer than ``stall_after_ms`` is ``stalled``, with the job
 and the record it waits at (the one a failing batch most likely chokes on). When a record was
 written is its timestamp, its producer's word, but never later than an earlier run that saw
 it (:class:`~boardstream.reconcile.snapshot.EarlierSnapshot`): a record stamped in the future
@@ -89,7 +89,7 @@ def stalled(
         written = record.timestamp_ms
         if earlier is not None and earlier.held(record.topic, record.partition, record.offset):
             written = min(written, earlier.taken_at_ms)
-        since = max(progress.committed_at_ms or 0, written)
+        since = max(progress.began_at_ms or 0, written)
         if now_ms - since > stall_after_ms:
             lines.append(
                 f"{job} waits at {record.topic}[{record.partition}]@{record.offset} "

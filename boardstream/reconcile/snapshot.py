@@ -32,7 +32,9 @@ class JobProgress:
 
     batch_id: int | None  # None: the query never committed a batch
     offsets: Offsets
-    committed_at_ms: int | None = None  # when that batch was committed
+    # When that batch began: its offset log entry's ``batchTimestampMs`` (checksum-checked),
+    # the job's last progress, which a file's modification time (a touch, a copy) cannot fake.
+    began_at_ms: int | None = None
     later_batch_started: bool = False  # a later batch was planned when the topics were listed
 
     def of(self, topic: str) -> dict[int, int]:
@@ -78,7 +80,7 @@ class Snapshot:
             return JobProgress(
                 data["batch_id"],
                 _offsets(data["offsets"]),
-                data.get("committed_at_ms"),
+                data.get("began_at_ms"),
                 data.get("later_batch_started", False),
             )
 
@@ -99,9 +101,9 @@ def _offsets(data: dict) -> Offsets:
 
 
 def committed_progress(checkpoint: Path) -> JobProgress:
-    """Read a Structured Streaming checkpoint: the highest batch in ``commits/`` and the source
-    offsets that ``offsets/<batch>`` recorded for it (one JSON line per source), checked against
-    the checksum Spark wrote beside it."""
+    """Read a Structured Streaming checkpoint: the highest batch in ``commits/``, and the source
+    offsets (one JSON line per source) and start time (the batch metadata's line) that
+    ``offsets/<batch>`` recorded for it, checked against the checksum Spark wrote beside it."""
     commits = checkpoint / "commits"
     batches = sorted(int(p.name) for p in commits.glob("[0-9]*")) if commits.is_dir() else []
     if not batches:
@@ -112,8 +114,7 @@ def committed_progress(checkpoint: Path) -> JobProgress:
     for line in lines[2:]:  # "v1", the batch metadata, then one line per source
         for topic, partitions in json.loads(line).items():
             offsets[topic] = {int(p): int(o) for p, o in partitions.items()}
-    committed_at_ms = int((commits / str(batch)).stat().st_mtime * 1000)
-    return JobProgress(batch, offsets, committed_at_ms)
+    return JobProgress(batch, offsets, json.loads(lines[1]).get("batchTimestampMs"))
 
 
 def later_batch_started(checkpoint: Path, progress: JobProgress) -> bool:

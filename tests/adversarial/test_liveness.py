@@ -31,16 +31,25 @@ from tests.pipeline import Pipeline
 
 
 def age_last_commit(checkpoint, seconds: float) -> None:
-    """As if the job had committed its last batch ``seconds`` ago (and nothing since)."""
+    """As if the job's last committed batch had begun ``seconds`` ago (and nothing since): its
+    offset log entry's batch time rewritten, and its checksum removed, so it reads as the job's
+    own (the checksum would refuse it: test_a_joins_offset_log_altered_on_disk_is_refused)."""
     last = max((checkpoint / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
-    then = time.time() - seconds
-    os.utime(last, (then, then))
+    entry = checkpoint / "offsets" / last.name
+    version, metadata, *sources = entry.read_text().splitlines()
+    batch = {**json.loads(metadata), "batchTimestampMs": int((time.time() - seconds) * 1000)}
+    entry.write_text("\n".join([version, json.dumps(batch), *sources]) + "\n")
+    (entry.parent / f".{entry.name}.crc").unlink()
 
 
 def test_a_join_that_stopped_reading_is_stalled(fresh: Pipeline) -> None:
-    """Before, a board the join never read was only "in flight", and the run passed."""
+    """Before, a board the join never read was only "in flight", and the run passed. Its last
+    commit file touched now (as a copy without its times would) changes nothing: that file's
+    time once was the job's last progress."""
     board(fresh, "stuck", 1, NOW - 3_600_000)
-    age_last_commit(fresh.workdir / f"{fresh.settings.board_topic}-join", 3_600)
+    checkpoint = fresh.workdir / f"{fresh.settings.board_topic}-join"
+    age_last_commit(checkpoint, 3_600)
+    os.utime(max((checkpoint / "commits").glob("[0-9]*"), key=lambda p: int(p.name)))
     partition, offset = source_position(fresh.settings, "stuck")
     result = reconcile(fresh)
     found = failures(result)

@@ -1,6 +1,7 @@
 """When a job counts as stalled, and what the finding says: input waits since its first unread
-record was written or the job's last commit, whichever is later, and only longer than the stall
-age is a stall. Plus the overdue cutoff, and that a job with nothing unread needs no consumer.
+record was written or the job's last committed batch began, whichever is later, and only longer
+than the stall age is a stall. Plus the overdue cutoff, and that a job with nothing unread needs
+no consumer.
 Reading the first unread records from a broker is covered in tests/adversarial/test_liveness.py."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ STALL = 20 * 60 * 1000
 JOB = "board-detail-join"
 
 
-def _progress(committed_at_ms: int | None) -> JobProgress:
-    return JobProgress(4, {"board": {0: 10}}, committed_at_ms)
+def _progress(began_at_ms: int | None) -> JobProgress:
+    return JobProgress(4, {"board": {0: 10}}, began_at_ms)
 
 
 def _waiting(partition: int, timestamp_ms: int, key: str | None = "b7") -> Waiting:
@@ -26,8 +27,8 @@ def test_input_waiting_longer_than_the_stall_age_is_a_stall() -> None:
     assert lines == ["board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 3,600s"]
 
 
-def test_the_later_of_the_record_and_the_last_commit_counts() -> None:
-    """A job that committed recently has not been stuck on an old record for all its age."""
+def test_the_later_of_the_record_and_the_last_batch_counts() -> None:
+    """A job that ran a batch recently has not been stuck on an old record for all its age."""
     recent = _progress(NOW - STALL - 1_000)
     assert stalled(JOB, recent, [_waiting(0, NOW - 86_400_000)], NOW, STALL) == [
         "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 1,201s"
@@ -72,7 +73,7 @@ def test_a_record_was_written_no_later_than_an_earlier_run_that_held_it() -> Non
     ]
     not_yet = EarlierSnapshot(NOW - STALL - 5_000, {"board": {0: 10}, "other": {0: 99}})
     assert stalled(JOB, _progress(None), future, NOW, STALL, not_yet) == []
-    # An older timestamp than that run stays the record's own; a later commit still counts.
+    # An older timestamp than that run stays the record's own; a later batch still counts.
     old = [_waiting(0, NOW - 3_600_000)]
     assert stalled(JOB, _progress(None), old, NOW, STALL, held) == [
         "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 3,600s"

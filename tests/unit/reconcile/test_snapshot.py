@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from boardstream.reconcile.snapshot import committed_progress
@@ -31,3 +32,14 @@ def test_two_sources_and_a_never_started_query(tmp_path: Path) -> None:
     assert committed_progress(tmp_path / "a").offsets == {"member": {0: 3}, "board": {0: 4}}
     never = committed_progress(tmp_path / "missing")
     assert (never.batch_id, never.offsets) == (None, {})
+
+
+def test_a_batch_began_when_its_offset_log_says_whatever_the_files_times(tmp_path: Path) -> None:
+    """The job's last progress is the batch metadata's ``batchTimestampMs``: a commit file
+    touched (or a checkpoint copied without its times) does not make a stalled job look alive."""
+    meta = '{"batchWatermarkMs":0,"batchTimestampMs":1700000000123}'
+    write(tmp_path / "offsets" / "3", f'v1\n{meta}\n{{"board":{{"0":9}}}}')
+    write(tmp_path / "commits" / "3", "v1\n{}")
+    os.utime(tmp_path / "commits" / "3", (2_000_000_000, 2_000_000_000))
+    os.utime(tmp_path / "offsets" / "3", (2_000_000_000, 2_000_000_000))
+    assert committed_progress(tmp_path).began_at_ms == 1_700_000_000_123
