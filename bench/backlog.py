@@ -44,7 +44,7 @@ def drop_topics(settings: Settings) -> None:
     peer's internal topics, all named after the run. A production-scale run leaves gigabytes."""
     run = settings.member_topic.removesuffix("-member")
     admin = admin_client(settings)
-    topics = sorted(t for t in admin.list_topics(timeout=30).topics if run in t)
+    topics = sorted(t for t in admin.list_topics(timeout=30).topics if f"{run}-" in t)
     if topics:
         for future in admin.delete_topics(topics).values():
             future.result()

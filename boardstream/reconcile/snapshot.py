@@ -112,8 +112,7 @@ def committed_progress(checkpoint: Path) -> JobProgress:
     lines = read_verified(checkpoint / "offsets" / str(batch)).decode().splitlines()
     offsets: Offsets = {}
     for line in lines[2:]:  # "v1", the batch metadata, then one line per source
-        for topic, partitions in json.loads(line).items():
-            offsets[topic] = {int(p): int(o) for p, o in partitions.items()}
+        offsets.update(_offsets(json.loads(line)))
     return JobProgress(batch, offsets, json.loads(lines[1]).get("batchTimestampMs"))
 
 

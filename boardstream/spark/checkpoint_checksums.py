@@ -38,9 +38,9 @@ def read_verified(path: Path) -> bytes:
     if not sums.exists():
         return data
     raw = sums.read_bytes()
-    if raw[:4] != HEADER or len(raw) < 8 or _INT.unpack_from(raw, 4)[0] <= 0:
+    chunk = _INT.unpack_from(raw, 4)[0] if len(raw) >= 8 else 0
+    if raw[:4] != HEADER or chunk <= 0:
         raise CheckpointChecksumError(f"{sums} is not a Hadoop checksum file")
-    (chunk,) = _INT.unpack_from(raw, 4)
     actual = b"".join(
         _CRC.pack(zlib.crc32(data[start : start + chunk])) for start in range(0, len(data), chunk)
     )
