@@ -399,7 +399,7 @@ def facts(
     checked = [
         _emit(
             holdings,
-            positions.checks(join_end, snapshot.earliest[board], snapshot.join.later_batch_started),
+            positions.checks(join_end, snapshot.earliest[board], snapshot.join.under_way_of(board)),
             ("source_partition", "source_offset"),
         ),
         _emit(boards, table_checks.board_checks()),

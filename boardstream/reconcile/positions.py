@@ -11,9 +11,10 @@ position, which outcomes hold it; each position read by the join is then classed
 holds per partition by construction, and a position held by two outcomes (``conflicting``) or an
 output the join cannot have written (``extra``) is a finding rather than a double count.
 
-Outputs the join has not committed yet are expected while a later batch runs: a board pending
-in the snapshot's state may already be joined by it. ``later_batch`` says whether one had
-started; without one, that too is a conflict.
+Outputs the join has not committed yet are expected from the batch under way: of the positions
+it reads (``under_way_to``: up to the next batch's logged end, or what a real-time batch may have
+read), and of a board pending in the snapshot's state, which it may have joined since. Without
+a batch under way, such an output is ``extra`` and such a board ``conflicting``.
 """
 
 from __future__ import annotations
@@ -76,10 +77,10 @@ def holdings(holders: dict[str, DataFrame]) -> DataFrame:
 
 
 def checks(
-    join_end: dict[int, int], earliest: dict[int, int], later_batch: bool
+    join_end: dict[int, int], earliest: dict[int, int], under_way_to: dict[int, int] | None
 ) -> dict[str, Column]:
     """Conditions on the holdings' rows: the balance's classes (on source rows) and the
-    position findings."""
+    position findings. ``under_way_to``: how far the batch under way reads (None: none is)."""
     holder = F.col("holder")
     partition, offset = F.col("source_partition"), F.col("source_offset")
     read = below(partition, offset, join_end)
@@ -87,7 +88,7 @@ def checks(
     held_by_outputs = reduce(lambda a, b: a + b, [o.cast("int") for o in outputs])
     waiting = F.col("n_pending") > 0
     held = held_by_outputs + waiting.cast("int")
-    if later_batch:  # a board pending in the snapshot's state may be resolved since
+    if under_way_to is not None:  # a board pending in the snapshot's state may be resolved since
         held = F.when(waiting & (held_by_outputs == 1), 1).otherwise(held)
     source = holder == "source"
     # Replays of a join are exact copies: different joined records at one position conflict.
@@ -100,7 +101,8 @@ def checks(
     other_board = holder.isin("joined", "unmatched") & ~F.col("board_id").eqNullSafe(
         F.col("source_board")
     )
-    unread = ~read if not later_batch else F.lit(False)
+    # Positions past what the join has read, and past the batch under way: no output yet.
+    unread = ~below(partition, offset, join_end if under_way_to is None else under_way_to)
     # An output whose board fields are not its source board's: the join copies them verbatim.
     altered = (
         holder.isin("joined", "unmatched")

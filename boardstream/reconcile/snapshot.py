@@ -3,9 +3,10 @@ far the join and the sink had got, taken in an order that makes "in flight" exac
 
 The jobs' progress is read first, the topics' end offsets after: anything a job had committed
 was already written to its output topic (Spark's Kafka sink flushes before the batch commits), so
-every output of a processed record lies below the end offsets taken afterwards. Whether a later
-batch had begun by then (its offsets are logged before it writes) is noted too: only then may an
-output of a board the snapshot still sees waiting already exist.
+every output of a processed record lies below the end offsets taken afterwards. How far a job may
+have read beyond its committed batch is noted too (:func:`under_way_to`): only up to there may an
+output exist that its committed progress does not account for, or one of a board the snapshot
+still sees waiting.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import require_topics
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_checksums import read_verified
+from boardstream.spark.checkpoint_lease import last_holder
+from boardstream.spark.triggers import REAL_TIME
 
 Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
 
@@ -35,10 +38,15 @@ class JobProgress:
     # When that batch began: its offset log entry's ``batchTimestampMs`` (checksum-checked),
     # the job's last progress, which a file's modification time (a touch, a copy) cannot fake.
     began_at_ms: int | None = None
-    later_batch_started: bool = False  # a later batch was planned when the topics were listed
+    # How far the job may have read past its committed batch when the topics were listed (per
+    # topic, exclusive; None: not at all): the batch under way may have written outputs of it.
+    under_way_to: Offsets | None = None
 
     def of(self, topic: str) -> dict[int, int]:
         return self.offsets.get(topic, {})
+
+    def under_way_of(self, topic: str) -> dict[int, int] | None:
+        return None if self.under_way_to is None else self.under_way_to.get(topic, {})
 
 
 @dataclass(frozen=True)
@@ -77,11 +85,14 @@ class Snapshot:
         """The snapshot a run stored (:meth:`to_json`), for re-checking it later."""
 
         def progress(data: dict) -> JobProgress:
+            under_way = data.get("under_way_to")
+            if "under_way_to" not in data and data.get("later_batch_started"):
+                under_way = raw["latest"]  # stored before the bound was: any position listed
             return JobProgress(
                 data["batch_id"],
                 _offsets(data["offsets"]),
                 data.get("began_at_ms"),
-                data.get("later_batch_started", False),
+                None if under_way is None else _offsets(under_way),
             )
 
         earlier = raw.get("earlier")
@@ -102,26 +113,57 @@ def _offsets(data: dict) -> Offsets:
 
 def committed_progress(checkpoint: Path) -> JobProgress:
     """Read a Structured Streaming checkpoint: the highest batch in ``commits/``, and the source
-    offsets (one JSON line per source) and start time (the batch metadata's line) that
-    ``offsets/<batch>`` recorded for it, checked against the checksum Spark wrote beside it."""
-    commits = checkpoint / "commits"
-    batches = sorted(int(p.name) for p in commits.glob("[0-9]*")) if commits.is_dir() else []
+    offsets and start time that ``offsets/<batch>`` recorded for it (:func:`_logged`)."""
+    batches = _batches(checkpoint / "commits")
     if not batches:
         return JobProgress(None, {})
-    batch = batches[-1]
+    offsets, began_at_ms = _logged(checkpoint, batches[-1])
+    return JobProgress(batches[-1], offsets, began_at_ms)
+
+
+def under_way_to(checkpoint: Path, progress: JobProgress, latest: Offsets) -> Offsets | None:
+    """How far the query may have read past ``progress`` (its outputs of that may exist,
+    committed or not), given the topics' end offsets ``latest`` listed before this is asked:
+
+    - under Spark's real-time trigger (the last driver on the checkpoint ran it, as its lease
+      says), up to ``latest``: a real-time batch reads what arrives and writes its outputs at
+      once, but logs its offsets only when it ends, and a stopped job leaves its cancelled
+      batch's outputs behind;
+    - otherwise up to the end offsets of the next batch, if its offsets are logged (they are
+      before it runs). Spark plans a batch only after committing the one before, so that entry
+      is the only one allowed past ``progress``; it is checked like the committed one, and any
+      other is refused: a forged entry would let outputs nothing accounts for pass as in flight.
+    """
+    last = last_holder(checkpoint)
+    if last is not None and last.details.get("trigger") == REAL_TIME:
+        return latest
+    after = -1 if progress.batch_id is None else progress.batch_id
+    later = [batch for batch in _batches(checkpoint / "offsets") if batch > after]
+    if not later:
+        return None
+    if later != [after + 1]:
+        raise BoardstreamError(
+            f"the offset log of {checkpoint} holds batch(es) {', '.join(map(str, later))} after "
+            f"its last committed batch {after}: Spark logs only the next batch before committing "
+            "one, so the query did not write them. Restore the checkpoint, or start the job from "
+            "a new one (which reprocesses its sources from the beginning)."
+        )
+    return _logged(checkpoint, after + 1)[0]
+
+
+def _batches(log: Path) -> list[int]:
+    """The batch ids of an offset or commit log, in order."""
+    return sorted(int(p.name) for p in log.glob("[0-9]*")) if log.is_dir() else []
+
+
+def _logged(checkpoint: Path, batch: int) -> tuple[Offsets, int | None]:
+    """A batch's offset log entry, checked against the checksum Spark wrote beside it: its
+    sources' end offsets (one JSON line per source) and its ``batchTimestampMs``."""
     lines = read_verified(checkpoint / "offsets" / str(batch)).decode().splitlines()
     offsets: Offsets = {}
     for line in lines[2:]:  # "v1", the batch metadata, then one line per source
         offsets.update(_offsets(json.loads(line)))
-    return JobProgress(batch, offsets, json.loads(lines[1]).get("batchTimestampMs"))
-
-
-def later_batch_started(checkpoint: Path, progress: JobProgress) -> bool:
-    """Whether the query has logged the offsets of a batch after ``progress``'s (it may have
-    written outputs of it, committed or not)."""
-    after = -1 if progress.batch_id is None else progress.batch_id
-    offsets = checkpoint / "offsets"
-    return offsets.is_dir() and any(int(p.name) > after for p in offsets.glob("[0-9]*"))
+    return offsets, json.loads(lines[1]).get("batchTimestampMs")
 
 
 def take_snapshot(
@@ -146,8 +188,8 @@ def take_snapshot(
         datetime.now(UTC),
         earliest=earliest,
         latest=latest,
-        join=replace(join, later_batch_started=later_batch_started(join_checkpoint, join)),
-        sink=replace(sink, later_batch_started=later_batch_started(sink_checkpoint, sink)),
+        join=replace(join, under_way_to=under_way_to(join_checkpoint, join, latest)),
+        sink=replace(sink, under_way_to=under_way_to(sink_checkpoint, sink, latest)),
     )
 
 

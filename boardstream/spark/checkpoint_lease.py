@@ -75,6 +75,17 @@ def holder(checkpoint: Path) -> Holder | None:
         return _read(handle)
 
 
+def last_holder(checkpoint: Path) -> Holder | None:
+    """Who last held ``checkpoint``'s lease, live or not (the file outlives its holder), as
+    that holder wrote it; None when nobody ever has. How the last driver ran its query
+    (``details``' trigger) tells what it may have left behind."""
+    path = lease_path(checkpoint)
+    if not path.exists():
+        return None
+    with path.open("r") as handle:
+        return _read(handle)
+
+
 def _read(handle: IO[str]) -> Holder:
     handle.seek(0)
     text = handle.read()

@@ -4,6 +4,8 @@ outcomes, outputs whose content is not their sources'. Each test has a pipeline 
 
 from __future__ import annotations
 
+import shutil
+
 from tests.adversarial.world import (
     NOW,
     board,
@@ -115,11 +117,12 @@ def test_dead_letter_naming_no_source_board(fresh: Pipeline) -> None:
     assert failures(reconcile(fresh)) == {"extra": ["board[0]@1000000000"]}
 
 
-def test_output_for_a_board_the_join_has_not_read(fresh: Pipeline) -> None:
-    """No later join batch has begun, so nothing the join wrote can name an unread board."""
-    board(fresh, "early", 1, NOW + 50)
-    partition, offset = source_position(fresh.settings, "early")
-    (b1,) = detail_records(fresh.settings, "b1")  # member 1's profile, as early names it
+def forge_early_output(pipeline: Pipeline) -> None:
+    """A board-detail record, member 1's profile, for board ``early``, which the join has not
+    read."""
+    board(pipeline, "early", 1, NOW + 50)
+    partition, offset = source_position(pipeline.settings, "early")
+    (b1,) = detail_records(pipeline.settings, "b1")  # member 1's profile, as early names it
     forged = {k: v for k, v in b1.items() if k not in ("detail_partition", "detail_offset")}
     forged.update(
         board_id="early",
@@ -128,7 +131,27 @@ def test_output_for_a_board_the_join_has_not_read(fresh: Pipeline) -> None:
         board_partition=partition,
         board_offset=offset,
     )
-    forge(fresh.settings, fresh.settings.board_detail_topic, b"early", forged)
+    forge(pipeline.settings, pipeline.settings.board_detail_topic, b"early", forged)
+
+
+def test_output_for_a_board_the_join_has_not_read(fresh: Pipeline) -> None:
+    """No later join batch has begun, so nothing the join wrote can name an unread board."""
+    forge_early_output(fresh)
+    result = reconcile(fresh)
+    assert failures(result) == {"extra": ["early"]}
+    assert result.reconciliation.findings["not_yet_read"].examples == ["early"]
+
+
+def test_output_for_an_unread_board_beside_a_forged_next_batch(fresh: Pipeline) -> None:
+    """The join's last offset log entry copied, checksum and all, as the next batch's: before,
+    any later entry made every output count as the batch under way's, and the run passed. The
+    next batch reads only up to the end offsets it logged, here the last batch's own."""
+    forge_early_output(fresh)
+    offsets = fresh.workdir / f"{fresh.settings.board_topic}-join" / "offsets"
+    last = max(offsets.glob("[0-9]*"), key=lambda p: int(p.name))
+    following = offsets / str(int(last.name) + 1)
+    shutil.copyfile(last, following)
+    shutil.copyfile(offsets / f".{last.name}.crc", offsets / f".{following.name}.crc")
     result = reconcile(fresh)
     assert failures(result) == {"extra": ["early"]}
     assert result.reconciliation.findings["not_yet_read"].examples == ["early"]

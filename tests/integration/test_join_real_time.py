@@ -191,3 +191,44 @@ def test_too_few_task_slots_are_refused_before_the_query_starts(pipeline) -> Non
     )
     assert expected in result.stdout + result.stderr
     assert not (pipeline.workdir / "join-checkpoint").exists()
+
+
+def reconcile(pipeline: Pipeline, *args: str) -> dict[str, int]:
+    """`boardstream reconcile` on the real-time join's checkpoint, as a user runs it: the
+    counts it prints, after asserting it passed."""
+    done = subprocess.run(
+        cli_command(
+            "reconcile",
+            *args,
+            "--join-checkpoint", str(pipeline.workdir / "join-checkpoint"),
+            "--sink-checkpoint", str(pipeline.workdir / "sink-checkpoint"),
+        ),
+        env=job_env(pipeline, "local[2]"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    (verdict,) = [line for line in done.stdout.splitlines() if line.startswith("reconciliation")]
+    assert verdict.endswith("): PASSED"), done.stdout
+    counts = [line.split() for line in done.stdout.splitlines() if line.startswith("  ")]
+    return {line[0]: int(line[1]) for line in counts if len(line) == 2 and line[1].isdigit()}
+
+
+def test_a_reconciliation_passes_while_a_batch_runs_and_after_a_stop(
+    pipeline, real_time_join
+) -> None:
+    """A real-time batch writes its outputs at once but logs its offsets only when it ends, and
+    a stop cancels it, its outputs left behind (replayed at the next start). Before, every
+    board it had joined was ``extra`` to a reconciliation, the stream running or stopped."""
+    job = real_time_join()
+    pipeline.member(1, "first", T0)
+    pipeline.board("a" * 24, 1, T0 + 1)
+    pipeline.board("o" * 24, 3, T0 + 2)  # its member never comes
+    wait_for(lambda: "a" * 24 in pipeline.detail(), job, "joined board")
+    running = reconcile(pipeline, "--full")
+    stop(pipeline, job)
+    stopped = reconcile(pipeline)  # incremental
+    for counts in (running, stopped):
+        assert (counts["source"], counts["not_yet_read"], counts["extra"]) == (2, 2, 0)
+        assert (counts["conflicting"], counts["not_yet_loaded"]) == (0, 1)

@@ -25,7 +25,12 @@ SNAPSHOT = Snapshot(
     datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC),
     earliest={"board": {0: 0, 1: 3}, "member": {0: 0}},
     latest={"board": {0: 10, 1: 12}, "member": {0: 7}},
-    join=JobProgress(4, {"board": {0: 10, 1: 11}, "member": {0: 7}}, 1_767_323_045_000, True),
+    join=JobProgress(
+        4,
+        {"board": {0: 10, 1: 11}, "member": {0: 7}},
+        1_767_323_045_000,
+        {"board": {0: 10, 1: 12}, "member": {0: 7}},
+    ),
     sink=JobProgress(None, {}),
 )
 

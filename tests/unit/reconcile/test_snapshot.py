@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from boardstream.reconcile.snapshot import committed_progress
+import pytest
+
+from boardstream.errors import BoardstreamError
+from boardstream.reconcile.snapshot import Snapshot, committed_progress, under_way_to
+from boardstream.spark import checkpoint_lease
+from boardstream.spark.checkpoint_checksums import CheckpointChecksumError
+from boardstream.spark.triggers import PROCESSING_TIME, REAL_TIME
+from tests.unit.spark.test_checkpoint_checksums import write as write_with_checksum
 
 
 def write(path: Path, text: str) -> None:
@@ -43,3 +50,79 @@ def test_a_batch_began_when_its_offset_log_says_whatever_the_files_times(tmp_pat
     os.utime(tmp_path / "commits" / "3", (2_000_000_000, 2_000_000_000))
     os.utime(tmp_path / "offsets" / "3", (2_000_000_000, 2_000_000_000))
     assert committed_progress(tmp_path).began_at_ms == 1_700_000_000_123
+
+
+LATEST = {"board": {0: 20}}
+
+
+def logged(checkpoint: Path, batch: int, end: int, *, committed: bool) -> None:
+    """A batch's offset log entry, with its checksum file as Spark writes it; its commit."""
+    meta = '{"batchWatermarkMs":0,"batchTimestampMs":1}'
+    entry = checkpoint / "offsets" / str(batch)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    write_with_checksum(entry, f'v1\n{meta}\n{{"board":{{"0":{end}}}}}'.encode())
+    if committed:
+        write(checkpoint / "commits" / str(batch), "v1\n{}")
+
+
+def test_nothing_is_under_way_without_a_later_batch(tmp_path: Path) -> None:
+    logged(tmp_path, 0, 5, committed=True)
+    assert under_way_to(tmp_path, committed_progress(tmp_path), LATEST) is None
+
+
+def test_the_next_batch_reads_to_its_logged_end(tmp_path: Path) -> None:
+    logged(tmp_path, 0, 5, committed=True)
+    logged(tmp_path, 1, 9, committed=False)
+    assert under_way_to(tmp_path, committed_progress(tmp_path), LATEST) == {"board": {0: 9}}
+    never = tmp_path / "never"  # a first batch logged, none committed
+    logged(never, 0, 4, committed=False)
+    assert under_way_to(never, committed_progress(never), LATEST) == {"board": {0: 4}}
+
+
+def test_a_batch_past_the_next_is_refused(tmp_path: Path) -> None:
+    """Spark logs a batch only after committing the one before: a copy of an entry (checksum
+    and all) put further on is no batch of the query's, and must not widen what is in flight."""
+    logged(tmp_path, 0, 5, committed=True)
+    logged(tmp_path, 3, 5, committed=False)
+    with pytest.raises(BoardstreamError) as raised:
+        under_way_to(tmp_path, committed_progress(tmp_path), LATEST)
+    assert str(raised.value).startswith(
+        f"the offset log of {tmp_path} holds batch(es) 3 after its last committed batch 0: "
+        "Spark logs only the next batch before committing one"
+    )
+
+
+def test_the_next_batchs_entry_is_checked_against_its_checksum(tmp_path: Path) -> None:
+    logged(tmp_path, 0, 5, committed=True)
+    logged(tmp_path, 1, 9, committed=False)
+    entry = tmp_path / "offsets" / "1"
+    entry.write_bytes(entry.read_bytes().replace(b'"0":9', b'"0":7'))
+    with pytest.raises(CheckpointChecksumError, match=r"does not match its checksum file \.1\.crc"):
+        under_way_to(tmp_path, committed_progress(tmp_path), LATEST)
+
+
+def test_a_real_time_batch_may_have_read_whatever_was_listed(tmp_path: Path) -> None:
+    """A real-time batch logs its offsets only when it ends: while it runs (and after a stop
+    cancelled it) its outputs may name any position listed, whoever holds the lease now."""
+    checkpoint = tmp_path / "join"
+    logged(checkpoint, 0, 5, committed=True)
+    with checkpoint_lease.hold(checkpoint, "join", {"trigger": REAL_TIME}):
+        assert under_way_to(checkpoint, committed_progress(checkpoint), LATEST) == LATEST
+    assert under_way_to(checkpoint, committed_progress(checkpoint), LATEST) == LATEST
+    with checkpoint_lease.hold(checkpoint, "join", {"trigger": PROCESSING_TIME}):
+        assert under_way_to(checkpoint, committed_progress(checkpoint), LATEST) is None
+
+
+def test_a_stored_snapshot_of_a_later_batch_reads_to_what_it_listed() -> None:
+    """Snapshots stored before the bound was kept said only that a later batch had begun."""
+    progress = {"batch_id": 4, "offsets": {"board": {"0": 5}}, "began_at_ms": 1}
+    raw = {
+        "taken_at": "2026-11-27T10:00:00+00:00",
+        "earliest": {"board": {"0": 0}},
+        "latest": {"board": {"0": 20}},
+        "join": {**progress, "later_batch_started": True},
+        "sink": {**progress, "later_batch_started": False},
+    }
+    snapshot = Snapshot.from_json(raw)
+    assert (snapshot.join.under_way_to, snapshot.sink.under_way_to) == (LATEST, None)
+    assert Snapshot.from_json(snapshot.to_json()) == snapshot
