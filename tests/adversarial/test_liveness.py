@@ -154,8 +154,9 @@ def test_a_board_waiting_for_a_member_the_join_holds_is_stuck(fresh: Pipeline) -
     assert failures(reconcile(fresh)) == {"stuck_pending": ["waits"]}
 
 
-def assert_refused(pipeline: Pipeline, altered: Path) -> None:
-    """The run is ERRORED, before any check, naming the altered file; it stays in the ledger."""
+def assert_refused(pipeline: Pipeline, altered: Path) -> int:
+    """The run is ERRORED, before any check, naming the altered file; it stays in the ledger.
+    Its run id."""
     with pytest.raises(ReconciliationError) as raised:
         reconcile(pipeline)
     run_id = raised.value.run_id
@@ -171,6 +172,7 @@ def assert_refused(pipeline: Pipeline, altered: Path) -> None:
     assert run["error"] == str(raised.value).split("ERRORED: ", 1)[1]
     with pytest.raises(BoardstreamError, match=f"^reconciliation run {run_id} took no snapshot"):
         stored_snapshot(engine, run_id)  # what `boardstream repair --run` reads
+    return run_id
 
 
 def test_a_joins_offset_log_altered_on_disk_is_refused(fresh: Pipeline) -> None:
@@ -193,6 +195,28 @@ def test_a_sinks_offset_log_altered_on_disk_is_refused(fresh: Pipeline) -> None:
     last.write_bytes(before.read_bytes())
     execute(fresh.settings.database, "DELETE FROM board_detail WHERE board_id = 'loaded'")
     assert_refused(fresh, last)
+
+
+def test_the_run_after_a_refused_one_checks_what_came_before_it(fresh: Pipeline) -> None:
+    """A refused run moves nothing the next runs rely on: once the sink's offset log entry is
+    restored, a board joined and loaded before the refused run is new to the next incremental
+    run, whose verdict and counts a full run's match (``reconcile``); the refused run stays in
+    the ledger as it was."""
+    board(fresh, "before", 1, NOW + 200)
+    fresh.join()
+    fresh.sink()
+    offsets = fresh.workdir / f"{fresh.settings.board_topic}-sink" / "offsets"
+    *_, prior, last = sorted(offsets.glob("[0-9]*"), key=lambda p: int(p.name))
+    original = last.read_bytes()
+    last.write_bytes(prior.read_bytes())
+    refused = assert_refused(fresh, last)
+    last.write_bytes(original)
+    result = reconcile(fresh)
+    assert failures(result) == {}
+    assert result.reconciliation.findings["pending"].examples == ["waits"]
+    engine = sa.create_engine(fresh.settings.database)
+    assert (refused_run := ledger.run(engine, refused)) is not None
+    assert (refused_run["status"], refused_run["snapshot"]) == ("ERRORED", {})
 
 
 @pytest.mark.parametrize("pattern", ["SSTs/*.sst", "*.zip"])
