@@ -17,6 +17,7 @@ from boardstream.compaction import tuning_log
 from boardstream.reconcile import ledger
 from boardstream.reconcile.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
 from boardstream.settings import Settings
+from boardstream.spark.checkpoint_lease import last_holder
 from boardstream.spark.progress import read_progress
 from boardstream.spark.slo import StreamSlo
 
@@ -77,11 +78,18 @@ def stream_progress(
                     "query": query,
                     "batches": len(records),
                     "latest": {k: v for k, v in latest.items() if k != "sources"},
-                    "slo": slo.evaluate(latest, now),
+                    "slo": slo.for_query(_last_run_as(settings, query)).evaluate(latest, now),
                     "rows_per_s": [r["processed_rows_per_s"] for r in records],
                 }
             )
     return streams
+
+
+def _last_run_as(settings: Settings, query: str) -> dict[str, Any] | None:
+    """How the query's last driver ran it (trigger, interval), as its default checkpoint's
+    lease says; None without one."""
+    holder = last_holder(settings.checkpoints / query)
+    return None if holder is None else dict(holder.details)
 
 
 def live_streams(settings: Settings, now: datetime) -> dict[str, dict[str, Any]]:

@@ -87,6 +87,7 @@ class JoinJobConfig(streaming.QueryConfig):
     state_buckets: int = 128
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.engine not in ENGINES:
             raise InvalidOptionError(
                 f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}", "engine"

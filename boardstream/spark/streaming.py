@@ -25,6 +25,7 @@ from boardstream.spark.triggers import (
     REAL_TIME,
     REAL_TIME_TRIGGERS,
     TRIGGERS,
+    require_interval,
 )
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,9 @@ class QueryConfig:
     trigger: str = AVAILABLE_NOW
     interval: str = "1 second"
     checkpoint: Path | None = None
+
+    def __post_init__(self) -> None:
+        require_interval(self.trigger, self.interval)
 
     @property
     def query_name(self) -> str:

@@ -1,5 +1,9 @@
-"""The triggers a boardstream query runs under, by name: a module of its own so that DAG files
-can offer them as params without importing Spark at parse time."""
+"""The triggers a boardstream query runs under, by name, and their intervals: a module of its
+own so that DAG files can offer them as params without importing Spark at parse time."""
+
+import re
+
+from boardstream.errors import InvalidOptionError
 
 AVAILABLE_NOW, PROCESSING_TIME, REAL_TIME = "available-now", "processing-time", "real-time"
 TRIGGERS = (AVAILABLE_NOW, PROCESSING_TIME)
@@ -12,3 +16,51 @@ REAL_TIME_TRIGGERS = (*TRIGGERS, REAL_TIME)
 # 1 s each its p95 from board to row was 5.2 s at 1,000 boards/s, at 500 ms 4.8 s
 # (docs/BENCHMARKS.md); an idle join runs an empty batch (its timers) each interval.
 LIVE_INTERVAL = "500 milliseconds"
+
+MIN_REAL_TIME_MS = 5_000  # Spark's shortest real-time checkpoint interval
+_UNIT_MS = {
+    "week": 604_800_000,
+    "day": 86_400_000,
+    "hour": 3_600_000,
+    "minute": 60_000,
+    "second": 1_000,
+    "millisecond": 1,
+    "microsecond": 0.001,
+}
+_PART = rf"(\d+(?:\.\d+)?) +({'|'.join(_UNIT_MS)})s?"
+# An interval as a trigger takes it, spelled as Spark reads it (it lower-cases first): numbers
+# and whole unit names, e.g. "500 milliseconds", "1 minute 30 seconds" ("5m" is refused); the
+# DAG params' pattern too.
+INTERVAL_PATTERN = rf"^(interval +)?{_PART}( +{_PART})*$"
+
+
+def interval_ms(text: str) -> float:
+    """``text`` as a trigger's interval, in milliseconds; ValueError naming the form Spark
+    takes otherwise (only seconds may have a fraction)."""
+    spelled = " ".join(text.lower().split())
+    if not re.match(INTERVAL_PATTERN, spelled):
+        raise ValueError(
+            "expected an interval like '500 milliseconds', '30 seconds' or '1 minute 30 "
+            f"seconds' (numbers and units: {', '.join(_UNIT_MS)}), got {text!r}"
+        )
+    total = 0.0
+    for value, unit in re.findall(_PART, spelled):
+        if "." in value and unit != "second":
+            raise ValueError(f"only seconds may have a fraction in an interval, got {text!r}")
+        total += float(value) * _UNIT_MS[unit]
+    return total
+
+
+def require_interval(trigger: str, interval: str, option: str = "interval") -> None:
+    """Refuse (InvalidOptionError on ``option``) an interval Spark would refuse under
+    ``trigger`` once started: not in its form, or under 5 seconds for real-time mode."""
+    if trigger == AVAILABLE_NOW:
+        return  # no interval
+    try:
+        ms = interval_ms(interval)
+    except ValueError as error:
+        raise InvalidOptionError(str(error), option) from None
+    if trigger == REAL_TIME and ms < MIN_REAL_TIME_MS:
+        raise InvalidOptionError(
+            f"a real-time checkpoint {option} is at least 5 seconds, got {interval!r}", option
+        )

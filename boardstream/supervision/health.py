@@ -53,6 +53,7 @@ def evaluate(
     reasons = []
     age_s = lag = rows = uptime_s = None
     if owner is not None:
+        slo = slo.for_query(owner.details)
         uptime_s = max(0.0, (now_ms - owner.since_ms) / 1000)
         since_run = batch_ms if batch_ms is not None and batch_ms >= owner.since_ms else None
         newest = max(t for t in (since_run, idle_ms, owner.since_ms) if t is not None)

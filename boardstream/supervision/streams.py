@@ -10,7 +10,12 @@ from boardstream.errors import InvalidOptionError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
-from boardstream.spark.triggers import LIVE_INTERVAL, PROCESSING_TIME, REAL_TIME
+from boardstream.spark.triggers import (
+    LIVE_INTERVAL,
+    PROCESSING_TIME,
+    REAL_TIME,
+    require_interval,
+)
 
 LIVE_TRIGGERS = (PROCESSING_TIME, REAL_TIME)
 
@@ -33,6 +38,8 @@ class StreamOptions:
                 f"{self.trigger!r} (available-now is the catch-up DAG's)",
                 "trigger",
             )
+        require_interval(self.trigger, self.interval)
+        require_interval(PROCESSING_TIME, self.sink_interval, "sink_interval")
 
 
 @dataclass(frozen=True)

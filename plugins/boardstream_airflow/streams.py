@@ -9,13 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook, Param
 
-from boardstream.spark.triggers import LIVE_INTERVAL, PROCESSING_TIME, REAL_TIME
+from boardstream.spark.triggers import (
+    INTERVAL_PATTERN,
+    LIVE_INTERVAL,
+    PROCESSING_TIME,
+    REAL_TIME,
+)
 
 if TYPE_CHECKING:
     from boardstream.settings import Settings
     from boardstream.supervision import StreamOptions
 
-INTERVAL = r"^[0-9]+ ?(ms|milliseconds?|s|seconds?|m|minutes?|h|hours?)$"
 
 # The Settings fields the watch reads: where the checkpoints, progress lines and register are,
 # and the SLO.
@@ -26,8 +30,8 @@ def stream_params() -> dict[str, Param]:
     """How a stream runs once started: DAG params of the supervising and the request DAG."""
     return {
         "trigger": Param(PROCESSING_TIME, enum=[PROCESSING_TIME, REAL_TIME]),
-        "interval": Param(LIVE_INTERVAL, type="string", pattern=INTERVAL),
-        "sink_interval": Param(LIVE_INTERVAL, type="string", pattern=INTERVAL),
+        "interval": Param(LIVE_INTERVAL, type="string", pattern=INTERVAL_PATTERN),
+        "sink_interval": Param(LIVE_INTERVAL, type="string", pattern=INTERVAL_PATTERN),
         "unmatched_timeout": Param("10m", type="string", pattern=r"^[0-9]+(ms|s|m|h|d)$"),
         "join_mode": Param("latest", enum=["latest", "as-of"]),
     }

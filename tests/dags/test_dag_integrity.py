@@ -63,3 +63,17 @@ def test_pipeline_hands_the_asset_to_reconciliation(dagbag) -> None:
     sink = dagbag.get_dag("board_detail_pipeline").get_task("sink")
     assert sink.outlets == [BOARD_DETAIL]
     assert dagbag.get_dag("reconciliation").timetable.asset_condition == BOARD_DETAIL
+
+
+@pytest.mark.parametrize("dag_id", ["board_detail_stream", "board_detail_stream_request"])
+def test_stream_intervals_are_taken_only_in_the_form_spark_reads(dagbag, dag_id: str) -> None:
+    """Before, ``30s`` passed the params and the stream then failed to start ("Invalid value
+    30s" from Spark's trigger)."""
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    params = dagbag.dags[dag_id].params
+    for name in ("interval", "sink_interval"):
+        assert params.get_param(name).resolve("1 minute 30 seconds") == "1 minute 30 seconds"
+        for refused in ("30s", "500ms", "5m"):
+            with pytest.raises(ParamValidationError):
+                params.get_param(name).resolve(refused)

@@ -30,6 +30,7 @@ from boardstream.entrypoints.health import (
     stream_progress,
 )
 from boardstream.settings import Settings
+from boardstream.spark import checkpoint_lease
 from boardstream.spark.slo import StreamSlo
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -259,6 +260,19 @@ def test_streams_show_their_newest_batch_against_the_slo_and_recent_rates(
     assert sink["rows_per_s"] == [2.0, 3.0]
     assert sink["slo"]["breaches"] == ["age"]
     assert stream_progress(settings, 2, SLO, NOW)[1]["slo"]["ok"] is True
+
+
+def test_a_real_time_query_is_held_to_the_slo_plus_its_interval(settings: Settings) -> None:
+    """As the lease of its checkpoint says its last driver ran it (held or not)."""
+    write_progress(settings, "board-detail-join", [5.0])
+    later = NOW + timedelta(seconds=601)
+    assert stream_progress(settings, 1, SLO, later)[0]["slo"]["breaches"] == ["age"]
+    details = {"trigger": "real-time", "interval": "5 minutes"}
+    with checkpoint_lease.hold(settings.checkpoints / "board-detail-join", "join", details):
+        assert stream_progress(settings, 1, SLO, later)[0]["slo"]["ok"] is True
+    assert stream_progress(settings, 1, SLO, later)[0]["slo"]["ok"] is True
+    too_late = NOW + timedelta(seconds=901)
+    assert stream_progress(settings, 1, SLO, too_late)[0]["slo"]["breaches"] == ["age"]
 
 
 def test_no_progress_directory_is_no_streams(settings: Settings) -> None:

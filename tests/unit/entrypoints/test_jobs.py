@@ -211,6 +211,13 @@ def test_the_real_time_trigger_is_the_joins_alone(started, capsys) -> None:
         "board_detail_join: error: --trigger real-time runs --engine jvm only: Spark's "
         "real-time mode does not run the Python transformWithState"
     )
+    with pytest.raises(SystemExit) as short:
+        jobs.join_main(["--trigger", "real-time", "--interval", "1 second"])
+    assert short.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "board_detail_join: error: a real-time checkpoint --interval is at least 5 seconds, "
+        "got '1 second'"
+    )
     with pytest.raises(SystemExit) as sink:
         jobs.sink_main(argv)  # foreachBatch is not in Spark's real-time allowlist
     assert sink.value.code == 2

@@ -62,3 +62,14 @@ def test_the_bounds_are_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOARDSTREAM_STREAM_MAX_BATCH_AGE_S", "90")
     monkeypatch.setenv("BOARDSTREAM_STREAM_MAX_LAG", "0")
     assert StreamSlo.from_settings(Settings()) == StreamSlo(90, 0)
+
+
+def test_a_real_time_query_may_report_one_checkpoint_interval_later() -> None:
+    """A real-time batch reports its progress only when its interval ends."""
+    real_time = {"trigger": "real-time", "interval": "5 minutes"}
+    assert SLO.for_query(real_time) == StreamSlo(max_batch_age_s=900, max_lag=1_000)
+    assert SLO.for_query(real_time).evaluate(BATCH, at(900))["ok"]
+    assert SLO.for_query(real_time).evaluate(BATCH, at(901))["breaches"] == ["age"]
+    for details in (None, {}, {"trigger": "processing-time", "interval": "5 minutes"}):
+        assert SLO.for_query(details) == SLO
+    assert SLO.for_query({"trigger": "real-time", "interval": "5m"}) == SLO  # unreadable

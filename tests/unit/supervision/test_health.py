@@ -84,3 +84,15 @@ def test_only_streams_a_supervisor_started_or_was_asked_to_stop_count_as_supervi
     assert evaluate(
         StreamStatus("board-detail-join", None, asked_only), None, None, SINCE, SLO
     ).supervised
+
+
+def test_a_real_time_stream_reports_once_per_checkpoint_interval() -> None:
+    """Its batch age may reach the SLO plus its interval, as its lease says it runs."""
+    details = {"application_id": "app-7", "trigger": "real-time", "interval": "5 minutes"}
+    driver = Holder(41, "here", "board-detail-join", SINCE, details)
+    status = StreamStatus("board-detail-join", driver, STARTED)
+    progress = batch("2026-11-25T10:01:00.000Z")
+    healthy = evaluate(status, progress, None, SINCE + 60_000 + 330_000, SLO)
+    assert healthy.healthy and healthy.last_activity_age_s == 330.0
+    late = evaluate(status, progress, None, SINCE + 60_000 + 331_000, SLO)
+    assert late.reasons == ("no batch for 331 s (SLO 330 s)",)

@@ -25,3 +25,11 @@ def test_available_now_is_no_live_trigger() -> None:
     with pytest.raises(InvalidOptionError, match="catch-up DAG") as refused:
         StreamOptions(trigger="available-now")
     assert refused.value.options == ("trigger",)
+
+
+@pytest.mark.parametrize("interval", ["500 milliseconds", "4 seconds", "5m"])
+def test_a_real_time_stream_needs_a_checkpoint_interval_spark_takes(interval: str) -> None:
+    with pytest.raises(InvalidOptionError, match="interval") as refused:
+        StreamOptions(trigger="real-time", interval=interval)
+    assert refused.value.options == ("interval",)
+    assert StreamOptions(trigger="processing-time", interval="500 milliseconds")
