@@ -3,7 +3,9 @@ position check (its boards are simply "not yet read"), so a stall is a finding o
 
 Input waits since its first unread record was written, or since the job's last committed
 batch began, whichever is later; waiting longer than ``stall_after_ms`` is ``stalled``, with the job
-and the record it waits at (the one a failing batch most likely chokes on). When a record was
+and the record it waits at (the one a failing batch most likely chokes on). A job under the
+real-time trigger commits once per checkpoint interval, so what it reads waits up to one interval
+more: its stall age grows by its interval. When a record was
 written is its timestamp, its producer's word, but never later than an earlier run that saw
 it (:class:`~boardstream.reconcile.snapshot.EarlierSnapshot`): a record stamped in the future
 cannot hide a stall. A board waiting in the join's state past its unmatched timeout plus the
@@ -90,7 +92,7 @@ def stalled(
         if earlier is not None and earlier.held(record.topic, record.partition, record.offset):
             written = min(written, earlier.taken_at_ms)
         since = max(progress.began_at_ms or 0, written)
-        if now_ms - since > stall_after_ms:
+        if now_ms - since > stall_after_ms + (progress.real_time_interval_ms or 0):
             lines.append(
                 f"{job} waits at {record.topic}[{record.partition}]@{record.offset} "
                 f"(key {record.key}, {record.size:,} bytes) for {(now_ms - since) / 1000:,.0f}s"

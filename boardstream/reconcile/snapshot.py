@@ -24,7 +24,7 @@ from boardstream.kafka.clients import require_topics
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_checksums import read_verified
 from boardstream.spark.checkpoint_lease import last_holder
-from boardstream.spark.triggers import REAL_TIME
+from boardstream.spark.triggers import REAL_TIME, interval_ms
 
 Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
 
@@ -41,6 +41,10 @@ class JobProgress:
     # How far the job may have read past its committed batch when the topics were listed (per
     # topic, exclusive; None: not at all): the batch under way may have written outputs of it.
     under_way_to: Offsets | None = None
+    # The checkpoint interval when the job's last driver ran the real-time trigger (its lease
+    # says; 0 if unreadable), else None: such a job commits once per interval, so its input
+    # may wait that much longer before it counts as stalled.
+    real_time_interval_ms: int | None = None
 
     def of(self, topic: str) -> dict[int, int]:
         return self.offsets.get(topic, {})
@@ -93,6 +97,7 @@ class Snapshot:
                 _offsets(data["offsets"]),
                 data.get("began_at_ms"),
                 None if under_way is None else _offsets(under_way),
+                data.get("real_time_interval_ms"),
             )
 
         earlier = raw.get("earlier")
@@ -121,21 +126,40 @@ def committed_progress(checkpoint: Path) -> JobProgress:
     return JobProgress(batches[-1], offsets, began_at_ms)
 
 
+def as_listed(checkpoint: Path, progress: JobProgress, latest: Offsets) -> JobProgress:
+    """``progress`` with what the job may have done past it, asked after the topics' end
+    offsets ``latest`` were listed: whether its last driver ran the real-time trigger, with
+    which interval, and how far its batch under way may have read (:func:`under_way_to`)."""
+    progress = replace(progress, real_time_interval_ms=real_time_interval_ms(checkpoint))
+    return replace(progress, under_way_to=under_way_to(checkpoint, progress, latest))
+
+
+def real_time_interval_ms(checkpoint: Path) -> int | None:
+    """The checkpoint interval of the job's last driver if it ran the real-time trigger, as its
+    lease says (0 when the interval cannot be read); None for any other trigger, or no lease."""
+    last = last_holder(checkpoint)
+    if last is None or last.details.get("trigger") != REAL_TIME:
+        return None
+    try:
+        return round(interval_ms(str(last.details.get("interval"))))
+    except ValueError:
+        return 0
+
+
 def under_way_to(checkpoint: Path, progress: JobProgress, latest: Offsets) -> Offsets | None:
     """How far the query may have read past ``progress`` (its outputs of that may exist,
     committed or not), given the topics' end offsets ``latest`` listed before this is asked:
 
-    - under Spark's real-time trigger (the last driver on the checkpoint ran it, as its lease
-      says), up to ``latest``: a real-time batch reads what arrives and writes its outputs at
-      once, but logs its offsets only when it ends, and a stopped job leaves its cancelled
-      batch's outputs behind;
+    - under Spark's real-time trigger (``progress.real_time_interval_ms`` set), up to
+      ``latest``: a real-time batch reads what arrives and writes its outputs at once, but logs
+      its offsets only when it ends, and a stopped job leaves its cancelled batch's outputs
+      behind;
     - otherwise up to the end offsets of the next batch, if its offsets are logged (they are
       before it runs). Spark plans a batch only after committing the one before, so that entry
       is the only one allowed past ``progress``; it is checked like the committed one, and any
       other is refused: a forged entry would let outputs nothing accounts for pass as in flight.
     """
-    last = last_holder(checkpoint)
-    if last is not None and last.details.get("trigger") == REAL_TIME:
+    if progress.real_time_interval_ms is not None:
         return latest
     after = -1 if progress.batch_id is None else progress.batch_id
     later = [batch for batch in _batches(checkpoint / "offsets") if batch > after]
@@ -188,8 +212,8 @@ def take_snapshot(
         datetime.now(UTC),
         earliest=earliest,
         latest=latest,
-        join=replace(join, under_way_to=under_way_to(join_checkpoint, join, latest)),
-        sink=replace(sink, under_way_to=under_way_to(sink_checkpoint, sink, latest)),
+        join=as_listed(join_checkpoint, join, latest),
+        sink=as_listed(sink_checkpoint, sink, latest),
     )
 
 

@@ -93,3 +93,13 @@ def test_a_job_with_nothing_unread_needs_no_consumer() -> None:
     assert first_unread(no_settings, "board", {0: 5, 1: 3}, {0: 5, 1: 2}) == []  # type: ignore[arg-type]
     assert first_unread(no_settings, "board", {}, {0: 0, 1: 0}) == []  # type: ignore[arg-type]
     assert first_unread(no_settings, "board", {0: 9}, {}) == []  # type: ignore[arg-type]
+
+
+def test_a_real_time_job_may_leave_input_waiting_one_interval_more() -> None:
+    """It commits once per checkpoint interval: what its batch under way has read waits."""
+    interval = 5 * 60 * 1000
+    real_time = JobProgress(4, {"board": {0: 10}}, NOW - 3_600_000, None, interval)
+    assert stalled(JOB, real_time, [_waiting(0, NOW - STALL - interval)], NOW, STALL) == []
+    assert stalled(JOB, real_time, [_waiting(0, NOW - STALL - interval - 1_000)], NOW, STALL) == [
+        "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 1,501s"
+    ]

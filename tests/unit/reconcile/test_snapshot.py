@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile.snapshot import Snapshot, committed_progress, under_way_to
+from boardstream.reconcile.snapshot import (
+    Snapshot,
+    as_listed,
+    committed_progress,
+    under_way_to,
+)
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.checkpoint_checksums import CheckpointChecksumError
 from boardstream.spark.triggers import PROCESSING_TIME, REAL_TIME
@@ -103,14 +110,26 @@ def test_the_next_batchs_entry_is_checked_against_its_checksum(tmp_path: Path) -
 
 def test_a_real_time_batch_may_have_read_whatever_was_listed(tmp_path: Path) -> None:
     """A real-time batch logs its offsets only when it ends: while it runs (and after a stop
-    cancelled it) its outputs may name any position listed, whoever holds the lease now."""
+    cancelled it) its outputs may name any position listed, whoever holds the lease now; and
+    the job commits once per interval."""
     checkpoint = tmp_path / "join"
     logged(checkpoint, 0, 5, committed=True)
-    with checkpoint_lease.hold(checkpoint, "join", {"trigger": REAL_TIME}):
-        assert under_way_to(checkpoint, committed_progress(checkpoint), LATEST) == LATEST
-    assert under_way_to(checkpoint, committed_progress(checkpoint), LATEST) == LATEST
+    logged(checkpoint, 1, 9, committed=False)  # the batch under way ends: it is logged first
+    committed = committed_progress(checkpoint)
+    no_lease = as_listed(checkpoint, committed, LATEST)
+    assert no_lease == replace(committed, under_way_to={"board": {0: 9}})
+    details = {"trigger": REAL_TIME, "interval": "5 minutes"}
+    with checkpoint_lease.hold(checkpoint, "join", details):
+        running = as_listed(checkpoint, committed, LATEST)
+    assert (running.under_way_to, running.real_time_interval_ms) == (LATEST, 300_000)
+    assert as_listed(checkpoint, committed, LATEST) == running  # the lease released
+    with checkpoint_lease.hold(checkpoint, "join", {**details, "interval": "5m"}):
+        assert as_listed(checkpoint, committed, LATEST).real_time_interval_ms == 0
     with checkpoint_lease.hold(checkpoint, "join", {"trigger": PROCESSING_TIME}):
-        assert under_way_to(checkpoint, committed_progress(checkpoint), LATEST) is None
+        after = as_listed(checkpoint, committed, LATEST)
+    assert (after.under_way_to, after.real_time_interval_ms) == ({"board": {0: 9}}, None)
+    snapshot = Snapshot(datetime(2026, 11, 27, 10, tzinfo=UTC), {}, LATEST, running, after)
+    assert Snapshot.from_json(snapshot.to_json()) == snapshot
 
 
 def test_a_stored_snapshot_of_a_later_batch_reads_to_what_it_listed() -> None:
