@@ -2,12 +2,13 @@
 position check (its boards are simply "not yet read"), so a stall is a finding of its own.
 
 Input waits since its first unread record was written, or since the job's last committed
-batch began, whichever is later; waiting longer than ``stall_after_ms`` is ``stalled``, with the job
-and the record it waits at (the one a failing batch most likely chokes on). A job under the
-real-time trigger commits once per checkpoint interval, so what it reads waits up to one interval
-more: its stall age grows by its interval. When a record was
-written is its timestamp, its producer's word, but never later than an earlier run that saw
-it (:class:`~boardstream.reconcile.snapshot.EarlierSnapshot`): a record stamped in the future
+batch began, whichever is later; waiting longer than ``stall_after_ms`` is ``stalled``, with the
+job and the record it waits at (the one a failing batch most likely chokes on). A job under the
+real-time trigger commits once per checkpoint interval, so what it reads waits up to one
+interval more: its stall age grows by its interval, at most doubled (the interval is its lease's
+word: a forged one cannot hide a stall for longer). When a record was written is its
+timestamp, its producer's word, but never later than an earlier run that saw it
+(:class:`~boardstream.reconcile.snapshot.EarlierSnapshot`): a record stamped in the future
 cannot hide a stall. A board waiting in the join's state past its unmatched timeout plus the
 same slack means timers that do not fire (``overdue_pending``).
 """
@@ -92,7 +93,8 @@ def stalled(
         if earlier is not None and earlier.held(record.topic, record.partition, record.offset):
             written = min(written, earlier.taken_at_ms)
         since = max(progress.began_at_ms or 0, written)
-        if now_ms - since > stall_after_ms + (progress.real_time_interval_ms or 0):
+        slack = min(progress.real_time_interval_ms or 0, stall_after_ms)
+        if now_ms - since > stall_after_ms + slack:
             lines.append(
                 f"{job} waits at {record.topic}[{record.partition}]@{record.offset} "
                 f"(key {record.key}, {record.size:,} bytes) for {(now_ms - since) / 1000:,.0f}s"

@@ -24,7 +24,7 @@ from boardstream.kafka.clients import require_topics
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_checksums import read_verified
 from boardstream.spark.checkpoint_lease import last_holder
-from boardstream.spark.triggers import REAL_TIME, interval_ms
+from boardstream.spark.triggers import real_time_interval_ms
 
 Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
 
@@ -130,20 +130,10 @@ def as_listed(checkpoint: Path, progress: JobProgress, latest: Offsets) -> JobPr
     """``progress`` with what the job may have done past it, asked after the topics' end
     offsets ``latest`` were listed: whether its last driver ran the real-time trigger, with
     which interval, and how far its batch under way may have read (:func:`under_way_to`)."""
-    progress = replace(progress, real_time_interval_ms=real_time_interval_ms(checkpoint))
-    return replace(progress, under_way_to=under_way_to(checkpoint, progress, latest))
-
-
-def real_time_interval_ms(checkpoint: Path) -> int | None:
-    """The checkpoint interval of the job's last driver if it ran the real-time trigger, as its
-    lease says (0 when the interval cannot be read); None for any other trigger, or no lease."""
     last = last_holder(checkpoint)
-    if last is None or last.details.get("trigger") != REAL_TIME:
-        return None
-    try:
-        return round(interval_ms(str(last.details.get("interval"))))
-    except ValueError:
-        return 0
+    interval = None if last is None else real_time_interval_ms(last.details)
+    progress = replace(progress, real_time_interval_ms=interval)
+    return replace(progress, under_way_to=under_way_to(checkpoint, progress, latest))
 
 
 def under_way_to(checkpoint: Path, progress: JobProgress, latest: Offsets) -> Offsets | None:

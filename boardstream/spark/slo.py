@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from boardstream.settings import Settings
-from boardstream.spark.triggers import REAL_TIME, interval_ms
+from boardstream.spark.triggers import real_time_interval_ms
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,10 @@ class StreamSlo:
         """The bounds for a query run as ``details`` say (its lease holder's: trigger and
         interval). A real-time batch reports its progress only when its checkpoint interval
         ends, so its batch age may exceed the bound by one interval."""
-        if not details or details.get("trigger") != REAL_TIME:
+        interval_ms = real_time_interval_ms(details or {})
+        if not interval_ms:  # not real-time, or an interval unread: the plain bound
             return self
-        try:
-            interval_s = interval_ms(str(details.get("interval"))) / 1000
-        except ValueError:  # a lease from before intervals were checked: the plain bound
-            return self
-        return replace(self, max_batch_age_s=self.max_batch_age_s + interval_s)
+        return replace(self, max_batch_age_s=self.max_batch_age_s + interval_ms / 1000)
 
     def evaluate(self, batch: dict[str, Any], now: datetime) -> dict[str, Any]:
         """The batch's end, age (seconds) and lag, and the bounds it breaks (``age``, ``lag``).

@@ -2,6 +2,8 @@
 own so that DAG files can offer them as params without importing Spark at parse time."""
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from boardstream.errors import InvalidOptionError
 
@@ -64,3 +66,15 @@ def require_interval(trigger: str, interval: str, option: str = "interval") -> N
         raise InvalidOptionError(
             f"a real-time checkpoint {option} is at least 5 seconds, got {interval!r}", option
         )
+
+
+def real_time_interval_ms(details: Mapping[str, Any]) -> int | None:
+    """The checkpoint interval a query ran with under the real-time trigger, as its driver's
+    details say (its lease: ``trigger``, ``interval``); 0 when that interval cannot be read,
+    None under any other trigger. Such a query commits and reports once per interval."""
+    if details.get("trigger") != REAL_TIME:
+        return None
+    try:
+        return round(interval_ms(str(details.get("interval"))))
+    except ValueError:
+        return 0

@@ -103,3 +103,13 @@ def test_a_real_time_job_may_leave_input_waiting_one_interval_more() -> None:
     assert stalled(JOB, real_time, [_waiting(0, NOW - STALL - interval - 1_000)], NOW, STALL) == [
         "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 1,501s"
     ]
+
+
+def test_a_real_time_interval_never_more_than_doubles_the_stall_age() -> None:
+    """The interval is the lease file's word: one forged to a year hides a stall no longer."""
+    year = 365 * 86_400_000
+    forged = JobProgress(4, {"board": {0: 10}}, NOW - 3_600_000, None, year)
+    assert stalled(JOB, forged, [_waiting(0, NOW - 2 * STALL)], NOW, STALL) == []
+    assert stalled(JOB, forged, [_waiting(0, NOW - 2 * STALL - 1_000)], NOW, STALL) == [
+        "board-detail-join waits at board[0]@10 (key b7, 1,234,567 bytes) for 2,401s"
+    ]
