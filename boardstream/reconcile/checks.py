@@ -308,7 +308,13 @@ def evaluate(
     ).cache()  # read by its checks and the drill
     found = facts(inputs, boards, settings, snapshot, join_mode, now_ms, options).toArrow()
     boards.unpersist()
-    mismatches = sorted(inputs.table_read.mismatches, key=lambda m: (m.board_id, m.example()))
+    return with_type_mismatches(found, inputs.table_read)
+
+
+def with_type_mismatches(found: pa.Table, table_read: TableRead) -> pa.Table:
+    """The facts ``found`` (FACT_COLUMNS) with a ``detail`` column, and a ``type_mismatch``
+    board fact per type mismatch of ``table_read`` (its example as ``detail``)."""
+    mismatches = sorted(table_read.mismatches, key=lambda m: (m.board_id, m.example()))
     typed = pa.table(
         {
             "kind": pa.array(["type_mismatch"] * len(mismatches), pa.string()),

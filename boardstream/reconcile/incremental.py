@@ -3,8 +3,8 @@
 The records past the digest ledger's cursor are read from the topics; every older record of a
 touched key is looked up in the ledger. Records the topics no longer hold (below a partition's
 earliest offset: retention, ``deleteRecords``) are left out, as a full run, which reads from the
-earliest offset, never sees them. ``checks.facts`` then checks these frames exactly as it checks
-a full run's.
+earliest offset, never sees them. :mod:`.arrow_checks` then checks them as :mod:`.checks`
+checks a full run's frames: the same facts, without Spark's fixed cost per query.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from boardstream.errors import BoardstreamError
 from boardstream.reconcile import (
     affected,
+    arrow_checks,
     baseline,
     checks,
     digest_ledger,
@@ -34,8 +35,8 @@ from boardstream.reconcile import (
     table_watch,
 )
 from boardstream.reconcile.affected import Keys, Position
+from boardstream.reconcile.arrow_checks import ArrowInputs
 from boardstream.reconcile.baseline import Records
-from boardstream.reconcile.checks import CheckInputs
 from boardstream.reconcile.snapshot import Offsets, Snapshot
 from boardstream.settings import Settings
 from boardstream.timing import phase
@@ -109,17 +110,15 @@ def seeds(new: Records, carried: Keys) -> Keys:
 
 
 def carried(
-    connection: Connection, settings: Settings, snapshot: Snapshot, waiting: DataFrame
+    connection: Connection, settings: Settings, snapshot: Snapshot, waiting: pa.Table
 ) -> Keys:
     """The keys checked again though no new record names them: open at the last run
     (:func:`fact_store.open_keys`); every waiting board, by position and by board (its
     ``overdue_pending`` or ``stuck_pending`` facts are keyed by board, so each run replaces
     them); and the keys of records the topics have deleted since (below a partition's earliest
     offset), whose facts a full run would no longer find."""
-    pending = waiting.select("board_id", *SOURCE).collect()
     keys = fact_store.open_keys(connection, SETTLED) | Keys.of(
-        {(r.source_partition, r.source_offset) for r in pending},
-        {r.board_id for r in pending if r.board_id is not None},
+        set(_positions(waiting, SOURCE)), waiting.column("board_id").drop_null().to_pylist()
     )
     earliest = snapshot.earliest
     gone = [
@@ -165,11 +164,12 @@ def inputs_for(
     snapshot: Snapshot,
     keys: Keys,
     new: Records,
-    waiting: DataFrame,
-) -> CheckInputs:
-    """The checks' frames for ``keys`` (closed): the ledger's records of them and the new
-    ones, less what the topics no longer hold; the table rows of the keys' boards; ``waiting``
-    (the join's waiting boards, all of them: the state is small)."""
+    waiting: pa.Table,
+) -> ArrowInputs:
+    """The checks' inputs for ``keys`` (closed): the ledger's records of them and the new
+    ones, less what the topics no longer hold; the table rows of the keys' boards, with their
+    digests (Spark's, as a full run computes them); ``waiting`` (the join's waiting boards, all
+    of them: the state is small)."""
     earliest = snapshot.earliest
     positions, boards = keys.positions, keys.boards
     held = digest_ledger.outputs_at(connection, positions)
@@ -187,8 +187,10 @@ def inputs_for(
         DETAIL,
         earliest.get(settings.board_detail_topic, {}),
     )
-    waiting_members = {r.member_id for r in waiting.select("member_id").collect()}
-    member_ids = {*details.column("member_id").to_pylist(), *waiting_members} - {None}
+    member_ids = {
+        *details.column("member_id").to_pylist(),
+        *waiting.column("member_id").to_pylist(),
+    } - {None}
     named_versions = set(_positions(details, MEMBER))
     members = _kept(
         [
@@ -219,36 +221,36 @@ def inputs_for(
         earliest.get(settings.board_topic, {}),
     )
 
-    def refused(topic: str, at: set[Position], prefix: str) -> DataFrame:
+    def refused(topic: str, at: set[Position], prefix: str) -> pa.Table:
         found = _concat(
             [
                 digest_ledger.refused_at(connection, topic, at),
                 _at(new.refused.filter(pc.equal(new.refused["source_topic"], topic)), SOURCE, at),
             ]
         )
-        return spark.createDataFrame(found).select(
-            F.col("source_partition").alias(f"{prefix}_partition"),
-            F.col("source_offset").alias(f"{prefix}_offset"),
+        return found.select(list(SOURCE)).rename_columns(
+            [f"{prefix}_partition", f"{prefix}_offset"]
         )
 
     table = readers.read_table(settings, sorted(boards))
-    frame = spark.createDataFrame
-    return CheckInputs(
-        sources=frame(sources),
-        details=frame(details),
-        unmatched=frame(outputs["unmatched"]),
-        board_dead_letters=frame(outputs["dead_lettered"]),
+    return ArrowInputs(
+        sources=sources,
+        details=details,
+        unmatched=outputs["unmatched"],
+        board_dead_letters=outputs["dead_lettered"],
         sink_dead_letters=refused(
             settings.board_detail_topic, set(_positions(details, DETAIL)), "detail"
         ),
         refused_members=refused(settings.member_topic, set(_positions(members, MEMBER)), "member"),
-        members=frame(members),
-        table=frame(table.rows).select(
+        members=members,
+        table=spark.createDataFrame(table.rows)
+        .select(
             F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
             *DETAIL,
             readers.content_digest().alias("digest"),
             "typed",
-        ),
+        )
+        .toArrow(),
         waiting=waiting,
         table_read=table,
     )
@@ -340,10 +342,10 @@ def check(
         )
     mode = checks.join_mode(join_checkpoint)
 
-    def checked(keys: Keys) -> tuple[CheckInputs, pa.Table]:
+    def checked(keys: Keys) -> tuple[ArrowInputs, pa.Table]:
         with phase("reconcile: their records, rows and checks"):
             inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
-            return inputs, checks.evaluate(inputs, settings, snapshot, mode, now_ms, options)
+            return inputs, arrow_checks.evaluate(inputs, settings, snapshot, mode, now_ms, options)
 
     # The table's bucket digests are the run's one pass over a slice of the table (all of it,
     # up to reconcile_watch_rows rows): the database computes them on a connection of its own
@@ -354,7 +356,7 @@ def check(
         table_look = pool.submit(_look, connection.engine, settings.reconcile_watch_rows)
         with phase("reconcile: the new records"):
             new = read_new(spark, settings, snapshot, cursor)
-        waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
+        waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).toArrow()
         relations = lookups(connection, new)
         with phase("reconcile: the keys to re-check"):
             seeded = seeds(new, carried(connection, settings, snapshot, waiting))
@@ -370,8 +372,7 @@ def check(
         )
         keys = affected.close(keys | Keys.of((), changed), *relations)
         inputs, found = checked(keys)
-    lines = checks.waiting_now(waiting, now_ms, options)
-    waiting.unpersist()
+    lines = arrow_checks.waiting_now(waiting, now_ms, options)
     with phase("reconcile: the facts, the rows as checked and the ledger"):
         delta = fact_store.replace(connection, keys, found)
         table_watch.remember(connection, keys.boards)

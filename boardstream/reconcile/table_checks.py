@@ -23,6 +23,15 @@ from boardstream.spark.columns import below
 
 NULL_BOARD_ID = "(null board_id)"
 _POSITION = ("detail_partition", "detail_offset")
+# What the drill needs of a board of per_board.
+DRILLED = (
+    "board_id",
+    "n_detail",
+    "settled",
+    "newest_detail_partition",
+    "newest_detail_offset",
+    "newest_sink_dead_lettered",
+)
 
 
 def per_board(
@@ -108,14 +117,7 @@ def drilled_rows(
     hold (``extra_in_table``), a record that is not this row (``mismatched``: other board or
     content), or an older record of its board than the newest one the sink committed
     (``stale_in_table``)."""
-    drilled = boards.where("drill").select(
-        "board_id",
-        "n_detail",
-        "settled",
-        "newest_detail_partition",
-        "newest_detail_offset",
-        "newest_sink_dead_lettered",
-    )
+    drilled = boards.where("drill").select(*DRILLED)
     records = details.select(
         *_POSITION,
         F.col("board_id").alias("record_board_id"),

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from boardstream import database
 from boardstream.reconcile import (
     affected,
+    arrow_checks,
     baseline,
     checks,
     digest_ledger,
@@ -137,7 +138,7 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
         ),
         members=readers.members(raw(spark, [])).toArrow(),
     )
-    waiting = readers.pending(spark, "", None)
+    waiting = readers.pending(spark, "", None).toArrow()
     options = checks.ReconcileOptions()
 
     with engine.connect() as connection:
@@ -156,7 +157,8 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
         return sorted(tuple(r) for r in found.collect())
 
     whole = facts(frames(spark, settings, [BASE, NEW], table))
-    mine = facts(partial)
+    found = arrow_checks.evaluate(partial, settings, snapshot, None, 0, options)
+    mine = sorted(zip(*(found.column(c).to_pylist() for c in checks.FACT_COLUMNS), strict=True))
     covered = [
         f for f in whole if (f[1], f[2]) in keys.positions or (f[1] is None and f[3] in keys.boards)
     ]
