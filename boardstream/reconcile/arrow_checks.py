@@ -8,7 +8,7 @@ milliseconds; full runs keep Spark.
 The definitions stay :mod:`.positions`, :mod:`.table_checks` and :mod:`.checks`: this module
 restates them condition for condition, with SQL's semantics where they matter. pandas' nullable
 dtypes give NULL's three-valued ``&``, ``|`` and ``~``; a condition that is NULL holds no fact; a
-NULL key joins nothing; NULL group keys form one group. ``tests/unit/reconcile/
+NULL key joins nothing; NULL group keys form one group. ``tests/integration/
 test_arrow_checks.py`` holds the two to the same facts on random inputs.
 """
 
