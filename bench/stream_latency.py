@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from backlog import backlog_settings
 from compare import LoadProducer
 
-from boardstream import supervision
+from boardstream import database, supervision
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
@@ -35,31 +35,34 @@ from boardstream.supervision import StreamOptions
 
 
 class TablePoller:
-    """When each board's row is first seen in board_detail (epoch ms), polled every
-    ``poll_ms`` on a thread of its own."""
+    """When each board sent is first seen in board_detail (epoch ms), polled every ``poll_ms``
+    on a thread of its own: the boards not seen yet, looked up by key (the table is stored in
+    board id order, with no insertion order to follow)."""
 
-    def __init__(self, settings: Settings, poll_ms: int) -> None:
+    def __init__(self, settings: Settings, load: LoadProducer, poll_ms: int) -> None:
         self.engine = sa.create_engine(settings.database)
+        self.load = load
         self.poll_s = poll_ms / 1000
         self.seen: dict[str, int] = {}
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        last_rowid = 0
+        lookup = sa.text("SELECT board_id FROM board_detail WHERE board_id IN :ids").bindparams(
+            sa.bindparam("ids", expanding=True)
+        )
         while not self.stopped.is_set():
+            unseen = [key for key in list(self.load.sent) if key not in self.seen]
+            found: list[str] = []
             try:
                 with self.engine.connect() as connection:
-                    rows = connection.execute(
-                        sa.text("SELECT rowid, board_id FROM board_detail WHERE rowid > :last"),
-                        {"last": last_rowid},
-                    ).all()
+                    for chunk in database.chunks(unseen):
+                        found += connection.execute(lookup, {"ids": list(chunk)}).scalars()
             except sa.exc.OperationalError:  # no table before the sink's first batch
-                rows = []
+                found = []
             now = int(time.time() * 1000)
-            for rowid, board_id in rows:
+            for board_id in found:
                 self.seen.setdefault(board_id, now)
-                last_rowid = max(last_rowid, rowid)
             time.sleep(self.poll_s)
 
     def __enter__(self) -> TablePoller:
@@ -123,7 +126,7 @@ def main() -> int:
     options = StreamOptions(args.trigger, args.interval, args.sink_interval)
     began = time.time()
     supervision.start(settings, options)
-    with TablePoller(settings, args.poll_ms) as poller:
+    with TablePoller(settings, load, args.poll_ms) as poller:
         probe = send_steadily(load, "probe", 10, 1)
         while not all(key in poller.seen for key in probe):
             time.sleep(0.5)
@@ -145,7 +148,7 @@ def main() -> int:
     if args.live_only:
         return 0 if live_missing == 0 else 1
     print("available-now: the same load with no job running, then one pipeline run", flush=True)
-    with TablePoller(settings, args.poll_ms) as poller:
+    with TablePoller(settings, load, args.poll_ms) as poller:
         batch_sent = send_steadily(load, "batch", args.rate, args.seconds)
         batch_began = time.time()
         for job in ("board-detail-join", "board-detail-sink"):

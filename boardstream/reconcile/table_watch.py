@@ -33,7 +33,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from boardstream import database
+from boardstream import database, key_order
 from boardstream.reconcile import table_buckets
 from boardstream.reconcile.table_buckets import EMPTY, WHOLE, BucketDigest, IdRange, RowDigest
 from boardstream.reconcile.table_checks import NULL_BOARD_ID
@@ -109,25 +109,8 @@ def slice_record(within: IdRange, rows: int) -> dict[str, object]:
 def create(engine: Engine) -> None:
     """Create the tables; on SQLite, move remembered rows kept in a rowid table (made before
     it was stored in board id order) into the board id ordered one."""
-    with engine.begin() as connection:
-        if connection.dialect.name == "sqlite" and _has_rowid(connection, reconcile_row.name):
-            log.info("%s: moving its rows into board id order (once)", reconcile_row.name)
-            for index in reconcile_row.indexes:
-                connection.exec_driver_sql(f"DROP INDEX IF EXISTS {index.name}")
-            connection.exec_driver_sql(f"ALTER TABLE {reconcile_row.name} RENAME TO _rowid_rows")
-            reconcile_row.create(connection)
-            connection.exec_driver_sql(
-                f"INSERT INTO {reconcile_row.name} SELECT * FROM _rowid_rows ORDER BY board_id"
-            )
-            connection.exec_driver_sql("DROP TABLE _rowid_rows")
+    key_order.move_into_key_order(engine, reconcile_row)
     metadata.create_all(engine)
-
-
-def _has_rowid(connection: Connection, table: str) -> bool:
-    ddl = connection.exec_driver_sql(
-        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
-    ).scalar()
-    return ddl is not None and "WITHOUT ROWID" not in ddl.upper()
 
 
 def look(bind: Engine | Connection, rows: int) -> Look:

@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from boardstream import database
+from boardstream import database, key_order
 from boardstream.joins.schema import BOARD_ID_MAX_CHARS
 
 metadata = sa.MetaData()
@@ -40,12 +40,18 @@ board_detail = sa.Table(
     sa.Column("detail_partition", sa.Integer, nullable=False),
     sa.Column("detail_offset", sa.BigInteger, nullable=False),
     sa.Column("loaded_at", sa.DateTime(timezone=True), server_default=sa.func.now()),
+    # SQLite: stored in board id order, so a range of ids (a table watch's slice) is neighbouring
+    # pages rather than one page read per row (boardstream.key_order).
+    sqlite_with_rowid=False,
 )
 
 COLUMNS = [c.name for c in board_detail.columns if c.name != "loaded_at"]
 
 
 def create(engine: Engine) -> None:
+    """Create the table; on SQLite, move one made before it was stored in board id order into
+    that order (once)."""
+    key_order.move_into_key_order(engine, board_detail)
     metadata.create_all(engine)
 
 
