@@ -1,10 +1,11 @@
-"""The table's per-bucket digests (issue #22) next to their floors, SQLite and PostgreSQL side by
-side.
+"""The table's per-bucket digests (issue #22) next to their floors, SQLite (in board id order, as
+the sink makes ``board_detail``, and with a rowid, as it made it before ``03c4cc8``) and
+PostgreSQL side by side.
 
     .venv/bin/python bench/table_buckets.py                       # 447,017 rows, 3 repeats
     .venv/bin/python bench/table_buckets.py --rows 4470170 --repeat 1
 
-Fills ``board_detail`` in a fresh SQLite file and a throwaway PostgreSQL server (started like
+Fills ``board_detail`` in two fresh SQLite files and a throwaway PostgreSQL server (started like
 the tests' ``postgres`` fixture, on a free port) with the same seeded rows (titles ~40
 characters, bodies ~200, a few NULLs; board ids random hex inserted in no order of theirs, as
 the sink loads the generator's: a range of ids is spread over the whole table's pages), by bulk
@@ -15,8 +16,9 @@ registered Python function), one
 ``bucket_digests`` (4,096 buckets), ``row_digests`` of 1 % of the boards and ``rows_in_buckets``
 of one bucket (the drill-down), and what an incremental run's table watch costs: one slice of
 ``--watch-rows`` rows starting a third of the way into the ids (``table_watch.look``; the whole
-table when it holds no more). Each figure is the median of ``--repeat`` runs, after one
-untimed full read (a warm cache, as a scheduled run right after the sink would find).
+table when it holds no more); last, what one sink batch's write costs in that table (1 % new
+boards and a newer version of 1 %, upserted). Each figure is the median of ``--repeat`` runs,
+after one untimed full read (a warm cache, as a scheduled run right after the sink would find).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +96,15 @@ def rows(count: int, seed: int = 1) -> Iterator[list[tuple[Any, ...]]]:
         yield batch
 
 
-def load_sqlite(engine: Engine, count: int) -> None:
-    sink_table.create(engine)
+def load_sqlite(engine: Engine, count: int, rowid: bool = False) -> None:
+    """The rows into ``board_detail`` as the sink makes it (in board id order), or with
+    ``rowid`` as it was made before ``03c4cc8`` (rows in insertion order, the key beside)."""
+    if rowid:
+        legacy = sink_table.board_detail.to_metadata(sa.MetaData())
+        legacy.dialect_options["sqlite"]["with_rowid"] = True
+        legacy.create(engine)
+    else:
+        sink_table.create(engine)
     marks = ", ".join("?" * len(COLUMNS))
     raw = engine.raw_connection()
     try:
@@ -211,7 +221,23 @@ def measure(engine: Engine, count: int, repeat: int, watch_rows: int) -> dict[st
     assert len(picked) == len(ids)
     assert tb.totals(drilled.values()).get(7, tb.EMPTY) == digests.get(7, tb.EMPTY)
     figures["row_digests boards"] = len(ids)
+    figures["sink upsert (1 % new, 1 % replaced)"] = statistics.median(
+        sink_batch(engine, ids, seed) for seed in range(repeat)
+    )
     return figures
+
+
+def sink_batch(engine: Engine, replaced: list[str], seed: int) -> float:
+    """One sink batch's write: as many new boards as ``replaced`` and a newer version of each
+    of ``replaced``, upserted as the sink does (it grows the table by the new ones)."""
+    fresh = [dict(zip(COLUMNS, row, strict=True)) for row in next(rows(len(replaced), seed + 10))]
+    newer = [{**row, "board_id": board_id} for row, board_id in zip(fresh, replaced, strict=True)]
+    batch = [{**row, "board_id": f"new{seed}-{row['board_id']}"} for row in fresh] + [
+        {**row, "detail_offset": 10**12 + seed} for row in newer
+    ]
+    start = time.perf_counter()
+    assert sink_table.upsert(engine, batch) == len(batch)
+    return time.perf_counter() - start
 
 
 def start_postgres(var_dir: Path) -> Postgres:
@@ -237,9 +263,14 @@ def main() -> None:
     try:
         engines = {
             "SQLite": database.engine(f"sqlite:///{var_dir / 'board_detail.db'}"),
+            "SQLite, rowid": database.engine(f"sqlite:///{var_dir / 'rowid.db'}"),
             "PostgreSQL": database.engine(server.url),
         }
-        loaders = {"SQLite": load_sqlite, "PostgreSQL": load_postgres}
+        loaders = {
+            "SQLite": load_sqlite,
+            "SQLite, rowid": partial(load_sqlite, rowid=True),
+            "PostgreSQL": load_postgres,
+        }
         results: dict[str, dict[str, float]] = {}
         for name, engine in engines.items():
             start = time.perf_counter()
@@ -271,6 +302,7 @@ def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> No
         "rows_in_buckets (1)",
         "row_digests (1 %)",
         "watch slice",
+        "sink upsert (1 % new, 1 % replaced)",
     ):
         cells = [f"{results[n][measure_name]:.3f} s" for n in names]
         print(f"| {measure_name} | {' | '.join(cells)} |")
