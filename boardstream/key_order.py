@@ -4,7 +4,7 @@ made with a rowid into that order.
 A rowid table keeps its rows in insertion order and its key in an index beside them, so a
 range of keys inserted in random order (board ids) costs one page read per row. Stored in key
 order, the same range is neighbouring pages: at 4.47 M rows, a 500,000-row slice's bucket
-digests took 1.9 s against 3.6-3.9 s (docs/BENCHMARKS.md).
+digests took 1.8 s against 4.0 s (docs/BENCHMARKS.md).
 
 A database made before a table was declared so keeps the rowid one: :func:`move_into_key_order`
 copies it over, once, in one transaction, but only a table laid out exactly as declared bar the
@@ -39,8 +39,10 @@ def move_into_key_order(engine: Engine, table: sa.Table) -> bool:
         # pysqlite begins a transaction only before DML, so its implicit one would leave the
         # rename and the create below committed on their own: one explicit transaction, taken
         # for writing at once (a concurrent mover waits here, then finds nothing to move).
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # A writer holding the database past the driver's busy timeout, like any failure here,
+        # leaves the table as it was, for the next start to try again.
         try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
             moved = _move(connection, table)
         except sa.exc.DBAPIError as error:
             connection.rollback()

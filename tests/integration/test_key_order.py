@@ -1,12 +1,13 @@
 """``board_detail`` stored in board id order on SQLite (``boardstream/key_order.py``), on real
 database files: a new table is made so; one made with a rowid by an earlier version moves over
 once, every stored value as it was; a table not laid out as the sink makes it (a type, an index,
-a view, a trigger of someone else's) is left exactly as it is; a move that fails leaves the
-table as it was, its indexes included."""
+a view, a trigger of someone else's) is left exactly as it is; a move that fails, or cannot
+take the database from a writer, leaves the table as it was, its indexes included."""
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -165,3 +166,27 @@ def test_a_move_that_fails_leaves_the_table_as_it_was(engine, caplog) -> None:
         "board_detail: left in rowid order, nothing changed: "
         "error in view broken: no such table: main.gone"
     )
+
+
+def test_a_writer_holding_the_database_leaves_the_move_to_the_next_start(engine, caplog) -> None:
+    """Another process mid-write past the driver's busy timeout: the sink or a reconciliation
+    still starts, the table as it was, and a later start moves it."""
+    made_with_a_rowid(engine)
+    before, layout = stored(engine), ddl(engine)
+    caplog.set_level(logging.INFO, logger=key_order.__name__)
+    writer = sqlite3.connect(engine.url.database, timeout=0, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        impatient = database.engine(f"{engine.url}?timeout=0.2")
+        sink_table.create(impatient)
+        impatient.dispose()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert ddl(engine) == layout and stored(engine) == before
+    assert [r.getMessage() for r in caplog.records] == [
+        "board_detail: left in rowid order, nothing changed: database is locked"
+    ]
+
+    sink_table.create(engine)
+    assert ddl(engine).rstrip().endswith("WITHOUT ROWID") and stored(engine) == before
