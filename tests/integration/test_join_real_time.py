@@ -23,7 +23,6 @@ from boardstream.settings import Settings
 from tests.fixtures import cli, cli_command, cli_env
 from tests.pipeline import Pipeline
 
-T0 = int(time.time() * 1000)
 # Long enough that an output seen before it ends came out between checkpoints.
 LONG_INTERVAL = "5 minutes"
 # member, board and tick topics of one partition each, one shuffle partition.
@@ -112,18 +111,27 @@ def stop(pipeline: Pipeline, job: subprocess.Popen[str]) -> str:
     return output
 
 
+@pytest.fixture
+def t0() -> int:
+    """The test's first record time: now, as a producer stamps it. A time taken when the module
+    was imported made a board as old as the suite's run so far, and a reconciliation 25 minutes
+    into a slow run found the join stalled at it (the liveness check takes a record's timestamp
+    for when it was written)."""
+    return int(time.time() * 1000)
+
+
 def test_records_flow_between_checkpoints_and_timers_fire_between_batches(
-    pipeline, real_time_join
+    pipeline, real_time_join, t0: int
 ) -> None:
     job = real_time_join()
-    pipeline.member(1, "first", T0)
-    pipeline.board("a" * 24, 1, T0 + 1)
+    pipeline.member(1, "first", t0)
+    pipeline.board("a" * 24, 1, t0 + 1)
     wait_for(lambda: "a" * 24 in pipeline.detail(), job, "joined board")
 
-    pipeline.board("late" + "0" * 20, 2, T0 + 2)  # its member comes after it
-    pipeline.board("orphan" + "0" * 18, 3, T0 + 3)  # its member never comes
-    pipeline.send(pipeline.settings.board_topic, b"bad", b"{not json", T0 + 4)
-    pipeline.member(2, "late", T0 + 5)
+    pipeline.board("late" + "0" * 20, 2, t0 + 2)  # its member comes after it
+    pipeline.board("orphan" + "0" * 18, 3, t0 + 3)  # its member never comes
+    pipeline.send(pipeline.settings.board_topic, b"bad", b"{not json", t0 + 4)
+    pipeline.member(2, "late", t0 + 5)
     wait_for(lambda: len(pipeline.detail()) == 2, job, "board of the late member")
     wait_for(lambda: pipeline.dead_letters() != [], job, "dead letter")
     output = stop(pipeline, job)  # all within the first batch: no checkpoint interval has passed
@@ -140,7 +148,7 @@ def test_records_flow_between_checkpoints_and_timers_fire_between_batches(
 
     # The restart replays the cancelled batch, then its next batch sends the orphan on.
     job = real_time_join("10 seconds")
-    pipeline.board("b" * 24, 1, T0 + 6)
+    pipeline.board("b" * 24, 1, t0 + 6)
     wait_for(lambda: "b" * 24 in copies(pipeline), job, "board after the restart")
     wait_for(lambda: pipeline.unmatched() != {}, job, "unmatched board")
     stop(pipeline, job)
@@ -216,15 +224,15 @@ def reconcile(pipeline: Pipeline, *args: str) -> dict[str, int]:
 
 
 def test_a_reconciliation_passes_while_a_batch_runs_and_after_a_stop(
-    pipeline, real_time_join
+    pipeline, real_time_join, t0: int
 ) -> None:
     """A real-time batch writes its outputs at once but logs its offsets only when it ends, and
     a stop cancels it, its outputs left behind (replayed at the next start). Before, every
     board it had joined was ``extra`` to a reconciliation, the stream running or stopped."""
     job = real_time_join()
-    pipeline.member(1, "first", T0)
-    pipeline.board("a" * 24, 1, T0 + 1)
-    pipeline.board("o" * 24, 3, T0 + 2)  # its member never comes
+    pipeline.member(1, "first", t0)
+    pipeline.board("a" * 24, 1, t0 + 1)
+    pipeline.board("o" * 24, 3, t0 + 2)  # its member never comes
     wait_for(lambda: "a" * 24 in pipeline.detail(), job, "joined board")
     running = reconcile(pipeline, "--full")
     stop(pipeline, job)
