@@ -42,7 +42,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from boardstream import database
+from boardstream import database, key_order
 from boardstream.reconcile import table_buckets as tb
 from boardstream.reconcile import table_watch
 from boardstream.settings import Settings
@@ -100,9 +100,7 @@ def load_sqlite(engine: Engine, count: int, rowid: bool = False) -> None:
     """The rows into ``board_detail`` as the sink makes it (in board id order), or with
     ``rowid`` as it was made before ``03c4cc8`` (rows in insertion order, the key beside)."""
     if rowid:
-        legacy = sink_table.board_detail.to_metadata(sa.MetaData())
-        legacy.dialect_options["sqlite"]["with_rowid"] = True
-        legacy.create(engine)
+        key_order.with_rowid(sink_table.board_detail).create(engine)
     else:
         sink_table.create(engine)
     marks = ", ".join("?" * len(COLUMNS))

@@ -105,10 +105,17 @@ def _layout(connection: Connection, name: str) -> Layout:
     return tuple(tuple(c) for c in columns), tuple(sorted(indexes))
 
 
-def _rowid_layout(table: sa.Table) -> Layout:
-    """``table``'s layout with a rowid, as made in a scratch in-memory database."""
+def with_rowid(table: sa.Table) -> sa.Table:
+    """``table`` as it was declared before it was stored in key order (in a metadata of its own):
+    what an earlier version made, for the layout check and for tests and benches to make."""
     copy = table.to_metadata(sa.MetaData())
     copy.dialect_options["sqlite"]["with_rowid"] = True
+    return copy
+
+
+def _rowid_layout(table: sa.Table) -> Layout:
+    """``table``'s layout with a rowid, as made in a scratch in-memory database."""
+    copy = with_rowid(table)
     scratch = sa.create_engine("sqlite://")
     try:
         with scratch.begin() as connection:

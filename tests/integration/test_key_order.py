@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import pytest
@@ -59,8 +60,7 @@ def made_with_a_rowid(
     """``board_detail`` as an earlier version made it (the same table with a rowid; its
     ``member_id`` of another type if given), holding rows loaded in no order of their ids, each
     with a ``loaded_at`` of its own; then ``after``."""
-    legacy = sink_table.board_detail.to_metadata(sa.MetaData())
-    legacy.dialect_options["sqlite"]["with_rowid"] = True
+    legacy = key_order.with_rowid(sink_table.board_detail)
     if member_id is not None:
         legacy.c.member_id.type = member_id
     rows = [
@@ -190,3 +190,24 @@ def test_a_writer_holding_the_database_leaves_the_move_to_the_next_start(engine,
 
     sink_table.create(engine)
     assert ddl(engine).rstrip().endswith("WITHOUT ROWID") and stored(engine) == before
+
+
+def test_two_starts_at_once_move_the_table_once(engine, caplog) -> None:
+    """The sink and a reconciliation starting together both find a rowid table: one moves it,
+    the other waits for its transaction, then finds nothing left to move (not a table "not laid
+    out as declared")."""
+    made_with_a_rowid(engine)
+    before = stored(engine)
+    caplog.set_level(logging.INFO, logger=key_order.__name__)
+    with ThreadPoolExecutor(2) as pool:
+        moved = sorted(
+            pool.map(
+                lambda _: key_order.move_into_key_order(engine, sink_table.board_detail), [1, 2]
+            )
+        )
+    assert moved == [False, True]
+    assert ddl(engine).rstrip().endswith("WITHOUT ROWID") and stored(engine) == before
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+        f"board_detail: moving its {ROWS} rows into key order",
+        f"board_detail: {ROWS} rows in key order",
+    ]
