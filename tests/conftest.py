@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +66,15 @@ def library_log_levels() -> Iterator[None]:
     yield
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)
+
+
+@pytest.fixture
+def t0() -> int:
+    """A test's first record time: now, as a producer stamps it. A time taken when its module
+    was imported made a board as old as the suite's run so far, and a reconciliation 25 minutes
+    into a slow run found the join stalled at it (the liveness check takes a record's timestamp
+    for when it was written; the join's unmatched timeout counts from it too)."""
+    return int(time.time() * 1000)
 
 
 @pytest.fixture(scope="session")

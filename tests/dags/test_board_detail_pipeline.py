@@ -4,14 +4,11 @@ job (local[2], from the `spark_default` connection), and what they wrote then re
 from __future__ import annotations
 
 import base64
-import time
 
 import pytest
 
 from tests.airflow_fixtures import export_settings, run_dag
 from tests.pipeline import Pipeline, query
-
-NOW = int(time.time() * 1000)
 
 
 @pytest.fixture
@@ -21,12 +18,12 @@ def pipeline(kafka, airflow_home, tmp_path, monkeypatch) -> Pipeline:
     return pipeline
 
 
-def test_pipeline_run_joins_loads_and_reconciles(pipeline: Pipeline) -> None:
+def test_pipeline_run_joins_loads_and_reconciles(pipeline: Pipeline, t0: int) -> None:
     for member_id in (1, 2, 3):
-        pipeline.member(member_id, f"m{member_id}", ts=NOW)
+        pipeline.member(member_id, f"m{member_id}", ts=t0)
     for i in range(8):
-        pipeline.board(f"p{i}", member_id=i % 3 + 1, ts=NOW + 1 + i)
-    pipeline.send(pipeline.settings.board_topic, b"broken", b"{not json", ts=NOW + 20)
+        pipeline.board(f"p{i}", member_id=i % 3 + 1, ts=t0 + 1 + i)
+    pipeline.send(pipeline.settings.board_topic, b"broken", b"{not json", ts=t0 + 20)
 
     assert run_dag("board_detail_pipeline.py", "board_detail_pipeline") == "success"
 

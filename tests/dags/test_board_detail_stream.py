@@ -26,7 +26,6 @@ from tests.airflow_fixtures import export_settings, run_dag
 from tests.fixtures import cli, isolated_settings
 from tests.pipeline import Pipeline, query
 
-T0 = int(time.time() * 1000)
 JOIN, SINK = "board-detail-join", "board-detail-sink"
 POLL_S = 5  # the watch's poll interval (the DAG's sensor default)
 
@@ -102,14 +101,14 @@ def _apps(settings: Settings) -> dict[str, list[str]]:
 
 
 def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
-    pipeline: Pipeline, cluster: Settings, spark
+    pipeline: Pipeline, cluster: Settings, spark, t0: int
 ) -> None:
     settings = pipeline.settings
     for member_id in (1, 2, 3):
-        pipeline.member(member_id, f"m{member_id}", ts=T0)
+        pipeline.member(member_id, f"m{member_id}", ts=t0)
     first = [f"s{i}" for i in range(10)]
     for i, board in enumerate(first):
-        pipeline.board(board, member_id=i % 3 + 1, ts=T0 + 1 + i)
+        pipeline.board(board, member_id=i % 3 + 1, ts=t0 + 1 + i)
 
     # Two start requests at once, one through the request DAG: one stream each.
     racing = _in_background(lambda: supervision.start(settings))
@@ -162,7 +161,7 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
     # Boards arrive while the join is dead; the next run restarts it, then a stop is requested.
     later = [f"s{i}" for i in range(10, 20)]
     for i, board in enumerate(later, start=len(first)):
-        pipeline.board(board, member_id=i % 3 + 1, ts=T0 + 100 + i)
+        pipeline.board(board, member_id=i % 3 + 1, ts=t0 + 100 + i)
 
     def request_stop_once_loaded() -> None:
         _until(lambda: holder(join.checkpoint) is not None, "the join's restart")
@@ -209,16 +208,16 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
 
 @pytest.mark.long
 def test_the_stream_waits_for_a_lost_worker_and_recovers_when_one_returns(
-    pipeline: Pipeline, cluster: Settings, spark
+    pipeline: Pipeline, cluster: Settings, spark, t0: int
 ) -> None:
     """The worker machine lost (its daemon and executors killed at once): the drivers live on
     with no executor, and once a worker registers they carry on from where they were."""
     settings = pipeline.settings
     for member_id in (1, 2):
-        pipeline.member(member_id, f"m{member_id}", ts=T0)
+        pipeline.member(member_id, f"m{member_id}", ts=t0)
     before = [f"w{i}" for i in range(5)]
     for i, board in enumerate(before):
-        pipeline.board(board, member_id=i % 2 + 1, ts=T0 + 1 + i)
+        pipeline.board(board, member_id=i % 2 + 1, ts=t0 + 1 + i)
     drivers = [s.holder for s in supervision.start(settings)]
     _until(_loaded(settings, before), "the boards before the loss")
 
@@ -228,7 +227,7 @@ def test_the_stream_waits_for_a_lost_worker_and_recovers_when_one_returns(
     os.killpg(os.getpgid(pid), signal.SIGKILL)  # the daemon and the executors it launched
     after = [f"w{i}" for i in range(5, 10)]
     for i, board in enumerate(after, start=len(before)):
-        pipeline.board(board, member_id=i % 2 + 1, ts=T0 + 1 + i)
+        pipeline.board(board, member_id=i % 2 + 1, ts=t0 + 1 + i)
     time.sleep(20)
     assert not _loaded(settings, before + after)(), "loaded with no executor?"
     assert [s.holder for s in supervision.ensure(settings)] == drivers  # no driver died

@@ -16,8 +16,6 @@ from boardstream.joins.job import ENGINES, JoinJobConfig
 from boardstream.reconcile.readers import pending
 from tests.pipeline import Pipeline, consume_all, query
 
-T0 = int(time.time() * 1000)
-
 
 @pytest.fixture
 def pipeline(kafka, spark, tmp_path, request):
@@ -31,11 +29,13 @@ def pipeline(kafka, spark, tmp_path, request):
 EACH_ENGINE = pytest.mark.parametrize("pipeline", ENGINES, indirect=True)
 
 
-def test_member_updates_before_a_board_reach_it_and_later_ones_do_not_rewrite(pipeline) -> None:
-    pipeline.member(1, "first", T0)
-    pipeline.board("a" * 24, 1, T0 + 10)
-    pipeline.member(1, "second", T0 + 20)
-    pipeline.board("b" * 24, 1, T0 + 30)
+def test_member_updates_before_a_board_reach_it_and_later_ones_do_not_rewrite(
+    pipeline, t0: int
+) -> None:
+    pipeline.member(1, "first", t0)
+    pipeline.board("a" * 24, 1, t0 + 10)
+    pipeline.member(1, "second", t0 + 20)
+    pipeline.board("b" * 24, 1, t0 + 30)
     pipeline.join()
     detail = pipeline.detail()
     assert {k: v["nickname"] for k, v in detail.items()} == {"a" * 24: "first", "b" * 24: "second"}
@@ -44,18 +44,18 @@ def test_member_updates_before_a_board_reach_it_and_later_ones_do_not_rewrite(pi
     assert (row["board_partition"], row["member_partition"]) != (None, None)
     assert row["member_offset"] == 0  # provenance: the first member version of partition's log
 
-    pipeline.member(1, "third", T0 + 40)
+    pipeline.member(1, "third", t0 + 40)
     pipeline.join()
     assert pipeline.detail() == detail  # nothing re-emitted, nothing rewritten
     assert pipeline.unmatched() == {} and pipeline.dead_letters() == []
 
 
-def test_a_late_member_is_joined_with_the_boards_that_waited_for_it(pipeline) -> None:
-    pipeline.board("late00000000000000000000", 2, T0)
-    pipeline.board("late11111111111111111111", 2, T0 + 1)
+def test_a_late_member_is_joined_with_the_boards_that_waited_for_it(pipeline, t0: int) -> None:
+    pipeline.board("late00000000000000000000", 2, t0)
+    pipeline.board("late11111111111111111111", 2, t0 + 1)
     pipeline.join(unmatched_timeout_ms=600_000)
     assert pipeline.detail() == {}
-    pipeline.member(2, "late", T0 + 5)
+    pipeline.member(2, "late", t0 + 5)
     pipeline.join(unmatched_timeout_ms=600_000)
     assert {k: v["nickname"] for k, v in pipeline.detail().items()} == {
         "late00000000000000000000": "late",
@@ -64,16 +64,16 @@ def test_a_late_member_is_joined_with_the_boards_that_waited_for_it(pipeline) ->
     assert pipeline.unmatched() == {}
 
 
-def test_missing_or_deleted_members_end_unmatched_after_the_timeout(pipeline) -> None:
-    pipeline.board("orphan000000000000000000", 3, T0 + 1)
-    pipeline.member(4, "gone", T0 + 2)
-    pipeline.tombstone(4, T0 + 3)
-    pipeline.board("deleted00000000000000000", 4, T0 + 4)
+def test_missing_or_deleted_members_end_unmatched_after_the_timeout(pipeline, t0: int) -> None:
+    pipeline.board("orphan000000000000000000", 3, t0 + 1)
+    pipeline.member(4, "gone", t0 + 2)
+    pipeline.tombstone(4, t0 + 3)
+    pipeline.board("deleted00000000000000000", 4, t0 + 4)
     pipeline.join(unmatched_timeout_ms=2_000)
     assert pipeline.detail() == {} and pipeline.unmatched() == {}
 
     time.sleep(2.5)  # past the timeout: the next batch with data fires the timers
-    pipeline.member(99, "unrelated", T0 + 6)
+    pipeline.member(99, "unrelated", t0 + 6)
     pipeline.join(unmatched_timeout_ms=2_000)
     assert pipeline.unmatched() == {
         "orphan000000000000000000": "member_missing",
@@ -82,13 +82,13 @@ def test_missing_or_deleted_members_end_unmatched_after_the_timeout(pipeline) ->
     assert pipeline.detail() == {}
 
 
-def test_as_of_mode_is_event_time_correct_under_out_of_order_updates(pipeline) -> None:
-    pipeline.member(1, "v2", T0, modified_at="2025-03-01T00:00:00")
-    pipeline.member(1, "v1", T0 + 1, modified_at="2025-02-01T00:00:00")  # older, arrives later
+def test_as_of_mode_is_event_time_correct_under_out_of_order_updates(pipeline, t0: int) -> None:
+    pipeline.member(1, "v2", t0, modified_at="2025-03-01T00:00:00")
+    pipeline.member(1, "v1", t0 + 1, modified_at="2025-02-01T00:00:00")  # older, arrives later
     feb_15 = 1_739_577_600_000  # 2025-02-15T00:00:00Z
     mar_15 = 1_741_996_800_000  # 2025-03-15T00:00:00Z
-    pipeline.board("feb000000000000000000000", 1, T0 + 2, created_ts=feb_15)
-    pipeline.board("mar000000000000000000000", 1, T0 + 3, created_ts=mar_15)
+    pipeline.board("feb000000000000000000000", 1, t0 + 2, created_ts=feb_15)
+    pipeline.board("mar000000000000000000000", 1, t0 + 3, created_ts=mar_15)
     pipeline.join(mode="as-of")
     detail = pipeline.detail()
     assert detail["feb000000000000000000000"]["nickname"] == "v1"
@@ -97,10 +97,10 @@ def test_as_of_mode_is_event_time_correct_under_out_of_order_updates(pipeline) -
 
 
 @EACH_ENGINE
-def test_malformed_records_go_to_the_dlq_and_the_job_keeps_going(pipeline) -> None:
+def test_malformed_records_go_to_the_dlq_and_the_job_keeps_going(pipeline, t0: int) -> None:
     plan = Plan(GeneratorOptions(members=20, boards=30, seed=5, malformed=10))
     sent: dict[str, str] = {}
-    for ts, record in enumerate(plan, start=T0):
+    for ts, record in enumerate(plan, start=t0):
         topic = (
             pipeline.settings.member_topic
             if record.topic == "member"
@@ -109,8 +109,8 @@ def test_malformed_records_go_to_the_dlq_and_the_job_keeps_going(pipeline) -> No
         pipeline.send(topic, record.key, record.value, ts)
         if record.kind.startswith("malformed:"):
             sent[record.key.decode()] = record.kind.split(":")[1]
-    pipeline.send(pipeline.settings.member_topic, b"not-a-number", b'{"member_id": 1}', T0 + 100)
-    pipeline.send(pipeline.settings.board_topic, b"x" * 24, b'{"id": "y"}', T0 + 101)
+    pipeline.send(pipeline.settings.member_topic, b"not-a-number", b'{"member_id": 1}', t0 + 100)
+    pipeline.send(pipeline.settings.board_topic, b"x" * 24, b'{"id": "y"}', t0 + 101)
     pipeline.join()
 
     letters = pipeline.dead_letters()
@@ -134,14 +134,14 @@ def test_malformed_records_go_to_the_dlq_and_the_job_keeps_going(pipeline) -> No
 
     # Everything well formed was joined, and the query is healthy for the next run.
     assert len(pipeline.detail()) == 30
-    pipeline.board("z" * 24, 1, T0 + 200)
+    pipeline.board("z" * 24, 1, t0 + 200)
     pipeline.join()
     assert len(pipeline.detail()) == 31
 
 
 @EACH_ENGINE
 def test_every_source_board_is_joined_unmatched_or_dead_lettered(
-    pipeline, postgres, tmp_path
+    pipeline, postgres, tmp_path, t0: int
 ) -> None:
     pipeline.settings = pipeline.settings.model_copy(update={"database_url": postgres.database_url})
     options = GeneratorOptions(
@@ -155,7 +155,7 @@ def test_every_source_board_is_joined_unmatched_or_dead_lettered(
         malformed=10,
     )
     manifest = {}
-    for ts, record in enumerate(Plan(options), start=T0):
+    for ts, record in enumerate(Plan(options), start=t0):
         topic = (
             pipeline.settings.member_topic
             if record.topic == "member"
@@ -165,7 +165,7 @@ def test_every_source_board_is_joined_unmatched_or_dead_lettered(
         manifest.setdefault(record.kind, set()).add(record.key.decode())
     pipeline.join(unmatched_timeout_ms=2_000)
     time.sleep(2.5)
-    pipeline.member(10_000, "tick", T0 + 10_000)
+    pipeline.member(10_000, "tick", t0 + 10_000)
     pipeline.join(unmatched_timeout_ms=2_000)
 
     detail, unmatched = pipeline.detail(), pipeline.unmatched()
@@ -208,7 +208,7 @@ def pending_boards(pipeline) -> list[str]:
 
 
 @EACH_ENGINE
-def test_boards_waiting_across_batches_meet_their_members_beside_a_tick(pipeline) -> None:
+def test_boards_waiting_across_batches_meet_their_members_beside_a_tick(pipeline, t0: int) -> None:
     """A tick or a dead letter has no member id; pandas converted the Arrow batch that held it
     and other buckets' rows to one frame, turning their member ids into floats the state could
     not store: with this seed and these batch sizes 204 boards waited for ever (found by the
@@ -216,7 +216,7 @@ def test_boards_waiting_across_batches_meet_their_members_beside_a_tick(pipeline
     options = GeneratorOptions(
         members=1_500, boards=3_000, seed=20261125, update_ratio=0.2, late_members=15
     )
-    for ts, record in enumerate(Plan(options), start=T0):
+    for ts, record in enumerate(Plan(options), start=t0):
         topic = pipeline.settings.member_topic if record.topic == "member" else None
         pipeline.producer.produce(
             topic or pipeline.settings.board_topic, record.value, record.key, timestamp=ts
@@ -229,17 +229,17 @@ def test_boards_waiting_across_batches_meet_their_members_beside_a_tick(pipeline
 
 @EACH_ENGINE
 def test_members_with_the_smallest_ids_are_joined_beside_dead_letters_and_a_tick(
-    pipeline,
+    pipeline, t0: int
 ) -> None:
     """The JVM operator groups dead letters and ticks under the two smallest int64 keys, which
     are valid member ids too (found by a unit test reading the operator): their members' rows
     must be joined, not dead-lettered or dropped as ticks."""
     smallest, next_smallest = -(2**63), -(2**63) + 1
-    pipeline.member(smallest, "min", T0)
-    pipeline.member(next_smallest, "min+1", T0 + 1)
-    pipeline.board("s" * 24, smallest, T0 + 2)
-    pipeline.board("t" * 24, next_smallest, T0 + 3)
-    pipeline.send(pipeline.settings.board_topic, b"bad", b"{not json", T0 + 4)
+    pipeline.member(smallest, "min", t0)
+    pipeline.member(next_smallest, "min+1", t0 + 1)
+    pipeline.board("s" * 24, smallest, t0 + 2)
+    pipeline.board("t" * 24, next_smallest, t0 + 3)
+    pipeline.send(pipeline.settings.board_topic, b"bad", b"{not json", t0 + 4)
     pipeline.join()  # available-now: its tick travels under next_smallest's key
     detail = pipeline.detail()
     assert {k: (v["member_id"], v["nickname"]) for k, v in detail.items()} == {
@@ -254,8 +254,10 @@ def test_members_with_the_smallest_ids_are_joined_beside_dead_letters_and_a_tick
 
 
 @EACH_ENGINE
-def test_an_available_now_run_without_input_still_times_out_waiting_boards(pipeline) -> None:
-    pipeline.board("quiet000000000000000000", 77, T0)
+def test_an_available_now_run_without_input_still_times_out_waiting_boards(
+    pipeline, t0: int
+) -> None:
+    pipeline.board("quiet000000000000000000", 77, t0)
     pipeline.join(unmatched_timeout_ms=2_000)
     assert pipeline.unmatched() == {} and pending_boards(pipeline) == ["quiet000000000000000000"]
 
@@ -270,14 +272,14 @@ def test_an_available_now_run_without_input_still_times_out_waiting_boards(pipel
     assert len(ticks) == 3  # one per available-now run
 
 
-def test_a_record_too_large_for_an_envelope_is_dead_lettered_truncated(pipeline) -> None:
+def test_a_record_too_large_for_an_envelope_is_dead_lettered_truncated(pipeline, t0: int) -> None:
     """1.5 MB (past the 1 MiB producer limit a whole-record dead letter would break): the
     batch completes, the dead letter keeps a prefix, the exact size and digest."""
     pipeline.allow_records_up_to(pipeline.settings.board_topic, 2_000_000)
     big = json.dumps({"id": "big", "member_id": 1, "created_ts": 1, "body": "x" * 1_500_000})
-    pipeline.send_large(pipeline.settings.board_topic, b"big", big.encode(), T0)
-    pipeline.member(1, "one", T0 + 1)
-    pipeline.board("after00000000000000000000", 1, T0 + 2)
+    pipeline.send_large(pipeline.settings.board_topic, b"big", big.encode(), t0)
+    pipeline.member(1, "one", t0 + 1)
+    pipeline.board("after00000000000000000000", 1, t0 + 2)
 
     pipeline.join()
     [letter] = pipeline.dead_letters()

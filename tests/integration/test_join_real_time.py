@@ -111,15 +111,6 @@ def stop(pipeline: Pipeline, job: subprocess.Popen[str]) -> str:
     return output
 
 
-@pytest.fixture
-def t0() -> int:
-    """The test's first record time: now, as a producer stamps it. A time taken when the module
-    was imported made a board as old as the suite's run so far, and a reconciliation 25 minutes
-    into a slow run found the join stalled at it (the liveness check takes a record's timestamp
-    for when it was written)."""
-    return int(time.time() * 1000)
-
-
 def test_records_flow_between_checkpoints_and_timers_fire_between_batches(
     pipeline, real_time_join, t0: int
 ) -> None:

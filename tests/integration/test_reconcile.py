@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -23,7 +22,6 @@ from tests.fixtures import cli, new_database
 from tests.pipeline import Pipeline, consume_all
 
 BOARDS = [f"b{i}" for i in range(1, 9)]
-NOW = int(time.time() * 1000)
 
 
 @pytest.fixture
@@ -33,16 +31,16 @@ def database_url(postgres) -> str:
 
 
 @pytest.fixture
-def pipeline(kafka, spark, tmp_path, database_url) -> Pipeline:
+def pipeline(kafka, spark, tmp_path, database_url, t0: int) -> Pipeline:
     """8 joined boards, one waiting for a member that has not come, one malformed board.
     Timestamps are current: older ones would fall to the topics' 7-day retention."""
     pipeline = Pipeline(kafka, spark, tmp_path, var_dir=tmp_path, database_url=database_url)
     for member_id in range(1, 5):
-        pipeline.member(member_id, f"m{member_id}", ts=NOW)
+        pipeline.member(member_id, f"m{member_id}", ts=t0)
     for i, board_id in enumerate(BOARDS):
-        pipeline.board(board_id, member_id=i % 4 + 1, ts=NOW + 1 + i)
-    pipeline.board("waits", member_id=99, ts=NOW + 20)
-    pipeline.send(pipeline.settings.board_topic, b"bad", b"{not json", NOW + 21)
+        pipeline.board(board_id, member_id=i % 4 + 1, ts=t0 + 1 + i)
+    pipeline.board("waits", member_id=99, ts=t0 + 20)
+    pipeline.send(pipeline.settings.board_topic, b"bad", b"{not json", t0 + 21)
     pipeline.join()
     pipeline.sink()
     return pipeline
@@ -156,7 +154,7 @@ def test_table_faults_are_named_exactly(pipeline: Pipeline, database_url: str) -
     assert after.passed, "\n".join(after.summary())
 
 
-def test_topic_faults_and_in_flight_records(pipeline: Pipeline) -> None:
+def test_topic_faults_and_in_flight_records(pipeline: Pipeline, t0: int) -> None:
     settings = pipeline.settings
     # A foreign record in board-detail, pointing at no source board.
     foreign = {"board_id": "ghost", "member_id": 1, "board_partition": 0, "board_offset": 10**9}
@@ -164,8 +162,8 @@ def test_topic_faults_and_in_flight_records(pipeline: Pipeline) -> None:
     producer.produce(settings.board_detail_topic, key=b"ghost", value=json.dumps(foreign))
     assert producer.flush(10) == 0
     # Two boards the join has not read yet: in flight, not missing.
-    pipeline.board("late1", member_id=1, ts=NOW + 30)
-    pipeline.board("late2", member_id=2, ts=NOW + 31)
+    pipeline.board("late1", member_id=1, ts=t0 + 30)
+    pipeline.board("late2", member_id=2, ts=t0 + 31)
     result = reconcile(pipeline)
     assert failures(result) == {"extra": ["ghost"]}
     assert result.reconciliation.findings["not_yet_read"].examples == ["late1", "late2"]

@@ -26,7 +26,6 @@ from tests.pipeline import Pipeline
 
 pytestmark = pytest.mark.integration
 
-T0 = int(time.time() * 1000)
 BOARD = "c" * 24
 
 
@@ -55,7 +54,9 @@ def _completed_apps(settings: Settings) -> list[dict]:
         time.sleep(0.5)
 
 
-def test_a_job_runs_on_the_local_cluster_and_down_stops_it(kafka: Settings, tmp_path) -> None:
+def test_a_job_runs_on_the_local_cluster_and_down_stops_it(
+    kafka: Settings, tmp_path, t0: int
+) -> None:
     settings = isolated_settings(tmp_path / "var", bootstrap_servers=kafka.bootstrap_servers)
     master, worker = SparkMaster(settings), SparkWorker(settings)
     try:
@@ -68,8 +69,8 @@ def test_a_job_runs_on_the_local_cluster_and_down_stops_it(kafka: Settings, tmp_
         assert master.address == f"spark://127.0.0.1:{settings.spark_master_port}"
 
         pipeline = Pipeline(kafka, None, tmp_path, partitions=1)
-        pipeline.member(1, "first", T0)
-        pipeline.board(BOARD, 1, T0 + 1)
+        pipeline.member(1, "first", t0)
+        pipeline.board(BOARD, 1, t0 + 1)
         names = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic")
         topics = {f"BOARDSTREAM_{n.upper()}": getattr(pipeline.settings, n) for n in names}
         topics["BOARDSTREAM_DLQ_TOPIC"] = pipeline.settings.dlq_topic
@@ -94,13 +95,13 @@ def test_a_job_runs_on_the_local_cluster_and_down_stops_it(kafka: Settings, tmp_
                 "phone": "010-0000-0000",
                 "title": f"title {BOARD}",
                 "body": "body",
-                "created_ts": T0 + 1,
+                "created_ts": t0 + 1,
                 "created_at": "2025-01-02T00:00:00",
                 "modified_at": "2025-01-02T00:00:00",
                 "member_modified_at": "2025-01-01T00:00:00",
                 "board_partition": 0,
                 "board_offset": 0,
-                "board_timestamp_ms": T0 + 1,
+                "board_timestamp_ms": t0 + 1,
                 "member_partition": 0,
                 "member_offset": 0,
             }

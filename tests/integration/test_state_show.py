@@ -5,22 +5,21 @@ jvm engine, its bucket in the python engine)."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from tests.fixtures import cli
 from tests.pipeline import Pipeline
 
-T0 = int(time.time() * 1000)
-
 
 @pytest.mark.parametrize("engine", ["jvm", "python"])
-def test_shows_the_joins_state_and_finds_a_waiting_board(kafka, spark, tmp_path, engine) -> None:
+def test_shows_the_joins_state_and_finds_a_waiting_board(
+    kafka, spark, tmp_path, engine, t0: int
+) -> None:
     pipeline = Pipeline(kafka, spark, tmp_path, engine=engine)
-    pipeline.member(1, "here", T0)
-    pipeline.board("joined0000000000000000000", 1, T0 + 1)
-    pipeline.board("waiting000000000000000000", 99, T0 + 2)  # member 99 never comes
+    pipeline.member(1, "here", t0)
+    pipeline.board("joined0000000000000000000", 1, t0 + 1)
+    pipeline.board("waiting000000000000000000", 99, t0 + 2)  # member 99 never comes
     pipeline.join()
     checkpoint = tmp_path / f"{pipeline.settings.board_topic}-join"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 
 import pytest
 
@@ -16,7 +15,6 @@ from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
 from tests.pipeline import Pipeline, consume_all
 
-T0 = int(time.time() * 1000)
 # (voter, candidate or None for a tombstone, record time): v3's last vote is older than its
 # vote for B, so it wins in arrival order and loses in event-time order.
 FIRST = [("v1", "A", 100), ("v2", "A", 110), ("v3", "B", 120)]
@@ -24,18 +22,19 @@ SECOND = [("v1", "B", 130), ("v2", None, 140), ("v3", "C", 50)]
 
 
 @pytest.fixture
-def pipeline(kafka, spark, tmp_path) -> Pipeline:
+def pipeline(kafka, spark, tmp_path, t0: int) -> Pipeline:
     pipeline = Pipeline(kafka, spark, tmp_path)
     topic = f"{pipeline.settings.member_topic}-votes"
     spec = TopicSpec(topic, 3, 1, {"cleanup.policy": "compact"})
     create_topics(admin_client(pipeline.settings), pipeline.settings, [spec])
     pipeline.votes = topic
+    pipeline.t0 = t0
     return pipeline
 
 
 def send(pipeline: Pipeline, topic: str, records) -> None:
     for key, value, at in records:
-        pipeline.send(topic, key.encode(), value and value.encode(), T0 + at)
+        pipeline.send(topic, key.encode(), value and value.encode(), pipeline.t0 + at)
 
 
 def run(pipeline: Pipeline, output: str, checkpoint: str, **options) -> None:
