@@ -73,3 +73,13 @@ def test_a_real_time_query_may_report_one_checkpoint_interval_later() -> None:
     for details in (None, {}, {"trigger": "processing-time", "interval": "5 minutes"}):
         assert SLO.for_query(details) == SLO
     assert SLO.for_query({"trigger": "real-time", "interval": "5m"}) == SLO  # unreadable
+
+
+@pytest.mark.parametrize("interval", ["10 minutes", "1 day", "106751991167 days"])
+def test_a_claimed_interval_at_most_doubles_the_batch_age(interval: str) -> None:
+    """The interval is the lease's word: a lease claiming a day (or the longest interval a
+    long holds) must not keep a stream that stopped an hour ago within the bound."""
+    claimed = SLO.for_query({"trigger": "real-time", "interval": interval})
+    assert claimed == StreamSlo(max_batch_age_s=1_200, max_lag=1_000)
+    assert claimed.evaluate(BATCH, at(1_200))["ok"]
+    assert claimed.evaluate(BATCH, at(3_600))["breaches"] == ["age"]
