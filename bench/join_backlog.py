@@ -112,9 +112,13 @@ def main() -> None:
         for stage, seconds in timings.items():
             count = boards if stage.startswith("sink") else records
             print(f"| {stage} | {count:,} | {seconds:.1f} | {count / seconds:,.0f} |")
-        state = f"{peak_rows:,} rows (buckets), {peak_bytes / 1e6:,.1f} MB of RocksDB SST files"
+        state = f"{peak_rows:,} state rows, {peak_bytes / 1e6:,.1f} MB of RocksDB SST files"
         print(f"peak join state: {state}", flush=True)
-        admin.delete_topics([spec.name for spec in platform_topics(settings)[2:]])
+        # The tick topic follows the board topic, which the modes share: it goes with the
+        # backlog (deleting it here raced the next mode's creating it again).
+        admin.delete_topics(
+            [s.name for s in platform_topics(settings)[2:] if s.name != settings.join_tick_topic]
+        )
     drop_backlog(source)
 
 
