@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 from boardstream.kafka.clients import client_config
 from boardstream.reconcile.snapshot import EarlierSnapshot, JobProgress
 from boardstream.settings import Settings
+from boardstream.spark.triggers import real_time_allowance_ms
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def stalled(
         if earlier is not None and earlier.held(record.topic, record.partition, record.offset):
             written = min(written, earlier.taken_at_ms)
         since = max(progress.began_at_ms or 0, written)
-        slack = min(progress.real_time_interval_ms or 0, stall_after_ms)
+        slack = real_time_allowance_ms(progress.real_time_interval_ms, stall_after_ms)
         if now_ms - since > stall_after_ms + slack:
             lines.append(
                 f"{job} waits at {record.topic}[{record.partition}]@{record.offset} "

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from boardstream.settings import Settings
-from boardstream.spark.triggers import real_time_interval_ms
+from boardstream.spark.triggers import real_time_allowance_ms, real_time_interval_ms
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,13 @@ class StreamSlo:
     def for_query(self, details: Mapping[str, Any] | None) -> StreamSlo:
         """The bounds for a query run as ``details`` say (its lease holder's: trigger and
         interval). A real-time batch reports its progress only when its checkpoint interval
-        ends, so its batch age may exceed the bound by one interval, at most doubling it: the
-        interval is the lease's word, and a forged one must not hide a stopped stream for
-        longer (as reconciliation's stall age, :mod:`boardstream.reconcile.liveness`)."""
+        ends, so its batch age may exceed the bound by one interval, at most doubling it
+        (:func:`~boardstream.spark.triggers.real_time_allowance_ms`)."""
         interval_ms = real_time_interval_ms(details or {})
         if not interval_ms:  # not real-time, or an interval unread: the plain bound
             return self
-        allowance_s = min(interval_ms / 1000, self.max_batch_age_s)
-        return replace(self, max_batch_age_s=self.max_batch_age_s + allowance_s)
+        allowance_ms = real_time_allowance_ms(interval_ms, self.max_batch_age_s * 1000)
+        return replace(self, max_batch_age_s=self.max_batch_age_s + allowance_ms / 1000)
 
     def evaluate(self, batch: dict[str, Any], now: datetime) -> dict[str, Any]:
         """The batch's end, age (seconds) and lag, and the bounds it breaks (``age``, ``lag``).

@@ -78,3 +78,11 @@ def real_time_interval_ms(details: Mapping[str, Any]) -> int | None:
         return round(interval_ms(str(details.get("interval"))))
     except ValueError:
         return 0
+
+
+def real_time_allowance_ms(interval_ms: int | None, bound_ms: float) -> float:
+    """How much later than ``bound_ms`` a query may report under the real-time trigger: one
+    checkpoint interval (it commits and reports once per interval), at most the bound itself.
+    The interval is its lease's word, so a forged one cannot hide a stopped query for more than
+    twice the bound (reconciliation's stall age, the streams' batch-age SLO)."""
+    return min(interval_ms or 0, bound_ms)
