@@ -23,6 +23,9 @@ from boardstream.dead_letters import envelope, key_prefix
 from boardstream.joins import schema
 
 _JSON_WS = " \t\n\r"  # JSON's whitespace, nothing more
+# Whitespace is trimmed with btrim (both ends) where only one end matters: Spark deprecates the
+# two-argument ltrim/rtrim, with a warning in every session, and trimming the other end too
+# cannot change a string's first or last non-blank character.
 _HIGH = r"\\u[dD][89abAB][0-9a-fA-F]{2}"
 _LOW = r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 _MEMBER_KEY = r"^-?[0-9]+$"
@@ -70,7 +73,7 @@ def _trailing_text(text: Column) -> Column:
     closed = F.when(brackets == "{}", 1).otherwise(
         F.aggregate(F.split(brackets, ""), start, _bracket_step)["closed"]
     )
-    ends_with_object = F.rtrim(skeleton, F.lit(_JSON_WS)).endswith("}")
+    ends_with_object = F.btrim(skeleton, F.lit(_JSON_WS)).endswith("}")
     only_brace_last = text.endswith("}") & (F.size(F.split(text, "}")) == 2)
     return F.when(only_brace_last, F.lit(False)).otherwise(~ends_with_object | (closed != 1))
 
@@ -87,7 +90,8 @@ def _json_checks(text: Column) -> list[tuple[Column, Column]]:
     variant = F.col("_variant")
     # The strict parse succeeded, so the value is an object iff it starts with "{"; the type
     # is spelled out (schema_of_variant, costly on big objects) only for the message.
-    is_object = F.ltrim(text, F.lit(_JSON_WS)).startswith("{")
+    # Most values start with their "{": the trim (a copy of the value) is for those that do not.
+    is_object = text.startswith("{") | F.btrim(text, F.lit(_JSON_WS)).startswith("{")
     return [
         (~F.is_valid_utf8(text), F.lit("value is not valid UTF-8")),
         (

@@ -107,6 +107,7 @@ INVALID = [
     (BOARD, B1, b"{'id':'b1'}", "value is not valid JSON"),
     (BOARD, B1, board(title=float("nan")), "value is not valid JSON"),
     (BOARD, B1, b"[1]", "value is not a JSON object, got ARRAY"),
+    (BOARD, B1, b" \t[1]\r\n", "value is not a JSON object, got ARRAY"),
     (BOARD, B1, b'"b1"', "value is not a JSON object, got STRING"),
     (BOARD, b"x" * 65, board(id="x" * 65), "id is 65 characters, more than 64"),
     (BOARD, b"", board(id=""), "id is shorter than 1 character(s)"),
@@ -195,6 +196,17 @@ def test_each_breach_is_a_dead_letter_naming_the_field_and_problem(outcome) -> N
         for row in outcome[: len(INVALID)]
     ]
     assert errors == [expected for *_, expected in INVALID]
+
+
+def test_the_parse_uses_no_deprecated_two_argument_trim(spark) -> None:
+    """Spark warns in every session that calls ``ltrim`` or ``rtrim`` with a trim string."""
+    parsed = parse(raw_frame(spark, [(B1, GOOD_BOARD, BOARD)]), MEMBER, BOARD, MAX_BYTES)
+    spark.conf.set("spark.sql.debug.maxToStringFields", "100000")  # the whole plan, not 25 fields
+    try:
+        plan = parsed._jdf.queryExecution().logical().toString()
+    finally:
+        spark.conf.unset("spark.sql.debug.maxToStringFields")
+    assert ("btrim" in plan, "ltrim" in plan, "rtrim" in plan) == (True, False, False)
 
 
 def test_the_whole_range_of_valid_values_is_accepted_unchanged(outcome) -> None:
