@@ -28,11 +28,12 @@ import time
 
 import sqlalchemy as sa
 from backlog import backlog_settings, drain, drop_backlog, produce_backlog
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from boardstream import database, logs, reconcile
 from boardstream.generator.manifest import Manifest
-from boardstream.kafka.clients import admin_client, client_config
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.replay import read_ranges
 from boardstream.kafka.topics import describe_topics, platform_topics
 from boardstream.reconcile import digest_ledger, table_watch
 from boardstream.reconcile.ledger import FULL, INCREMENTAL
@@ -68,32 +69,18 @@ def produce_new_boards(settings: Settings, count: int, members: int) -> None:
 
 def consume_since(settings: Settings, topics: list[str], cursor: dict) -> int:
     """One plain consume of the records past ``cursor`` in ``topics`` (one consumer assigned
-    every partition with something new); how many."""
-    ends = {
-        (d.name, p): end
+    every partition with something new, as ``kafka.replay`` reads); how many."""
+    ranges = {
+        d.name: {p: (cursor.get(d.name, {}).get(p, 0), end) for p, end in d.end_offsets.items()}
         for d in describe_topics(admin_client(settings), settings, topics)
-        for p, end in d.end_offsets.items()
-        if end > cursor.get(d.name, {}).get(p, 0)
     }
-    consumer = Consumer(
-        client_config(
-            settings,
-            **{
-                "group.id": "bench-floor",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-            },
-        )
-    )
-    consumer.assign([TopicPartition(t, p, cursor.get(t, {}).get(p, 0)) for t, p in ends])
-    records, waiting = 0, set(ends)
-    while waiting:
-        for message in consumer.consume(10_000, timeout=1.0):
-            if message.error() is None:
-                records += 1
-            elif message.error().code() == KafkaError._PARTITION_EOF:
-                waiting.discard((message.topic(), message.partition()))
-    consumer.close()
+    records = 0
+
+    def count(_message: object) -> None:
+        nonlocal records
+        records += 1
+
+    read_ranges(settings, ranges, count, group="bench-floor")
     return records
 
 

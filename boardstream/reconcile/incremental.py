@@ -64,7 +64,10 @@ SETTLED = (
 def read_new(
     spark: SparkSession, settings: Settings, snapshot: Snapshot, cursor: Offsets
 ) -> Records:
-    """Each topic from the ledger's cursor to the snapshot's end, in one scan."""
+    """Each topic from the ledger's cursor to the snapshot's end, in one read by the driver's
+    consumer (:func:`readers.consume_topics`). The records are then in memory (a local
+    relation, for a run's usual few thousand), so each reader's job reads them from there:
+    nothing to cache, and Spark evaluates a reader of an empty topic without a job."""
     names = (
         settings.board_topic,
         settings.board_detail_topic,
@@ -72,9 +75,9 @@ def read_new(
         settings.dlq_topic,
         settings.member_topic,
     )
-    every = readers.read_topics(
+    every = readers.consume_topics(
         spark, settings, {name: (cursor.get(name, {}), snapshot.latest[name]) for name in names}
-    ).cache()
+    )
 
     def topic(name: str) -> DataFrame:
         return every.where(F.col("topic") == name)
@@ -86,7 +89,7 @@ def read_new(
         )
         for name in (settings.board_detail_topic, settings.member_topic)
     ]
-    new = Records(
+    return Records(
         sources=readers.sources(topic(settings.board_topic)).toArrow(),
         details=readers.details(topic(settings.board_detail_topic)).toArrow(),
         unmatched=readers.unmatched(topic(settings.unmatched_topic)).toArrow(),
@@ -94,8 +97,6 @@ def read_new(
         refused=refused[0].unionByName(refused[1]).toArrow(),
         members=readers.members(topic(settings.member_topic)).toArrow(),
     )
-    every.unpersist()
-    return new
 
 
 def seeds(new: Records, carried: Keys) -> Keys:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import sqlalchemy as sa
+from confluent_kafka import Message
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -24,6 +25,7 @@ from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins import schema
 from boardstream.joins.job import JVM
+from boardstream.kafka import replay
 from boardstream.reconcile.table_checks import NULL_BOARD_ID
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
@@ -41,6 +43,16 @@ CONTENT_DDL = schema.ddl(tuple((name, _TYPES[name]) for name in CONTENT))
 DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
 KAFKA_COLUMNS = (
     "key binary, value binary, topic string, `partition` int, `offset` bigint, timestamp timestamp"
+)
+_KAFKA_ARROW = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+    ]
 )
 # A board's own fields, as the join copies them from the source into each output.
 BOARD_FIELDS = (
@@ -99,6 +111,36 @@ def read_topics(
         .load()
         .select("key", "value", "topic", "partition", "offset", "timestamp")
     )
+
+
+def consume_topics(
+    spark: SparkSession,
+    settings: Settings,
+    ranges: dict[str, tuple[dict[int, int], dict[int, int]]],
+) -> DataFrame:
+    """The frame :func:`read_topics` reads, through one consumer in the driver instead of
+    Spark's Kafka source: for an incremental run's few thousand records, whose scan in a cold
+    JVM costs the source's start (a consumer per task) more than the records
+    (docs/BENCHMARKS.md). Committed records only, a start below a partition's earliest offset
+    read from the earliest, as the source reads them."""
+    columns: dict[str, list[object]] = {name: [] for name in _KAFKA_ARROW.names}
+
+    def keep(message: Message) -> None:
+        columns["key"].append(message.key())
+        columns["value"].append(message.value())
+        columns["topic"].append(message.topic())
+        columns["partition"].append(message.partition())
+        columns["offset"].append(message.offset())
+        columns["timestamp"].append(message.timestamp()[1])
+
+    wanted = {
+        topic: {p: (start.get(p, 0), end[p]) for p in end} for topic, (start, end) in ranges.items()
+    }
+    replay.read_ranges(settings, wanted, keep, group="boardstream-reconcile")
+    millis = pa.array(columns.pop("timestamp"), pa.timestamp("ms", tz="UTC"))
+    arrays = [pa.array(values, _KAFKA_ARROW.field(name).type) for name, values in columns.items()]
+    table = pa.table([*arrays, millis.cast(pa.timestamp("us", tz="UTC"))], schema=_KAFKA_ARROW)
+    return spark.createDataFrame(table, KAFKA_COLUMNS)
 
 
 def digest(columns: list[Column]) -> Column:

@@ -37,7 +37,7 @@ def test_empty_partitions_are_not_read_at_all() -> None:
 def test_nothing_read_for_three_connect_timeouts_is_an_error() -> None:
     handled: list[Message] = []
     advanced: list[int] = []
-    with pytest.raises(BoardstreamError, match=r"^replaying t: nothing read for 0\.03s$"):
+    with pytest.raises(BoardstreamError, match=r"^reading t\[0\]: nothing read for 0\.03s$"):
         replay(settings(0.01), "t", {0: 5, 1: 0}, handled.append, advanced.append)
     assert handled == []
     assert advanced == [], "the idle check comes before a chunk is counted"
