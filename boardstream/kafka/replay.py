@@ -51,8 +51,8 @@ def read_ranges(
     group: str = "boardstream-read",
 ) -> None:
     """Call ``handle`` for every committed record in ``ranges``, in offset order within each
-    partition; ``advanced(n)`` after each polled chunk of records. Raises on any consumer error, and when
-    nothing arrives for three connect timeouts while ranges are still open."""
+    partition; ``advanced(n)`` after each polled chunk of records. Raises on any consumer
+    error, and when nothing arrives for three connect timeouts while ranges are still open."""
     waiting = {
         (topic, p): end for topic, parts in ranges.items() for p, (start, end) in parts.items()
     }
