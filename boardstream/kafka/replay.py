@@ -53,10 +53,8 @@ def read_ranges(
     """Call ``handle`` for every committed record in ``ranges``, in offset order within each
     partition; ``advanced(n)`` after each polled chunk of records. Raises on any consumer
     error, and when nothing arrives for three connect timeouts while ranges are still open."""
-    waiting = {
-        (topic, p): end for topic, parts in ranges.items() for p, (start, end) in parts.items()
-    }
-    waiting = {tp: end for tp, end in waiting.items() if end > max(_start(ranges, tp), 0)}
+    bounds = {(topic, p): bound for topic, parts in ranges.items() for p, bound in parts.items()}
+    waiting = {where: end for where, (start, end) in bounds.items() if end > max(start, 0)}
     if not waiting:
         return
     consumer = Consumer(
@@ -74,7 +72,7 @@ def read_ranges(
         )
     )
     try:
-        consumer.assign([TopicPartition(t, p, _start(ranges, (t, p))) for t, p in waiting])
+        consumer.assign([TopicPartition(t, p, bounds[t, p][0]) for t, p in waiting])
         idle_limit_s = settings.connect_timeout_s * 3
         idle_since = time.monotonic()
         while waiting:
@@ -105,7 +103,3 @@ def read_ranges(
                 advanced(records)
     finally:
         consumer.close()
-
-
-def _start(ranges: Ranges, where: tuple[str, int]) -> int:
-    return ranges[where[0]][where[1]][0]
