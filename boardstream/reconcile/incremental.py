@@ -350,9 +350,11 @@ def check(
 
     # The table's bucket digests are the run's one pass over a slice of the table (all of it,
     # up to reconcile_watch_rows rows): the database computes them on a connection of its own
-    # while Spark reads the new records and checks what they touch. The boards whose rows
-    # changed unasked (table_watch.suspects) are almost always none, or already among the keys,
-    # whose closure is then the same: only when they add a board are the checks run again.
+    # (SQLite's in a process of its own, whose hash calls need not wait for this interpreter's
+    # lock: table_buckets.bucket_digests) while Spark reads the new records and checks what
+    # they touch. The boards whose rows changed unasked (table_watch.suspects) are almost always
+    # none, or already among the keys, whose closure is then the same: only when they add a
+    # board are the checks run again.
     with ThreadPoolExecutor(1, thread_name_prefix="bucket-digests") as pool:
         table_look = pool.submit(_look, connection.engine, settings.reconcile_watch_rows)
         with phase("reconcile: the new records"):

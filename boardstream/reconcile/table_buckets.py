@@ -16,7 +16,7 @@ Definitions (per dialect; digests of one database are comparable with that datab
   table holds one: :func:`_blob_tagged_if_needed`).
 - **row digest**: the first 64 bits of SHA-256 of the canonical row (UTF-8), as an unsigned
   integer. PostgreSQL hashes natively; SQLite has no hash function, so one is registered on the
-  query's connection (:func:`_register_sqlite_functions`). A sum of digests is a checksum, not a
+  query's connection (:mod:`.sqlite_digests`). A sum of digests is a checksum, not a
   seal: it finds accidental or careless changes, not a forger who knows the scheme (who could
   as well write the ledger).
 - **bucket**: the first 32 bits of SHA-256 of ``board_id`` (UTF-8), unsigned, modulo the bucket
@@ -32,10 +32,9 @@ Definitions (per dialect; digests of one database are comparable with that datab
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import struct
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -46,21 +45,16 @@ from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
+from boardstream.reconcile import sqlite_digests
+from boardstream.reconcile.sqlite_digests import MASK_64, NULL_BUCKET
 from boardstream.sink import table as sink_table
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BUCKETS = 4096
-NULL_BUCKET = -1  # the rows without a board id
 ID_CHUNK = database.IN_LIST  # board ids per key lookup
 _HALF = 2**32
-_MASK_64 = 2**64 - 1  # a signed 64-bit digest as the unsigned row digest
-_SQLITE_DIGEST = "boardstream_digest64"
-_SQLITE_BUCKET = "boardstream_bucket"
-_SQLITE_BUCKET_DIGESTS = "boardstream_bucket_digests"
 _JSON_BLOB = "JSON cannot hold BLOB values"  # SQLite's refusal of a BLOB in json_array()
-_SIGNED_64 = struct.Struct(">q")
-_UNSIGNED_32 = struct.Struct(">I")
 T = TypeVar("T")
 
 
@@ -127,7 +121,7 @@ class RowDigest:
 
 def bucket_of(board_id: str, buckets: int = DEFAULT_BUCKETS) -> int:
     """The bucket of ``board_id``, as both databases compute it."""
-    return _bucket_of_bytes(board_id.encode("utf-8"), buckets)
+    return sqlite_digests.bucket_of_bytes(board_id.encode("utf-8"), buckets)
 
 
 def totals(rows: Iterable[RowDigest]) -> dict[int, BucketDigest]:
@@ -167,13 +161,15 @@ def bucket_digests(
     of board ids (the whole table by default): the database reads and hashes those rows, and
     only one small row per bucket crosses the wire. PostgreSQL groups them (``GROUP BY``);
     SQLite folds each row into its bucket in one registered aggregate (one Python call a row
-    instead of a bucket call, a digest call and a sort)."""
+    instead of a bucket call, a digest call and a sort); given an Engine (a connection of its
+    own, no caller's transaction to share) and a database file, in a process of its own."""
     _check_buckets(buckets)
     with connected(engine) as connection:
         dialect = _prepare(connection)
         condition, params = _where(connection, within)
         if dialect == "sqlite":
-            result = _sqlite_bucket_digests(connection, buckets, condition, params)
+            apart = _file_of(engine)
+            result = _sqlite_bucket_digests(connection, buckets, condition, params, apart)
         else:
             rows = connection.execute(
                 sa.text(
@@ -192,28 +188,45 @@ def bucket_digests(
 
 
 def _sqlite_bucket_digests(
-    connection: Connection, buckets: int, condition: str, params: dict[str, str]
+    connection: Connection,
+    buckets: int,
+    condition: str,
+    params: dict[str, str],
+    apart: str | None,
 ) -> dict[int, BucketDigest]:
-    connection.connection.dbapi_connection.create_aggregate(
-        _SQLITE_BUCKET_DIGESTS, 2, _bucket_folder(buckets)
-    )
+    """The rows folded on ``connection``, or, given ``apart`` (the database file), in a process
+    of its own (:func:`sqlite_digests.fold_apart`), whose registered hash does not wait for
+    this interpreter's lock."""
 
-    def query(tagged: bool) -> str:
+    def fold(tagged: bool) -> str | None:
         canonical = _canonical_sql("sqlite", sink_table.COLUMNS, tagged)
-        return (
-            f"SELECT {_SQLITE_BUCKET_DIGESTS}(CAST(board_id AS BLOB), CAST({canonical} AS BLOB)) "
-            f"FROM {sink_table.board_detail.name} WHERE {condition}"
+        query = (
+            f"SELECT {sqlite_digests.BUCKET_DIGESTS}(CAST(board_id AS BLOB), "
+            f"CAST({canonical} AS BLOB)) FROM {sink_table.board_detail.name} WHERE {condition}"
         )
+        if apart is not None:
+            return sqlite_digests.fold_apart(apart, query, params, buckets)
+        return sqlite_digests.fold(connection.connection.dbapi_connection, query, params, buckets)
 
-    folded = _blob_tagged_if_needed(
-        lambda tagged: connection.execute(sa.text(query(tagged)), params).scalar_one()
-    )
+    folded = _blob_tagged_if_needed(fold)
     if folded is None:  # no row: SQLite finalizes no aggregate
         return {}
     return {
         int(bucket): BucketDigest(int(rows), int(digest_sum))
         for bucket, rows, digest_sum in json.loads(folded)
     }
+
+
+def _file_of(bind: Engine | Connection) -> str | None:
+    """The SQLite database file an Engine opens, for a process of its own to read; None for a
+    Connection (the caller's transaction, which no other process shares) or for a database
+    only this process can open (in memory, or named by URI options)."""
+    if not isinstance(bind, Engine):
+        return None
+    url = bind.url
+    if url.database in (None, "", ":memory:") or url.query:
+        return None
+    return url.database
 
 
 def row_digests(
@@ -326,7 +339,7 @@ def _row_digests(
 
     def read(tagged: bool) -> dict[str, RowDigest]:
         return {
-            board_id: RowDigest(int(bucket), int(digest) & _MASK_64)
+            board_id: RowDigest(int(bucket), int(digest) & MASK_64)
             for board_id, bucket, digest in connection.execute(statement(tagged), params)
         }
 
@@ -357,7 +370,7 @@ def _digest_sql(dialect: str, columns: Sequence[str], tagged: bool) -> str:
     canonical = _canonical_sql(dialect, columns, tagged)
     if dialect == "postgresql":
         return f"('x' || left({_pg_sha256_hex(canonical)}, 16))::bit(64)::bigint"
-    return f"{_SQLITE_DIGEST}(CAST({canonical} AS BLOB))"
+    return f"{sqlite_digests.DIGEST}(CAST({canonical} AS BLOB))"
 
 
 def _canonical_sql(dialect: str, columns: Sequence[str], tagged: bool) -> str:
@@ -382,8 +395,8 @@ def _blob_tagged_if_needed(read: Callable[[bool], T]) -> T:
     integers), so the second read is the rare case's."""
     try:
         return read(False)
-    except sa.exc.OperationalError as error:
-        if _JSON_BLOB not in str(error.orig):
+    except (sa.exc.OperationalError, sqlite3.OperationalError) as error:
+        if _JSON_BLOB not in str(getattr(error, "orig", error)):
             raise
     logger.info("board_detail holds a BLOB value: its rows digested with BLOBs tagged")
     return read(True)
@@ -395,7 +408,7 @@ def _bucket_sql(dialect: str, buckets: int) -> str:
     if dialect == "postgresql":
         bucket = f"(('x' || left({_pg_sha256_hex('board_id')}, 8))::bit(32)::bigint % {buckets})"
     else:
-        bucket = f"{_SQLITE_BUCKET}(CAST(board_id AS BLOB), {buckets})"
+        bucket = f"{sqlite_digests.BUCKET}(CAST(board_id AS BLOB), {buckets})"
     return f"coalesce({bucket}, {NULL_BUCKET})"
 
 
@@ -407,55 +420,10 @@ def _prepare(connection: Connection) -> str:
     """The connection's dialect, with SQLite's hash functions registered on it."""
     dialect = connection.dialect.name
     if dialect == "sqlite":
-        _register_sqlite_functions(connection.connection.dbapi_connection)
+        sqlite_digests.register(connection.connection.dbapi_connection)
     elif dialect != "postgresql":
         raise BoardstreamError(f"board_detail digests support PostgreSQL and SQLite, not {dialect}")
     return dialect
-
-
-def _register_sqlite_functions(dbapi_connection: Any) -> None:
-    """The digest and the bucket as deterministic SQL functions on this SQLite connection
-    (registering again replaces them: cheap, and no engine-wide listener to install)."""
-    dbapi_connection.create_function(_SQLITE_DIGEST, 1, _digest64, deterministic=True)
-    dbapi_connection.create_function(_SQLITE_BUCKET, 2, _bucket_of_bytes, deterministic=True)
-
-
-def _bucket_folder(buckets: int) -> type:
-    """SQLite aggregate class: each row's bucket and digest, folded into per-bucket row counts
-    and exact digest sums, as JSON ``[[bucket, rows, sum], ...]`` (sums beyond 64 bits)."""
-
-    class BucketFolder:
-        def __init__(self) -> None:
-            self.folded: dict[int, list[int]] = {}
-
-        def step(self, board_id: bytes | None, canonical: bytes) -> None:
-            bucket = NULL_BUCKET if board_id is None else _bucket_of_bytes(board_id, buckets)
-            digest = _digest64(canonical) & _MASK_64  # the row digest, as rows are read
-            totals = self.folded.get(bucket)
-            if totals is None:
-                self.folded[bucket] = [1, digest]
-            else:
-                totals[0] += 1
-                totals[1] += digest
-
-        def finalize(self) -> str:
-            return json.dumps([[bucket, n, total] for bucket, (n, total) in self.folded.items()])
-
-    return BucketFolder
-
-
-def _digest64(canonical: bytes | None) -> int | None:
-    """The first 64 bits of SHA-256, as SQLite's signed 64-bit integer."""
-    if canonical is None:
-        return None
-    return _SIGNED_64.unpack_from(hashlib.sha256(canonical).digest())[0]
-
-
-def _bucket_of_bytes(board_id: bytes | None, buckets: int) -> int | None:
-    if board_id is None:
-        return None
-    digest = hashlib.sha256(board_id).digest()
-    return _UNSIGNED_32.unpack_from(digest)[0] % buckets
 
 
 def _check_buckets(buckets: int) -> None:

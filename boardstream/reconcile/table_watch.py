@@ -121,8 +121,8 @@ def look(bind: Engine | Connection, rows: int) -> Look:
         through = table_buckets.id_after(connection, after, rows)
         if through is not None and table_buckets.id_after(connection, through, 1) is None:
             through = None  # the slice ends with the last id: it runs to the end
-        within = WHOLE if after is None and through is None else IdRange(after, through)
-        return Look(within, table_buckets.bucket_digests(connection, within=within))
+    within = WHOLE if after is None and through is None else IdRange(after, through)
+    return Look(within, table_buckets.bucket_digests(bind, within=within))
 
 
 def advance(connection: Connection, within: IdRange) -> None:

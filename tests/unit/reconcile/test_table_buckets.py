@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream.errors import BoardstreamError
+from boardstream.reconcile import sqlite_digests
 from boardstream.reconcile import table_buckets as tb
 from boardstream.reconcile.table_buckets import BucketDigest, RowDigest
 from boardstream.sink import table as sink_table
@@ -37,11 +38,11 @@ def test_bucket_count_out_of_range_is_refused(buckets: int) -> None:
 def test_row_digest_is_sha256s_first_64_bits_as_sqlite_returns_them() -> None:
     canonical = b'["board-1",1,null]'
     unsigned = int.from_bytes(hashlib.sha256(canonical).digest()[:8], "big")
-    signed = tb._digest64(canonical)
+    signed = sqlite_digests.digest64(canonical)
     assert signed is not None and -(2**63) <= signed < 2**63
     assert signed % 2**64 == unsigned
-    assert tb._digest64(None) is None
-    assert tb._digest64(b'["1"]') != tb._digest64(b"[1]")
+    assert sqlite_digests.digest64(None) is None
+    assert sqlite_digests.digest64(b'["1"]') != sqlite_digests.digest64(b"[1]")
 
 
 @pytest.mark.parametrize("digest", [0, 1, 2**32 - 1, 2**32, 2**63 - 1, -(2**63), -1, -(2**32)])
