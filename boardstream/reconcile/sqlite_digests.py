@@ -100,10 +100,10 @@ def fold_file(path: str, query: str, params: dict[str, str], buckets: int) -> st
 
 
 def fold_apart(path: str, query: str, params: dict[str, str], buckets: int) -> str | None:
-    """:func:`fold_file` in a new interpreter (``python -m`` the entry point beside this
-    module). SQLite's refusal of the statement is raised here as the same
-    ``sqlite3.OperationalError``; any other failure of the process as a RuntimeError with its
-    error output."""
+    """:func:`fold_file` in a new interpreter, running the entry point
+    ``python -m boardstream.entrypoints.sqlite_fold`` (importable wherever this package is).
+    SQLite's refusal of the statement is raised here as the same ``sqlite3.OperationalError``;
+    any other failure of the process as a RuntimeError with its error output."""
     request = {"path": path, "query": query, "params": params, "buckets": buckets}
     done = subprocess.run(
         [sys.executable, "-m", _MODULE],
