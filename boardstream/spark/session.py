@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from boardstream import logs
 from boardstream.settings import Settings
-from boardstream.spark import class_archive, jit, jvm_stderr
+from boardstream.spark import jvm_options, jvm_stderr
 from boardstream.stack import jars
 
 # Checkpoint files through Hadoop's FileSystem API rather than its FileContext (Spark's default).
@@ -72,8 +72,8 @@ def session_options(
     """The session's Spark options: the connector and operator jars, RocksDB state with
     changelog checkpoints, checkpoint files through the FileSystem API, UTC; the master given,
     else the settings' unless spark-submit chose it; boardstream's logging (progress bars only
-    on a ``console``) and the driver's JVM options (the class archive; C1 only when
-    ``short_lived``) when no spark-submit started the JVM."""
+    on a ``console``) and the JVMs' options (:mod:`.jvm_options`: the parallel collector, the
+    class archive, C1 only when ``short_lived``) when no spark-submit started the JVM."""
     classpath = jars.spark_classpath(settings.jars_dir)
     options = {
         "spark.app.name": app_name,
@@ -94,9 +94,7 @@ def session_options(
         options["spark.master"] = master or settings.spark_master
     if not under_submit:
         options |= logs.spark_conf(console=console)
-        if short_lived:
-            options = jit.short_lived(options)
-        options = class_archive.with_archive(options, settings.jars_dir)
+        options = jvm_options.configure(options, settings.jars_dir, short_lived)
     return options
 
 

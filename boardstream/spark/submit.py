@@ -16,7 +16,7 @@ from pathlib import Path
 from boardstream import logs
 from boardstream.errors import BoardstreamError
 from boardstream.settings import PROJECT_ROOT, Settings
-from boardstream.spark import class_archive, distribution, jit
+from boardstream.spark import class_archive, distribution, jvm_options
 from boardstream.stack import jars
 
 JOBS = {
@@ -82,11 +82,10 @@ def submit_command(
     """spark-submit of ``job``, run from this process: its console is this process's stderr;
     ``conf``: Spark settings of this application's own (e.g. its share of a cluster). The driver
     maps the class archive when ``boardstream setup`` built one (:mod:`.class_archive`), and
-    compiles with C1 only when ``short_lived`` (:mod:`.jit`)."""
+    compiles with C1 only when ``short_lived``; both the driver and executors use the parallel
+    collector (:mod:`.jvm_options`)."""
     options = {**submit_conf(sys.stderr.isatty()), **(conf or {})}
-    if short_lived:
-        options = jit.short_lived(options)
-    options = class_archive.with_archive(options, settings.jars_dir)
+    options = jvm_options.configure(options, settings.jars_dir, short_lived)
     return [*spark_submit(settings, job, options), str(application(job)), *job_args]
 
 

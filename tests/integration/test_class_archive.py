@@ -1,20 +1,22 @@
 """The drivers' class archive that ``boardstream setup`` (run by bin/setup) built maps into a
-real driver started as every job is: with ``-Xshare:on`` a JVM that cannot map it refuses to
-start, so the run's exit code is the proof; a driver on another class path is refused it."""
+real driver started as every job is (on the parallel collector, :mod:`boardstream.spark.collector`):
+with ``-Xshare:on`` a JVM that cannot map it refuses to start, so the run's exit code is the
+proof; a driver on another class path is refused it."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from boardstream.spark import class_archive
+from boardstream.spark import class_archive, collector, jvm_options
 from boardstream.spark.submit import run_env, spark_submit, submit_conf
 from tests.fixtures import isolated_settings
 
 
 def warm_up(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     settings = isolated_settings(tmp_path / "var")
-    conf = class_archive.with_archive(submit_conf(console=False), settings.jars_dir)
+    conf = jvm_options.configure(submit_conf(console=False), settings.jars_dir)
+    assert collector.PARALLEL in conf[class_archive.DRIVER_OPTIONS]
     assert (
         f"-XX:SharedArchiveFile={class_archive.current_archive(settings.jars_dir)}"
         in (conf[class_archive.DRIVER_OPTIONS])

@@ -54,7 +54,7 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
         self.kafka_config_id = kafka_config_id
 
     def execute(self, context: Any) -> None:
-        from boardstream.spark.class_archive import with_archive
+        from boardstream.spark.jvm_options import configure
         from boardstream.spark.submit import connector_jars, submit_conf, submit_env
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
 
@@ -66,7 +66,7 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
             "spark.driver.memory": settings.spark_driver_memory,
             **(self.conf or {}),
         }
-        self.conf = with_archive(conf, settings.jars_dir)
+        self.conf = configure(conf, settings.jars_dir)
         self.env_vars = {**submit_env(settings), **(self.env_vars or {})}
         if self.preset is not None:
             preset_args = aggregation_preset(self.preset).job_args(settings)

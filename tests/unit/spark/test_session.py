@@ -7,12 +7,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from boardstream.logs import spark_conf
-from boardstream.spark.class_archive import with_archive
+from boardstream.spark.class_archive import DRIVER_OPTIONS, with_archive
+from boardstream.spark.collector import DRIVER_ENVIRONMENT, EXECUTOR_OPTIONS, PARALLEL
 from boardstream.spark.jit import SHORT_LIVED_JIT
 from boardstream.spark.session import CHECKPOINT_FILES, session_options
 from boardstream.stack import jars
 from tests.fixtures import isolated_settings
+
+
+@pytest.fixture(autouse=True)
+def no_collector_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in DRIVER_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -23,6 +33,7 @@ def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
     settings = isolated_settings(tmp_path, partitions=5, spark_master="local[3]")
     options = session_options(settings, "app", None, under_submit=False, console=False)
     classpath = ",".join(str(jar) for jar in jars.spark_classpath(settings.jars_dir))
+    logging = spark_conf(console=False)
     assert options == {
         "spark.app.name": "app",
         "spark.jars": classpath,
@@ -35,9 +46,16 @@ def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
         "spark.sql.chunkBase64String.enabled": "false",
         "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILES,
         "spark.master": "local[3]",
-        # The class archive's option too, when setup built one (tests/unit/spark/
-        # test_class_archive.py).
-        **with_archive(spark_conf(console=False), settings.jars_dir),
+        # The parallel collector for both (tests/unit/spark/test_collector.py), and the class
+        # archive's option too, when setup built one (tests/unit/spark/test_class_archive.py).
+        **with_archive(
+            {
+                **logging,
+                DRIVER_OPTIONS: f"{logging[DRIVER_OPTIONS]} {PARALLEL}",
+                EXECUTOR_OPTIONS: f"{logging[EXECUTOR_OPTIONS]} {PARALLEL}",
+            },
+            settings.jars_dir,
+        ),
     }
     assert "boardstream-jvm.jar" in classpath and "spark-sql-kafka" in classpath
 
@@ -71,8 +89,9 @@ def test_a_short_lived_driver_compiles_with_c1_only_beside_its_other_options(
     assert SHORT_LIVED_JIT not in usual[driver]
     assert brief[driver].split() == [
         *spark_conf(console=False)[driver].split(),
+        PARALLEL,
         SHORT_LIVED_JIT,
-        *usual[driver].split()[2:],  # the class archive, when setup built one
+        *usual[driver].split()[3:],  # the class archive, when setup built one
     ]
     assert {k: v for k, v in brief.items() if k != driver} == {
         k: v for k, v in usual.items() if k != driver

@@ -17,6 +17,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.logs import LOG4J2, VERBOSE_ENV
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.spark import submit
+from boardstream.spark.collector import DRIVER_ENVIRONMENT, PARALLEL
 
 SPARK_HOME = Path(pyspark.__file__).parent
 WARN = f"-Dlog4j2.configurationFile={LOG4J2} -Dboardstream.spark.log.level=warn"
@@ -25,6 +26,8 @@ WARN = f"-Dlog4j2.configurationFile={LOG4J2} -Dboardstream.spark.log.level=warn"
 @pytest.fixture(autouse=True)
 def not_verbose(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(VERBOSE_ENV, raising=False)
+    for name in DRIVER_ENVIRONMENT:  # no collector chosen there (spark/collector.py)
+        monkeypatch.delenv(name, raising=False)
 
 
 class Terminal(io.StringIO):
@@ -149,9 +152,9 @@ def test_the_submit_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         "--conf",
         f"spark.pyspark.driver.python={sys.executable}",
         "--conf",
-        f"spark.driver.defaultJavaOptions={WARN}",
+        f"spark.driver.defaultJavaOptions={WARN} {PARALLEL}",
         "--conf",
-        f"spark.executor.defaultJavaOptions={WARN}",
+        f"spark.executor.defaultJavaOptions={WARN} {PARALLEL}",
         "--conf",
         "spark.ui.showConsoleProgress=false",
         str(PROJECT_ROOT / "jobs" / "reconcile.py"),
@@ -167,7 +170,7 @@ def test_a_short_lived_submit_gives_the_driver_c1_only_beside_its_logging(
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     usual = submit.submit_command(settings(tmp_path), "reconcile", [])
     brief = submit.submit_command(settings(tmp_path), "reconcile", [], short_lived=True)
-    driver = f"spark.driver.defaultJavaOptions={WARN}"
+    driver = f"spark.driver.defaultJavaOptions={WARN} {PARALLEL}"
     assert driver in usual
     assert [arg for arg in brief if arg not in usual] == [f"{driver} -XX:TieredStopAtLevel=1"]
     assert [arg for arg in usual if arg not in brief] == [driver]
