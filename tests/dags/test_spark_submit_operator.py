@@ -38,3 +38,35 @@ def test_a_live_checkpoint_refuses_the_catch_up_run(operator, tmp_path, run_type
         "and backfill run when it is stopped (board_detail_stream_request, action=stop)."
     )
     assert "app-3" in driver.describe()
+
+
+@pytest.mark.parametrize(
+    ("env_vars", "driver_collector"),
+    [({}, "-XX:+UseParallelGC"), ({"SPARK_SUBMIT_OPTS": "-XX:+UseG1GC"}, None)],
+)
+def test_the_driver_gets_the_parallel_collector_unless_its_environment_chose_one(
+    operator, tmp_path, monkeypatch, env_vars, driver_collector
+) -> None:
+    """spark-submit starts in the worker's environment plus the task's env_vars: a collector
+    chosen there is the driver's, and a second one in its options would stop its JVM
+    ("Multiple garbage collectors selected"). What spark-submit would be given is read at the
+    provider's execute, the seam where the process would start."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from boardstream.spark.class_archive import DRIVER_OPTIONS
+    from boardstream.spark.collector import DRIVER_ENVIRONMENT, EXECUTOR_OPTIONS, PARALLEL
+
+    for name in DRIVER_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    connection = '{"conn_type": "kafka", "extra": {"bootstrap.servers": "localhost:1"}}'
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", connection)
+    monkeypatch.setenv("BOARDSTREAM_CHECKPOINT_ROOT", str(tmp_path / "checkpoints"))
+    given = {}
+    monkeypatch.setattr(
+        SparkSubmitOperator, "execute", lambda self, context: given.update(self.conf)
+    )
+    operator.env_vars = env_vars
+    operator.execute({"dag_run": SimpleNamespace(run_type="manual")})
+    collectors = [o for o in given[DRIVER_OPTIONS].split() if o.endswith("GC")]
+    assert collectors == ([driver_collector] if driver_collector else [])
+    assert PARALLEL in given[EXECUTOR_OPTIONS].split()  # executors start elsewhere

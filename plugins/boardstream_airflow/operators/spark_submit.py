@@ -8,6 +8,7 @@ connection; the connector jars, Python interpreter and environment from the core
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -66,8 +67,10 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
             "spark.driver.memory": settings.spark_driver_memory,
             **(self.conf or {}),
         }
-        self.conf = configure(conf, settings.jars_dir)
         self.env_vars = {**submit_env(settings), **(self.env_vars or {})}
+        # spark-submit starts in this process's environment plus env_vars: a collector chosen
+        # there (SPARK_SUBMIT_OPTS) is the driver's, and a second one would stop its JVM.
+        self.conf = configure(conf, settings.jars_dir, environ={**os.environ, **self.env_vars})
         if self.preset is not None:
             preset_args = aggregation_preset(self.preset).job_args(settings)
             self.application_args = [*preset_args, *(self.application_args or [])]
