@@ -36,6 +36,17 @@ def engine(url: str) -> Engine:
     return created
 
 
+def shown(url: str) -> str:
+    """``url`` as an error message may name it: without its password."""
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+def driver_said(error: Exception) -> str:
+    """The first line of what the database driver said, without SQLAlchemy's SQL and its link
+    to the background of the error: one line for a message or a log."""
+    return (str(getattr(error, "orig", None) or error).strip().splitlines() or [""])[0]
+
+
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")

@@ -24,3 +24,8 @@ class InvalidOptionError(BoardstreamError, ValueError):
     def __init__(self, message: str, *options: str) -> None:
         super().__init__(message)
         self.options = options
+
+
+class ServiceUnreachableError(BoardstreamError):
+    """A service a job needs (its broker, its database) did not answer before the job started:
+    refused in seconds, before Spark (exit 2), rather than failing minutes into the run."""

@@ -66,6 +66,13 @@ class Settings(BaseSettings):
     unmatched_topic: str = "board-unmatched"
     dlq_topic: str = "board-dlq"
     partitions: int = Field(default=3, ge=1, description="Default partition count of new topics.")
+    topic_retention_ms: int = Field(
+        default=7 * 24 * 3600 * 1000,
+        ge=-1,
+        description="retention.ms of the board topic topics create makes and the floor of the "
+        "output topics' (-1: forever); an output is never given less than an existing board "
+        "keeps, so reconciliation's evidence outlives its source (kafka/retention.py).",
+    )
     member_partitions: int | None = Field(default=None, ge=1)
     board_partitions: int | None = Field(default=None, ge=1)
     replication_factor: int = Field(
@@ -136,6 +143,15 @@ class Settings(BaseSettings):
         "rows: a larger table is watched in slices of this many rows, one per run, so a change "
         "to an old row is found within ceil(rows / this) runs instead of the next one.",
     )
+    reconcile_heartbeat_timeout_s: float = Field(
+        default=300,
+        gt=0,
+        description="A reconciliation run refreshes its heartbeat 20 times in this; an open run "
+        "whose heartbeat is older (its process killed, its host gone, its database cut off) is "
+        "closed as ERRORED, interrupted, by the next run (5 minutes, as Airflow's "
+        "task_instance_heartbeat_timeout: a loaded machine and clocks a little apart on two "
+        "hosts do not end a live run).",
+    )
     stream_max_batch_age_s: int = Field(
         default=1200,
         gt=0,
@@ -177,6 +193,13 @@ class Settings(BaseSettings):
                 raise ValueError(f"expected host:port[,host:port], got {value!r}")
         return value
 
+    @field_validator("topic_retention_ms")
+    @classmethod
+    def _retention_keeps_records(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError("0 would delete records at once; -1 keeps them forever")
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _a_cluster_replicates(cls, data: Any) -> Any:
@@ -215,6 +238,11 @@ class Settings(BaseSettings):
     @property
     def uses_tls(self) -> bool:
         return self.security_protocol.endswith("SSL")
+
+    @property
+    def output_topics(self) -> tuple[str, str, str]:
+        """The join's outputs: reconciliation's evidence of what became of each board."""
+        return (self.board_detail_topic, self.unmatched_topic, self.dlq_topic)
 
     @property
     def join_tick_topic(self) -> str:

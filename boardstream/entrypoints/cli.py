@@ -31,9 +31,10 @@ from boardstream.entrypoints.argtypes import (
     positive_number,
     ratio,
 )
-from boardstream.errors import BoardstreamError, InvalidOptionError
+from boardstream.errors import BoardstreamError, InvalidOptionError, ServiceUnreachableError
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.logs import VERBOSE_ENV, configure
+from boardstream.preflight import require
 from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.spark.submit import JOBS, build_class_archive, run_submit
 
@@ -76,6 +77,7 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
 
 def _topics(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.kafka.clients import admin_client
+    from boardstream.kafka.retention import read_retention, warn_expiry
     from boardstream.kafka.topics import (
         TopicSpec,
         create_topics,
@@ -91,7 +93,6 @@ def _topics(args: argparse.Namespace, settings: Settings) -> int:
             raise BoardstreamError(f"--config {key} given twice")
         config[key] = value
     admin = admin_client(settings)
-    specs = platform_topics(settings)
     if args.action == "create":
         if args.topic:
             specs = [
@@ -100,11 +101,16 @@ def _topics(args: argparse.Namespace, settings: Settings) -> int:
                 )
                 for name in args.topic
             ]
+        else:
+            specs = platform_topics(settings, read_retention(admin, settings).source)
         for result in create_topics(admin, settings, specs):
             print(result.line())
+        warn_expiry(admin, settings, [spec.name for spec in specs])
         return 0
-    names = args.topic or [spec.name for spec in specs]
-    for description in describe_topics(admin, settings, names):
+    names = args.topic or [spec.name for spec in platform_topics(settings)]
+    descriptions = describe_topics(admin, settings, names)
+    risks = warn_expiry(admin, settings, names)
+    for description in descriptions:
         end = sum(description.end_offsets.values())
         print(f"{description.name}: {description.partitions} partitions, end offsets {end:,}")
         for partition, offset in sorted(description.end_offsets.items()):
@@ -113,6 +119,9 @@ def _topics(args: argparse.Namespace, settings: Settings) -> int:
         for name, (value, is_default) in sorted(description.configs.items()):
             if args.all_configs or not is_default:
                 print(f"  {name}={value}{' (default)' if is_default else ''}")
+        for risk in risks:
+            if risk.output == description.name:
+                print(f"  EXPIRY RISK: {risk}")
     return 0
 
 
@@ -142,6 +151,7 @@ def _aggregate(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.aggregations.presets import preset
 
     chosen = preset(args.name)
+    require(settings, chosen.job)
     return run_submit(settings, chosen.job, [*chosen.job_args(settings), *_job_args(args)])
 
 
@@ -149,6 +159,7 @@ def _job(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "list":
         print("\n".join(sorted(JOBS)))
         return 0
+    require(settings, args.name)
     return run_submit(settings, args.name, _job_args(args))
 
 
@@ -165,11 +176,14 @@ def _compaction(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.compaction.measure import measure_topic
     from boardstream.kafka.clients import admin_client
 
+    if args.action in ("rollback", "verify") and args.change is None:
+        raise BoardstreamError(f"compaction {args.action} needs --change ID")
+    # The tuning log is in the database: applying, rolling back and verifying write it.
+    writes_log = args.action in ("rollback", "verify") or (args.action == "apply" and args.execute)
+    require(settings, "compaction", database=writes_log)
     admin = admin_client(settings)
     run_by = f"cli:{getpass.getuser()}"
     if args.action in ("rollback", "verify"):
-        if args.change is None:
-            raise BoardstreamError(f"compaction {args.action} needs --change ID")
         if args.action == "rollback":
             change_id = compaction.rollback(admin, settings, args.change, run_by)
             print(f"change {args.change} rolled back (logged as change {change_id})")
@@ -233,6 +247,7 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     # An incremental run's driver compiles with C1 only (spark/jit.py); a full run's keeps C2.
     incremental = args.command == "reconcile" and not args.full
+    require(settings, job)
     return run_submit(settings, job, job_args, short_lived=incremental)
 
 
@@ -317,7 +332,9 @@ _COMMANDS = {
         "create or describe topics (by default the platform's)",
         "create without --topic creates the platform's topics; with --topic it "
         "creates that topic (repeatable), e.g. topics create --topic orders --partitions 6 "
-        "--config cleanup.policy=compact --config retention.ms=86400000",
+        "--config cleanup.policy=compact --config retention.ms=86400000. Both actions warn "
+        "(and describe marks EXPIRY RISK) when an output topic may delete records before "
+        "the board topic does.",
     ),
     "produce": _Command(_produce, "produce seeded member and board records"),
     "demo": _Command(
@@ -521,6 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidOptionError as error:
         print(f"boardstream: error: {flag_message(error)}", file=sys.stderr)
         return 1
+    except ServiceUnreachableError as error:  # a job refused before Spark: could not run
+        print(f"boardstream: error: {error}", file=sys.stderr)
+        return 2
     except BoardstreamError as error:
         print(f"boardstream: error: {error}", file=sys.stderr)
         return 1

@@ -31,12 +31,13 @@ from boardstream.aggregations.source import SourceOptions
 from boardstream.aggregations.table_count import JOB as TABLE_COUNT
 from boardstream.aggregations.table_count import TableCountConfig, start_table_count
 from boardstream.entrypoints.argtypes import duration_ms, flag_message, options_from, positive
-from boardstream.errors import BoardstreamError, InvalidOptionError
+from boardstream.errors import BoardstreamError, InvalidOptionError, ServiceUnreachableError
 from boardstream.joins import job as join_job
 from boardstream.joins.job import ENGINES, JoinJobConfig
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
 from boardstream.logs import configure, verbose_requested
+from boardstream.preflight import require
 from boardstream.settings import Settings
 from boardstream.sink import job as sink_job
 from boardstream.sink.job import QUERY_NAME as SINK
@@ -53,13 +54,18 @@ def run_job(
     start: Callable[[SparkSession, Settings], StreamingQuery],
 ) -> int:
     """A job's main: settings, a session, the query run to its end on its checkpoint's lease;
-    the exit code says how (2: the job refused to start, naming the flag to change, or its
-    checkpoint is in use; 1: the query failed)."""
+    the exit code says how (2: the job refused to start, naming the flag to change, its broker
+    or database not answering, or its checkpoint in use; 1: the query failed)."""
     configure(verbose_requested())  # the CLI passes --verbose on in the environment
     try:
         settings = Settings()
     except ValidationError as error:
         logger.error("%s: bad settings: %s", name, error)
+        return 2
+    try:
+        require(settings, name)
+    except ServiceUnreachableError as error:
+        logger.error("%s", error)
         return 2
     spark = spark_session(settings, name)
     # spark-submit logs at INFO, whole query plans included; per-batch progress is in

@@ -6,18 +6,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from boardstream import database, reconcile
 from boardstream.entrypoints.argtypes import duration_ms, positive
-from boardstream.errors import BoardstreamError
+from boardstream.errors import BoardstreamError, ServiceUnreachableError
 from boardstream.joins.member_table import AS_OF, LATEST
 from boardstream.logs import configure, verbose_requested
+from boardstream.preflight import require
 from boardstream.reconcile import repair as repairing
 from boardstream.reconcile import run as running
 from boardstream.reconcile.checks import ReconcileOptions
 from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import ReconciliationError
 from boardstream.settings import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def reconcile_main(argv: Sequence[str] | None = None) -> int:
@@ -54,22 +59,50 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
     configure(verbose_requested())
     options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     settings = Settings()
+    if not _reachable(settings, "reconcile"):
+        return 2
     spark = spark_session(settings, "reconcile", short_lived=not args.full)
     spark.sparkContext.setLogLevel("WARN")
+    return _run(
+        spark,
+        settings,
+        args.run_by,
+        args.join_checkpoint,
+        args.sink_checkpoint,
+        options,
+        FULL if args.full else INCREMENTAL,
+    )
+
+
+def _reachable(settings: Settings, job: str) -> bool:
+    """Whether the broker and the database answer; if not, one line says which (exit 2)."""
+    try:
+        require(settings, job)
+    except ServiceUnreachableError as error:
+        print(str(error), file=sys.stderr, flush=True)
+        return False
+    return True
+
+
+def _run(
+    spark: SparkSession,
+    settings: Settings,
+    run_by: str,
+    join_checkpoint: Path | None,
+    sink_checkpoint: Path | None,
+    options: ReconcileOptions | None,
+    kind: str,
+) -> int:
+    """One run, its summary printed; the exit code is its verdict (2: it could not finish, or
+    not record itself: one line, no traceback)."""
     try:
         result = reconcile.run_once(
-            spark,
-            settings,
-            args.run_by,
-            args.join_checkpoint,
-            args.sink_checkpoint,
-            options,
-            FULL if args.full else INCREMENTAL,
+            spark, settings, run_by, join_checkpoint, sink_checkpoint, options, kind
         )
     except ReconciliationError as error:
         print(str(error), file=sys.stderr, flush=True)
         return 2
-    except BoardstreamError as error:  # before a run was recorded: no topics, no broker
+    except BoardstreamError as error:  # not recorded, or not all of it: no topics, no database
         print(f"reconcile: error: {error}", file=sys.stderr, flush=True)
         return 2
     print("\n".join(result.summary()), flush=True)
@@ -92,6 +125,8 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure(verbose_requested())
     settings = Settings()
+    if not _reachable(settings, "board-detail-repair"):
+        return 2
     try:
         # An unknown run is a user's typo: say so before Spark takes its seconds to start.
         repairing.stored_snapshot(database.engine(settings.database), args.run)
@@ -102,13 +137,5 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
         print(f"repair: error: {error}", file=sys.stderr)
         return 1
     print(", ".join(f"{step}: {count:,}" for step, count in done.items()), flush=True)
-    result = reconcile.run_once(
-        spark,
-        settings,
-        f"{args.run_by} (after repair of run {args.run})",
-        args.join_checkpoint,
-        args.sink_checkpoint,
-        kind=FULL,
-    )
-    print("\n".join(result.summary()), flush=True)
-    return 0 if result.passed else 1
+    run_by = f"{args.run_by} (after repair of run {args.run})"
+    return _run(spark, settings, run_by, args.join_checkpoint, args.sink_checkpoint, None, FULL)

@@ -1,16 +1,20 @@
 """The tables ``reconciliation_run`` (one row per run: the snapshot, the jobs' progress, the
 counts, the balance, the verdict) and ``reconciliation_issue`` (per finding, its count and
 example ids), so every number in a summary can be traced to ids later, by the UI page or by a
-repair. A run ends PASSED, FAILED or ERRORED (with its error): never left half-written."""
+repair. A run ends PASSED, FAILED or ERRORED (with its error): never left half-written. A run
+whose process dies before it records its end (kill -9, a power cut, its database gone) stops
+refreshing its heartbeat (``heartbeat_at``, see heartbeat.py); the next run closes it as ERRORED,
+interrupted, once that is older than ``Settings.reconcile_heartbeat_timeout_s``."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from boardstream.errors import BoardstreamError
 from boardstream.reconcile.snapshot import EarlierSnapshot
 
 metadata = sa.MetaData()
@@ -35,6 +39,8 @@ reconciliation_run = sa.Table(
     # The slice of board_detail the run looked at for changed rows: {"after", "through", "rows"}
     # (ids None: unbounded on that side), see reconcile.table_watch.
     sa.Column("table_slice", sa.JSON),
+    # Refreshed while the run runs; NULL: a run from before heartbeats (its started_at counts).
+    sa.Column("heartbeat_at", sa.DateTime(timezone=True)),
 )
 FULL, INCREMENTAL = "full", "incremental"
 EARLIER_RUNS = 100  # runs looked at for an earlier snapshot (a refused run has none)
@@ -119,15 +125,70 @@ def earlier_snapshot(engine: Engine, before: datetime) -> EarlierSnapshot | None
     return None
 
 
+class RunClosedError(BoardstreamError):
+    """A run's verdict came after another run had closed it as interrupted (its heartbeat
+    older than the bound): the ledger keeps what it says, the verdict is not recorded."""
+
+
 def start_run(engine: Engine, snapshot: dict[str, Any], run_by: str, kind: str = FULL) -> int:
     create(engine)
+    now = datetime.now(UTC)
     with engine.begin() as connection:
         result = connection.execute(
             reconciliation_run.insert().values(
-                started_at=datetime.now(UTC), snapshot=snapshot, run_by=run_by, kind=kind
+                started_at=now, heartbeat_at=now, snapshot=snapshot, run_by=run_by, kind=kind
             )
         )
         return result.inserted_primary_key[0]
+
+
+def beat(engine: Engine, run_id: int) -> None:
+    """The run is alive: its heartbeat now (a closed run's is left as it was)."""
+    with engine.begin() as connection:
+        connection.execute(
+            reconciliation_run.update()
+            .where(reconciliation_run.c.run_id == run_id, reconciliation_run.c.status.is_(None))
+            .values(heartbeat_at=datetime.now(UTC))
+        )
+
+
+def close_interrupted(
+    engine: Engine, by_run: int, timeout: timedelta, now: datetime | None = None
+) -> list[str]:
+    """Close as ERRORED the open runs (other than ``by_run``) whose heartbeat, or start when
+    they have none, is older than ``timeout``: nothing refreshes it any more, so their process
+    died without recording an end. A line per run closed, for ``by_run``'s summary."""
+    now = now or datetime.now(UTC)
+    r = reconciliation_run.c
+    last_seen = sa.func.coalesce(r.heartbeat_at, r.started_at)
+    stale = sa.and_(r.status.is_(None), r.run_id != by_run, last_seen < now - timeout)
+    error = f"interrupted: found open by run {by_run} at {now:%Y-%m-%d %H:%M:%S} UTC"
+    closed = []
+    with engine.begin() as connection:
+        found = connection.execute(
+            sa.select(r.run_id, r.started_at, last_seen).where(stale).order_by(r.run_id)
+        ).all()
+        for run_id, started_at, seen in found:
+            # Still stale in the same statement: a run that finished meanwhile is left alone.
+            updated = connection.execute(
+                reconciliation_run.update()
+                .where(stale, r.run_id == run_id)
+                .values(finished_at=now, passed=False, status=ERRORED, error=error)
+            )
+            if updated.rowcount:
+                closed.append(
+                    f"run {run_id} closed as {ERRORED}: {error} (started {_utc(started_at)}, "
+                    f"last heartbeat {_utc(seen)})"
+                )
+    return closed
+
+
+def _utc(moment: datetime | str) -> str:
+    """A moment as the summary writes it; SQLite gives naive UTC datetimes (or, for an
+    expression such as COALESCE, their stored text)."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    return f"{moment.astimezone(UTC) if moment.tzinfo else moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def finish_run(
@@ -141,10 +202,12 @@ def finish_run(
     covered: dict[str, dict[str, list[int]]] | None = None,
     table_slice: dict[str, Any] | None = None,
 ) -> None:
+    """Record a run's verdict, unless another run closed it meanwhile (:class:`RunClosedError`)."""
+    r = reconciliation_run.c
     with engine.begin() as connection:
-        connection.execute(
+        recorded = connection.execute(
             reconciliation_run.update()
-            .where(reconciliation_run.c.run_id == run_id)
+            .where(r.run_id == run_id, r.status.is_(None))
             .values(
                 finished_at=datetime.now(UTC),
                 passed=passed,
@@ -156,6 +219,12 @@ def finish_run(
                 table_slice=table_slice,
             )
         )
+        if not recorded.rowcount:
+            closed = connection.execute(sa.select(r.error).where(r.run_id == run_id)).scalar()
+            raise RunClosedError(
+                f"reconciliation run {run_id}: verdict not recorded: another run closed it while "
+                f"it ran, its heartbeat too old ({closed})"
+            )
         rows = [
             {"run_id": run_id, "finding": kind, "count": count, "example_ids": examples}
             for kind, (count, examples) in findings.items()
@@ -165,11 +234,12 @@ def finish_run(
 
 
 def error_run(engine: Engine, run_id: int, error: str) -> None:
-    """Close a run that could not finish: ERRORED with its error, neither passed nor failed."""
+    """Close a run that could not finish: ERRORED with its error, neither passed nor failed
+    (one another run closed as interrupted meanwhile keeps that)."""
     with engine.begin() as connection:
         connection.execute(
             reconciliation_run.update()
-            .where(reconciliation_run.c.run_id == run_id)
+            .where(reconciliation_run.c.run_id == run_id, reconciliation_run.c.status.is_(None))
             .values(finished_at=datetime.now(UTC), passed=False, status=ERRORED, error=error)
         )
 
@@ -202,3 +272,20 @@ def recent_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
         ).scalars()
         ids = list(ids)
     return [found for run_id in ids if (found := run(engine, run_id)) is not None]
+
+
+def last_verdict_at(engine: Engine) -> datetime | None:
+    """When the newest run that reached a verdict (PASSED or FAILED) began: how recently
+    reconciliation looked at the outputs, however many runs errored since."""
+    r = reconciliation_run.c
+    verdict = sa.or_(
+        r.status.in_((PASSED, FAILED)),
+        # Runs recorded before the status column existed have only ``passed``.
+        sa.and_(r.status.is_(None), r.passed.is_not(None)),
+    )
+    query = sa.select(sa.func.max(r.started_at)).where(verdict)
+    create(engine)
+    with engine.connect() as connection:
+        began = connection.execute(query).scalar()
+    # SQLite keeps no time zone; the ledger writes UTC.
+    return began.replace(tzinfo=UTC) if began and began.tzinfo is None else began

@@ -5,21 +5,27 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import QUERY_NAME as JOIN
+from boardstream.kafka import retention
 from boardstream.kafka.clients import admin_client
 from boardstream.reconcile import (
     baseline,
     digest_ledger,
+    evidence,
     fact_store,
     incremental,
     ledger,
@@ -34,6 +40,7 @@ from boardstream.reconcile.checks import (
     reconcile,
 )
 from boardstream.reconcile.expectations import ValidationReport, validate_reconciliation
+from boardstream.reconcile.heartbeat import Heartbeat
 from boardstream.reconcile.ledger import (
     FULL,
     INCREMENTAL,
@@ -62,6 +69,19 @@ class ReconciliationError(BoardstreamError):
         self.run_id = run_id
 
 
+class RecordingError(BoardstreamError):
+    """The ledger could not be written (the database gone, or locked past its busy timeout):
+    the run is not recorded, or left open for the next run to close as interrupted."""
+
+    def __init__(self, engine: Engine, what: str, error: Exception, run_id: int | None) -> None:
+        run = "reconciliation" if run_id is None else f"reconciliation run {run_id}"
+        left = "" if run_id is None else "; the next run closes it as interrupted"
+        super().__init__(
+            f"{run}: could not record {what} in {database.shown(str(engine.url))}: "
+            f"{type(error).__name__}: {database.driver_said(error)}{left}"
+        )
+
+
 @dataclass(frozen=True)
 class RunResult:
     run_id: int
@@ -70,6 +90,9 @@ class RunResult:
     kind: str = FULL
     covered: dict[str, dict[str, list[int]]] | None = None  # per topic and partition: [from, to)
     table_slice: dict[str, Any] | None = None  # the rows of board_detail it looked at
+    # Shown before the counts: runs found dead and closed by this one (ledger), outputs that
+    # may expire before their source, reconciliation overdue against their retention.
+    notices: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -83,6 +106,7 @@ class RunResult:
             lines.append(f"  read {describe_covered(self.covered)}")
         if self.table_slice:
             lines.append(f"  looked at {describe_table_slice(self.table_slice)}")
+        lines += [f"  {notice}" for notice in self.notices]
         lines += [f"  {name:<22} {counts.get(name, 0):>10,}" for name in SUMMARY_ORDER]
         lines += [f"  {equation}" for equation in self.reconciliation.equations()]
         for kind in LISTED:
@@ -117,61 +141,119 @@ def reconcile_once(
     kind: str = FULL,
 ) -> RunResult:
     """One run, recorded from start to verdict; a run that cannot finish is recorded as
-    ERRORED and raises :class:`ReconciliationError`. ``kind``: a full run reads everything and
-    fills the digest ledger; an incremental one (#22) reads what arrived since the last run
-    and the boards whose rows changed, and is a full one while no full run has filled the
-    ledger."""
+    ERRORED and raises :class:`ReconciliationError`; one that cannot write the ledger raises
+    :class:`RecordingError`, and is closed as interrupted by a later run (its heartbeat stops).
+    ``kind``: a full run reads everything and fills the digest ledger; an incremental one (#22)
+    reads what arrived since the last run and the boards whose rows changed, and is a full one
+    while no full run has filled the ledger."""
     if kind not in (FULL, INCREMENTAL):
         raise BoardstreamError(f"a reconciliation is {FULL} or {INCREMENTAL}, not {kind!r}")
     default_join, default_sink = checkpoints(settings)
     join_checkpoint = join_checkpoint or default_join
     sink_checkpoint = sink_checkpoint or default_sink
     engine = database.engine(settings.database)
-    for store in (digest_ledger, fact_store, table_watch):
-        store.create(engine)
-    if kind == INCREMENTAL and not _has_baseline(engine):
-        logger.info("no full reconciliation has filled the digest ledger yet: this run is full")
-        kind = FULL
+    with _recording(engine, "its start"):
+        for store in (digest_ledger, fact_store, table_watch):
+            store.create(engine)
+        if kind == INCREMENTAL and not _has_baseline(engine):
+            logger.info("no full reconciliation has filled the digest ledger yet: this run is full")
+            kind = FULL
+    admin = admin_client(settings)
     try:
-        snapshot = take_snapshot(admin_client(settings), settings, join_checkpoint, sink_checkpoint)
+        snapshot = take_snapshot(admin, settings, join_checkpoint, sink_checkpoint)
     except CheckpointChecksumError as error:
         # The jobs' own record of their progress was altered: a run of its own, ERRORED, so the
         # refusal stands in the ledger and on the health page, not only in a task log.
-        _errored(engine, ledger.start_run(engine, {}, run_by, kind), error)
+        _errored(engine, _start(engine, settings, {}, run_by, kind)[0], error)
     options = options or ReconcileOptions()
     # What an earlier run saw a stall age ago: when its records existed at the latest (liveness).
     stall_age = timedelta(milliseconds=options.stall_after_ms)
-    earlier = ledger.earlier_snapshot(engine, snapshot.taken_at - stall_age)
+    with _recording(engine, "its start"):
+        earlier = ledger.earlier_snapshot(engine, snapshot.taken_at - stall_age)
     snapshot = replace(snapshot, earlier=earlier)
-    run_id = ledger.start_run(engine, snapshot.to_json(), run_by, kind)
+    with _recording(engine, "its start"):
+        last_verdict = ledger.last_verdict_at(engine)
+    at_risk = _evidence_at_risk(admin, settings, last_verdict, snapshot)
+    run_id, interrupted = _start(engine, settings, snapshot.to_json(), run_by, kind)
+    notices = (*interrupted, *at_risk)
     check = _full if kind == FULL else _incremental
-    try:
-        outcome = check(spark, engine, settings, snapshot, str(join_checkpoint), options)
-        validation = _validate(outcome, settings, run_id)
-    except Exception as error:
-        _errored(engine, run_id, error)
-    result = RunResult(
-        run_id, outcome.reconciliation, validation, kind, outcome.covered, outcome.table_slice
-    )
-    ledger.finish_run(
-        engine,
-        run_id,
-        result.passed,
-        outcome.reconciliation.counts,
-        {k: (f.count, f.examples) for k, f in outcome.reconciliation.findings.items()},
-        str(validation.data_docs_index) if validation.data_docs_index else None,
-        outcome.reconciliation.balance,
-        outcome.covered,
-        outcome.table_slice,
-    )
+    with Heartbeat(engine, run_id, settings.reconcile_heartbeat_timeout_s):
+        try:
+            outcome = check(spark, engine, settings, snapshot, str(join_checkpoint), options)
+            validation = _validate(outcome, settings, run_id)
+        except Exception as error:
+            _errored(engine, run_id, error)
+        result = RunResult(
+            run_id,
+            outcome.reconciliation,
+            validation,
+            kind,
+            outcome.covered,
+            outcome.table_slice,
+            notices,
+        )
+        with _recording(engine, "its verdict", run_id):
+            ledger.finish_run(
+                engine,
+                run_id,
+                result.passed,
+                outcome.reconciliation.counts,
+                {k: (f.count, f.examples) for k, f in outcome.reconciliation.findings.items()},
+                str(validation.data_docs_index) if validation.data_docs_index else None,
+                outcome.reconciliation.balance,
+                outcome.covered,
+                outcome.table_slice,
+            )
     return result
 
 
+@contextmanager
+def _recording(engine: Engine, what: str, run_id: int | None = None) -> Iterator[None]:
+    """Writing the ledger: a database error becomes :class:`RecordingError`, one line (the
+    traceback at DEBUG)."""
+    try:
+        yield
+    except SQLAlchemyError as error:
+        logger.debug("reconciliation run %s: could not record %s", run_id, what, exc_info=True)
+        raise RecordingError(engine, what, error, run_id) from error
+
+
+def _start(
+    engine: Engine, settings: Settings, snapshot: dict[str, Any], run_by: str, kind: str
+) -> tuple[int, tuple[str, ...]]:
+    """A run recorded as started; the runs found dead meanwhile closed as interrupted."""
+    timeout = timedelta(seconds=settings.reconcile_heartbeat_timeout_s)
+    with _recording(engine, "its start"):
+        run_id = ledger.start_run(engine, snapshot, run_by, kind)
+    with _recording(engine, "its start", run_id):
+        closed = ledger.close_interrupted(engine, run_id, timeout)
+    for line in closed:
+        logger.warning("reconciliation run %s: %s", run_id, line)
+    return run_id, tuple(closed)
+
+
+def _evidence_at_risk(
+    admin: AdminClient, settings: Settings, last_verdict: datetime | None, snapshot: Snapshot
+) -> list[str]:
+    """Outputs that may expire before their source, and a reconciliation overdue against the
+    outputs' retention (the last verdict longer ago than it): evidence may age out unseen."""
+    kept = retention.read_retention(admin, settings)
+    found = [str(risk) for risk in kept.risks]
+    overdue = retention.reconciliation_overdue(last_verdict, snapshot.taken_at, kept.shortest_ms)
+    found += [overdue] if overdue else []
+    for notice in found:
+        logger.warning("%s", notice)
+    return found
+
+
 def _errored(engine: Engine, run_id: int, error: Exception) -> NoReturn:
-    """Close ``run_id`` as ERRORED with ``error`` and raise it as the run's."""
-    logger.exception("reconciliation run %s could not finish", run_id)
-    ledger.error_run(engine, run_id, f"{type(error).__name__}: {error}"[:4000])
-    raise ReconciliationError(run_id, f"{type(error).__name__}: {error}") from error
+    """Close ``run_id`` as ERRORED with ``error`` and raise it as the run's; when even that
+    cannot be written, :class:`RecordingError` says both."""
+    reason = f"{type(error).__name__}: {error}"
+    with _recording(engine, f"that it could not finish ({reason.splitlines()[0]})", run_id):
+        ledger.error_run(engine, run_id, reason[:4000])
+    logger.error("reconciliation run %s could not finish", run_id, exc_info=error)
+    raise ReconciliationError(run_id, reason) from error
 
 
 @dataclass(frozen=True)
@@ -197,11 +279,14 @@ def _full(
 ) -> _Outcome:
     """Today's run over everything, then its facts, records and rows as the next incremental
     run's baseline, in one transaction."""
-    result = reconcile(spark, settings, snapshot, join_checkpoint, options)
+    with engine.connect() as connection:
+        kept = evidence.kept(connection, settings, snapshot)
+    result = reconcile(spark, settings, snapshot, join_checkpoint, kept, options)
     assert result.facts is not None and result.records is not None  # a full run keeps them
     stored = "reconcile: the digest ledger, the facts and the rows as checked"
     with phase(stored), engine.begin() as connection:
-        digest_ledger.lock(connection)
+        digest_ledger.lock(connection, settings.reconcile_heartbeat_timeout_s)
+        digest_ledger.add_unseen(connection, kept.new_unseen)
         fact_store.reset(connection, result.facts)
         baseline.record(connection, result.records, snapshot.latest, full=True)
         table_watch.remember_all(connection)

@@ -19,6 +19,7 @@ from boardstream.settings import Settings
 from tests.fixtures import sqlite_or_postgres_url
 
 HELD_S = 1.5  # how long the first run holds the ledger while the second must wait
+WAIT_S = 60.0  # how long the second may wait on SQLite (a run: its heartbeat bound)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -35,11 +36,11 @@ def test_a_second_run_waits_for_the_first_runs_ledger_transaction(engine: Engine
 
     def second_run() -> None:
         with engine.begin() as connection:
-            digest_ledger.lock(connection)
+            digest_ledger.lock(connection, WAIT_S)
             acquired.set()
 
     with engine.begin() as first:
-        digest_ledger.lock(first)
+        digest_ledger.lock(first, WAIT_S)
         waiter = threading.Thread(target=second_run)
         waiter.start()
         assert not acquired.wait(HELD_S), "the second run took the ledger while the first held it"

@@ -155,6 +155,7 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> Submitted:
         return 3
 
     monkeypatch.setattr(cli, "run_submit", run_submit)
+    monkeypatch.setattr(cli, "require", lambda _settings, _job: None)  # services answer
     return calls
 
 
@@ -283,12 +284,15 @@ def test_compaction_targets_selection_and_dry_run(argv, execute, monkeypatch, ca
     from boardstream import compaction
 
     calls = []
+    asked = []
+    monkeypatch.setattr(cli, "require", lambda _s, job, database: asked.append((job, database)))
     monkeypatch.setattr("boardstream.kafka.clients.admin_client", lambda _settings: "admin")
     # Tuned nothing: the report is empty.
     monkeypatch.setattr(compaction, "tune", lambda *args: calls.append(args) or [])
     flags = ["--topic", "m*", "--exclude", "m-dlq", "--restore-budget", "10m", "--update-rate", "5"]
     assert main([*argv, *flags]) == 0
     ((admin, _settings, selection, targets, executed, run_by),) = calls
+    assert asked == [("compaction", execute)]  # the database only for the log it writes
     assert admin == "admin"
     assert selection == Selection(("m*",), ("m-dlq",), ("member", "board"))
     assert targets == Targets(

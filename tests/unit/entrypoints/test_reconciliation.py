@@ -1,7 +1,8 @@
 """The reconcile and repair jobs' command lines with Spark and the runs replaced at their seams
-(``spark_session``, ``reconcile.run_once``/``repair_run``): flags reach the run as options,
-the exit code is the verdict (0 passed, 1 not proven, 2 could not finish), and a bad flag or an
-unknown run is refused before Spark starts (the ledger is real, on SQLite)."""
+(``spark_session``, ``reconcile.run_once``/``repair_run``, the services check ``require``):
+flags reach the run as options, the exit code is the verdict (0 passed, 1 not proven, 2 could
+not finish), and a bad flag, an unknown run or a service not answering is refused before Spark
+starts (the ledger is real, on SQLite)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from boardstream import reconcile
+from boardstream import database, reconcile
 from boardstream.entrypoints import reconciliation
-from boardstream.errors import UnknownTopicError
+from boardstream.errors import ServiceUnreachableError, UnknownTopicError
 from boardstream.reconcile.checks import ReconcileOptions
-from boardstream.reconcile.run import ReconciliationError
+from boardstream.reconcile.run import ReconciliationError, RecordingError
 from boardstream.spark import session
 
 
@@ -43,7 +44,9 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
         "short_lived": [],
         "runs": [],
         "repairs": [],
+        "required": [],
         "outcome": Result(True),
+        "unreachable": None,
     }
     monkeypatch.setenv("BOARDSTREAM_VAR_DIR", str(tmp_path))
 
@@ -62,7 +65,13 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
         seen["repairs"].append((spark, run_id, join_mode, join_cp))
         return {"rejoined": 1_234, "table": 2}
 
+    def require(_settings, job: str) -> None:
+        seen["required"].append(job)
+        if seen["unreachable"]:
+            raise ServiceUnreachableError(seen["unreachable"])
+
     monkeypatch.setattr(session, "spark_session", spark_session)
+    monkeypatch.setattr(reconciliation, "require", require)
     monkeypatch.setattr(reconcile, "run_once", run_once)
     monkeypatch.setattr(reconcile, "repair_run", repair_run)
     monkeypatch.setattr(Spark.sparkContext, "levels", [])
@@ -96,6 +105,36 @@ def test_reconcile_flags_become_the_runs_options(calls, capsys) -> None:
         )
     ]
     assert capsys.readouterr().out == "reconciliation run 9: PASSED\n  source 3\n"
+
+
+def test_a_run_that_cannot_record_itself_exits_2_with_one_line(calls, capsys) -> None:
+    calls["outcome"] = RecordingError(
+        database.engine("postgresql+psycopg2://u:secret@db/b"), "its verdict", OSError("gone"), 9
+    )
+    assert reconciliation.reconcile_main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "reconcile: error: reconciliation run 9: could not record its verdict in "
+        "postgresql+psycopg2://u:***@db/b: OSError: gone; the next run closes it as interrupted\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "job"),
+    [
+        (reconciliation.reconcile_main, [], "reconcile"),
+        (reconciliation.repair_main, ["--run", "7"], "board-detail-repair"),
+    ],
+)
+def test_a_service_not_answering_is_one_line_and_exit_2_before_spark(
+    main, argv, job, calls, capsys
+) -> None:
+    calls["unreachable"] = f"{job} not started: no Kafka broker answered at localhost:1"
+    assert main(argv) == 2
+    assert capsys.readouterr() == ("", f"{calls['unreachable']}\n")
+    assert calls["required"] == [job]
+    assert calls["spark"] == []
 
 
 def test_reconcile_defaults(calls) -> None:

@@ -31,6 +31,7 @@ def test_a_started_run_is_open(engine: Engine) -> None:
     run = ledger.run(engine, first)
     assert run is not None
     assert isinstance(run.pop("started_at"), datetime)
+    assert run.pop("heartbeat_at") is not None  # a run beats from its start (heartbeat)
     assert run == {
         "run_id": 1,
         "finished_at": None,
@@ -165,6 +166,7 @@ def test_an_older_database_gains_the_missing_columns_and_keeps_its_runs(engine: 
         "kind",
         "covered",
         "table_slice",
+        "heartbeat_at",
     ]
     old = ledger.run(engine, 1)
     assert old is not None
