@@ -23,6 +23,7 @@ import pyarrow as pa
 from boardstream.joins.member_table import LATEST
 from boardstream.reconcile import liveness
 from boardstream.reconcile.checks import ReconcileOptions, with_type_mismatches
+from boardstream.reconcile.evidence import EXPIRED
 from boardstream.reconcile.positions import HOLDERS
 from boardstream.reconcile.readers import TableRead
 from boardstream.reconcile.snapshot import Snapshot
@@ -64,6 +65,7 @@ class ArrowInputs:
     table: pa.Table
     waiting: pa.Table
     table_read: TableRead
+    unseen: tuple[str, ...] = ()
 
 
 def waiting_now(waiting: pa.Table, now_ms: int, options: ReconcileOptions) -> list[str]:
@@ -119,6 +121,7 @@ def evaluate(
                 snapshot.join.of(board),
                 snapshot.earliest[board],
                 snapshot.join.under_way_of(board),
+                bool(inputs.unseen),
             ),
             SOURCE,
         ),
@@ -155,6 +158,9 @@ def _holdings(holders: dict[str, pd.DataFrame]) -> pd.DataFrame:
                         c: frame[c] if c in frame else pd.Series(pd.NA, frame.index, "Int64")
                         for c in ("board_digest", "digest")
                     },
+                    EXPIRED: _true(frame[EXPIRED])
+                    if EXPIRED in frame
+                    else pd.Series(False, frame.index),
                 }
             )
             for name, frame in holders.items()
@@ -170,6 +176,7 @@ def _holdings(holders: dict[str, pd.DataFrame]) -> pd.DataFrame:
     for name in HOLDERS:
         out[f"n_{name}"] = (holder == name).astype(int).groupby(key).transform("sum")
     source = holder == "source"
+    out["n_expired"] = tagged[EXPIRED].astype(int).groupby(key).transform("sum")
     out["source_board"] = tagged["board_id"].where(source).groupby(key).transform("max")
     out["source_digest"] = tagged["board_digest"].where(source).groupby(key).transform("max")
     out["first"] = ~tagged.duplicated([*SOURCE, "holder"])
@@ -183,6 +190,7 @@ def _position_checks(
     join_end: dict[int, int],
     earliest: dict[int, int],
     under_way_to: dict[int, int] | None,
+    unseen: bool,
 ) -> dict[str, pd.Series]:
     """:func:`.positions.checks` on :func:`_holdings`' rows."""
     holder = held["holder"]
@@ -218,13 +226,15 @@ def _position_checks(
         "unmatched": single & _bool(held["n_unmatched"] > 0),
         "dead_lettered": single & _bool(held["n_dead_lettered"] > 0),
         "pending": single & _bool(waiting & (held_by_outputs == 0)),
-        "missing": source & read & _bool(count == 0),
+        "missing": source & read & _bool(count == 0) & (not unseen),
+        "expired_unseen": source & read & _bool(count == 0) & unseen,
         "conflicting": source & read & conflict,
         "extra": (is_output | _bool(holder == "pending"))
         & retained
         & ((first & (_bool(held["n_source"] == 0) | (is_output & unread))) | other_board),
         "altered_output": altered,
         "source_expired": is_output & ~retained & first,
+        "expired_evidence": single & _bool(held["n_expired"] > 0),
         "topic_replays": is_output & ~first & ~other_board,
     }
 
@@ -295,8 +305,10 @@ def _drilled_rows(
 ) -> pd.DataFrame:
     """:func:`.table_checks.drilled_rows`: each wrong row of a drilled board."""
     drilled = boards[_true(boards["drill"])][list(DRILLED)]
-    records = details[[*DETAIL, "board_id", "digest"]].rename(
-        columns={"board_id": "record_board_id", "digest": "record_digest"}
+    records = (
+        details[[*DETAIL, "board_id", "digest"]]
+        .rename(columns={"board_id": "record_board_id", "digest": "record_digest"})
+        .assign(record_found=True)
     )
     rows = table.merge(_keys(drilled, ["board_id"]), on="board_id")
     rows = rows.merge(_keys(records, DETAIL), "left", on=DETAIL)
@@ -314,7 +326,7 @@ def _drilled_rows(
         rows,
         [
             (~_bool(rows["typed"]), None),  # a type_mismatch already
-            (exists & expired, "unverifiable_in_table"),
+            (exists & expired & _bool(rows["record_found"].isna()), "unverifiable_in_table"),
             (~exists | _bool(rows["n_detail"] == 0), "extra_in_table"),
             (~same_record, "mismatched"),
             (stale, "stale_in_table"),

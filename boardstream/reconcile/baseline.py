@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection
 
 from boardstream.reconcile import digest_ledger
+from boardstream.reconcile.evidence import EXPIRED
 from boardstream.reconcile.snapshot import Offsets
 from boardstream.settings import Settings
 
@@ -47,11 +48,16 @@ class Records:
                 F.lit(topic).alias("source_topic"), "source_partition", "source_offset"
             )
 
+        def read(frame: DataFrame) -> pa.Table:
+            """The records read from the topic: evidence of deleted ones is the ledger's
+            already, or a table row's, which no run read as a record."""
+            return frame.where(~F.col(EXPIRED)).drop(EXPIRED).toArrow()
+
         return cls(
             sources=inputs.sources.toArrow(),
-            details=inputs.details.toArrow(),
-            unmatched=inputs.unmatched.toArrow(),
-            dead_letters=inputs.board_dead_letters.toArrow(),
+            details=read(inputs.details),
+            unmatched=read(inputs.unmatched),
+            dead_letters=read(inputs.board_dead_letters),
             refused=refused(settings.board_detail_topic, inputs.sink_dead_letters)
             .unionByName(refused(settings.member_topic, inputs.refused_members))
             .toArrow(),

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import LATEST, JoinOptions
-from boardstream.reconcile import liveness, positions, readers, table_checks
+from boardstream.reconcile import evidence, liveness, positions, readers, table_checks
 from boardstream.reconcile.baseline import Records
 from boardstream.reconcile.readers import TableRead
 from boardstream.reconcile.snapshot import Snapshot
@@ -43,11 +43,20 @@ from boardstream.timing import phase
 EXAMPLES = 20  # ids kept per finding
 # The balance's classes, per partition: source = read + not_yet_read, and read = the outcomes
 # + missing + conflicting.
-BALANCE = ("source", "read", "not_yet_read", *positions.OUTCOMES, "missing", "conflicting")
+BALANCE = (
+    "source",
+    "read",
+    "not_yet_read",
+    *positions.OUTCOMES,
+    "missing",
+    "expired_unseen",
+    "conflicting",
+)
 COUNTS = (*BALANCE, "expected_table_rows", "not_yet_loaded", "sink_dead_lettered")
 # Findings that fail a run; then the ones that are reported only.
 FAILING = (
     "missing",
+    "expired_unseen",
     "conflicting",
     "extra",
     "altered_output",
@@ -63,7 +72,12 @@ FAILING = (
     "stale_in_table",
     "type_mismatch",
 )
-REPORTED = ("source_expired", "topic_replays", "unverifiable_in_table")
+REPORTED = (
+    "expired_evidence",
+    "source_expired",
+    "topic_replays",
+    "unverifiable_in_table",
+)
 FINDINGS = (*FAILING, *REPORTED)
 # Kinds whose board ids are kept (examples), not only counted.
 WITH_IDS = (*FINDINGS, "pending", "not_yet_read", "not_yet_loaded", "sink_dead_lettered")
@@ -119,11 +133,15 @@ class Reconciliation:
 
     def equations(self) -> list[str]:
         """The balance of each partition, as a person checks it."""
+
+        def unseen(c: dict[str, int]) -> str:  # only where outputs expired unread
+            return f" + expired unseen {c['expired_unseen']:,}" if c["expired_unseen"] else ""
+
         return [
             f"board[{p}]: source {c['source']:,} = joined {c['joined']:,} + unmatched "
             f"{c['unmatched']:,} + dead-lettered {c['dead_lettered']:,} + pending "
-            f"{c['pending']:,} + missing {c['missing']:,} + conflicting {c['conflicting']:,} "
-            f"+ not yet read {c['not_yet_read']:,}"
+            f"{c['pending']:,} + missing {c['missing']:,}{unseen(c)} + conflicting "
+            f"{c['conflicting']:,} + not yet read {c['not_yet_read']:,}"
             for p, c in sorted(self.balance.items())
         ]
 
@@ -136,6 +154,8 @@ class CheckInputs:
     every record of the positions and boards it names is checked exactly alike."""
 
     sources: DataFrame  # readers.sources of board
+    # The outputs, each with the ``expired`` flag: a record the topic deleted is evidence
+    # (:mod:`.evidence`).
     details: DataFrame  # readers.details of board-detail
     unmatched: DataFrame  # readers.unmatched of board-unmatched
     board_dead_letters: DataFrame  # readers.dead_letters of board records
@@ -145,6 +165,9 @@ class CheckInputs:
     table: DataFrame  # board_id, detail_partition, detail_offset, digest, typed
     waiting: DataFrame  # readers.pending: the join's waiting boards
     table_read: TableRead  # the table's rows behind ``table``, and their type mismatches
+    # Output records deleted before any run read them (evidence.describe): while there are
+    # any, a read position in no outcome is expired_unseen, not missing.
+    unseen: tuple[str, ...] = ()
     # Frames cached for these inputs (some only behind the fields: the DLQ's records), which
     # :func:`release` drops.
     cached: tuple[DataFrame, ...] = ()
@@ -156,15 +179,26 @@ def read_inputs(
     snapshot: Snapshot,
     join_checkpoint: str,
     table_read: TableRead,
+    kept: evidence.Kept,
 ) -> CheckInputs:
-    """Every record of the snapshot's topics, the join's waiting boards and ``table_read``'s
-    rows; every frame is cached (:func:`release` them): the checks read some several times,
-    and the digest ledger takes them all once more."""
+    """Every record of the snapshot's topics, with the evidence of what the output topics
+    deleted (``kept`` and the table's rows: :mod:`.evidence`), the join's waiting boards and
+    ``table_read``'s rows; every frame is cached (:func:`release` them): the checks read some
+    several times, and the digest ledger takes them all once more."""
 
     def topic(name: str) -> DataFrame:
         return readers.read_topic(
             spark, settings, name, snapshot.earliest.get(name, {}), snapshot.latest[name]
         )
+
+    def with_evidence(records: DataFrame, holder: str, more: pa.Table | None = None) -> DataFrame:
+        found = kept.outputs[holder]
+        if more is not None:
+            found = pa.concat_tables([found, more.cast(found.schema)])
+        flagged = records.withColumn(evidence.EXPIRED, F.lit(False))
+        if found.num_rows == 0:
+            return flagged
+        return flagged.unionByName(spark.createDataFrame(found))
 
     table = spark.createDataFrame(table_read.rows).select(
         # SQLite lets a NULL into a non-integer primary key: such a row is named, not lost.
@@ -174,16 +208,34 @@ def read_inputs(
         readers.content_digest().alias("digest"),
         "typed",
     )
+    detail_topic = settings.board_detail_topic
+    loaded_from = evidence.table_details(
+        spark,
+        table_read.rows,
+        snapshot.earliest.get(detail_topic, {}),
+        snapshot.earliest.get(settings.board_topic, {}),
+        _positions(kept.outputs["joined"], ("detail_partition", "detail_offset")),
+    )
     dead_letters = topic(settings.dlq_topic).cache()  # three readers of it
-    details = readers.details(topic(settings.board_detail_topic)).cache()  # read by every frame
+    details = with_evidence(readers.details(topic(detail_topic)), "joined", loaded_from).cache()
     # Cached: the checks read it three times and the summary once more.
     waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
     sources = readers.sources(topic(settings.board_topic)).cache()
-    unmatched = readers.unmatched(topic(settings.unmatched_topic)).cache()
+    unmatched = with_evidence(readers.unmatched(topic(settings.unmatched_topic)), "unmatched")
+    unmatched = unmatched.cache()
     members = readers.members(topic(settings.member_topic)).cache()
 
     def refused(source_topic: str, prefix: str) -> DataFrame:
-        return readers.dead_letters(dead_letters, source_topic).select(
+        # What an earlier run read of a dead letter the DLQ has deleted since, too.
+        ledger = kept.refused.filter(pc.equal(kept.refused["source_topic"], source_topic))
+        positions = readers.dead_letters(dead_letters, source_topic).select(
+            "source_partition", "source_offset"
+        )
+        if ledger.num_rows:
+            positions = positions.unionByName(
+                spark.createDataFrame(ledger.select(["source_partition", "source_offset"]))
+            ).distinct()
+        return positions.select(
             F.col("source_partition").alias(f"{prefix}_partition"),
             F.col("source_offset").alias(f"{prefix}_offset"),
         )
@@ -192,15 +244,22 @@ def read_inputs(
         sources=sources,
         details=details,
         unmatched=unmatched,
-        board_dead_letters=readers.dead_letters(dead_letters, settings.board_topic),
-        sink_dead_letters=refused(settings.board_detail_topic, "detail"),
+        board_dead_letters=with_evidence(
+            readers.dead_letters(dead_letters, settings.board_topic), "dead_lettered"
+        ),
+        sink_dead_letters=refused(detail_topic, "detail"),
         refused_members=refused(settings.member_topic, "member"),
         members=members,
         table=table,
         waiting=waiting,
         table_read=table_read,
+        unseen=evidence.describe(kept.unseen),
         cached=(dead_letters, details, waiting, sources, unmatched, members),
     )
+
+
+def _positions(rows: pa.Table, columns: tuple[str, str]) -> list[tuple[int, int]]:
+    return list(zip(*(rows.column(c).to_pylist() for c in columns), strict=True))
 
 
 def release(inputs: CheckInputs) -> None:
@@ -214,17 +273,19 @@ def reconcile(
     settings: Settings,
     snapshot: Snapshot,
     join_checkpoint: str,
+    kept: evidence.Kept,
     options: ReconcileOptions | None = None,
 ) -> Reconciliation:
-    """Check ``snapshot`` against the topics, the join's state and the whole table. The
-    result keeps its facts and records (``facts``, ``records``) for the run to store."""
+    """Check ``snapshot`` against the topics (and what the ledger ``kept`` of the records they
+    deleted), the join's state and the whole table. The result keeps its facts and records
+    (``facts``, ``records``) for the run to store."""
     options = options or ReconcileOptions()
     # Arrow for this session's pandas conversions (repair's toPandas too): row by row is minutes.
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     now_ms = int(time.time() * 1000)
     with phase("reconcile: read board_detail"):
         table_read = readers.read_table(settings)
-    inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read)
+    inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read, kept)
     with phase("reconcile: the balance, the table and every check"):
         found = evaluate(inputs, settings, snapshot, join_mode(join_checkpoint), now_ms, options)
     waiting = waiting_now(inputs.waiting, now_ms, options)
@@ -391,7 +452,12 @@ def facts(
         {
             "source": inputs.sources,
             "joined": details.select(
-                "board_id", "source_partition", "source_offset", "board_digest", "digest"
+                "board_id",
+                "source_partition",
+                "source_offset",
+                "board_digest",
+                "digest",
+                evidence.EXPIRED,
             ),
             "unmatched": inputs.unmatched,
             "dead_lettered": inputs.board_dead_letters,
@@ -405,7 +471,12 @@ def facts(
     checked = [
         _emit(
             holdings,
-            positions.checks(join_end, snapshot.earliest[board], snapshot.join.under_way_of(board)),
+            positions.checks(
+                join_end,
+                snapshot.earliest[board],
+                snapshot.join.under_way_of(board),
+                bool(inputs.unseen),
+            ),
             ("source_partition", "source_offset"),
         ),
         _emit(boards, table_checks.board_checks()),
@@ -502,7 +573,7 @@ def _unbalanced(balance: dict[int, dict[str, int]]) -> list[str]:
     guards the checks themselves)."""
     wrong = []
     for p, c in sorted(balance.items()):
-        outcomes = sum(c[k] for k in (*positions.OUTCOMES, "missing", "conflicting"))
+        outcomes = sum(c[k] for k in BALANCE if k not in ("source", "read", "not_yet_read"))
         if c["read"] != outcomes or c["source"] != c["read"] + c["not_yet_read"]:
             wrong.append(f"board[{p}]: read {c['read']} vs {outcomes} classed")
     return wrong

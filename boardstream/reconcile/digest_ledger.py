@@ -12,7 +12,9 @@ table converts to the Spark schema the checks already read:
   by board id;
 - ``reconcile_member``: ``readers.members`` of ``member``, by position, indexed by member id;
 - ``reconcile_refused``: positions the join or the sink dead-lettered that are not board records;
-- ``reconcile_cursor``: how far each topic partition has been read into the ledger.
+- ``reconcile_cursor``: how far each topic partition has been read into the ledger;
+- ``reconcile_unseen``: ranges of output records their topic deleted before any run read them
+  (:mod:`.evidence`).
 
 Every function takes the caller's :class:`~sqlalchemy.engine.Connection` and never commits, so a
 run's ledger writes and its verdict commit together or not at all. Writes are idempotent: a row
@@ -47,7 +49,6 @@ HOLDERS = ("joined", "unmatched", "dead_lettered")
 CHUNK_PARAMETERS = 900  # bound parameters per lookup statement, under SQLite's 999
 # PostgreSQL appends of at least this many rows go through COPY into a temporary table.
 COPY_THRESHOLD = 1_000
-LOCK_WAIT_S = 900  # how long a run waits for another's ledger transaction on SQLite
 _LOCK_KEY = 0x626F617264  # "board": the advisory lock the runs' ledger transactions hold
 
 reconcile_source = sa.Table(
@@ -101,6 +102,15 @@ reconcile_cursor = sa.Table(
     sa.Column("topic", sa.Text, primary_key=True),
     sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("end_offset", sa.BigInteger, nullable=False),
+)
+
+reconcile_unseen = sa.Table(
+    "reconcile_unseen",
+    metadata,
+    sa.Column("topic", sa.Text, primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("from_offset", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("to_offset", sa.BigInteger, nullable=False),
 )
 
 _ARROW_TYPES: dict[type, pa.DataType] = {
@@ -344,6 +354,15 @@ def refused_at(
     )
 
 
+def refused(connection: Connection) -> pa.Table:
+    """Every position the join or the sink dead-lettered (``reconcile_refused`` rows): few,
+    as dead letters are bounded."""
+    rows = connection.execute(sa.select(reconcile_refused).order_by(*reconcile_refused.primary_key))
+    return pa.Table.from_batches(
+        _batch(rows.all(), arrow_schema(reconcile_refused)), arrow_schema(reconcile_refused)
+    )
+
+
 def below(connection: Connection, topic_holder: str, earliest: dict[int, int]) -> pa.Table:
     """The rows of ``topic_holder`` ('source', 'member' or an output holder) whose own record
     position lies below its partition's ``earliest`` offset: records retention or
@@ -410,14 +429,36 @@ def rebase(connection: Connection, offsets: dict[str, dict[int, int]]) -> None:
         connection.execute(reconcile_cursor.insert(), rows)
 
 
-def lock(connection: Connection) -> None:
+def unseen(connection: Connection) -> list[tuple[str, int, int, int]]:
+    """Every range (topic, partition, from, to) of records deleted before any run read them."""
+    u = reconcile_unseen.c
+    query = sa.select(u.topic, u.partition, u.from_offset, u.to_offset)
+    return [
+        tuple(row)
+        for row in connection.execute(query.order_by(u.topic, u.partition, u.from_offset))
+    ]
+
+
+def add_unseen(connection: Connection, ranges: Iterable[tuple[str, int, int, int]]) -> None:
+    """Record ranges of :func:`unseen` (one already recorded is left as it is)."""
+    rows = [
+        {"topic": t, "partition": p, "from_offset": start, "to_offset": end}
+        for t, p, start, end in ranges
+    ]
+    if rows:
+        connection.execute(_upsert(connection, reconcile_unseen).on_conflict_do_nothing(), rows)
+
+
+def lock(connection: Connection, wait_s: float) -> None:
     """Hold the ledger for the caller's transaction: a second run waits for it (SQLite: up to
-    ``LOCK_WAIT_S``, then fails as "database is locked") instead of interleaving its reads and
-    writes with this one's, which would move the counts by a stale difference."""
+    ``wait_s``, then fails as "database is locked") instead of interleaving its reads and
+    writes with this one's, which would move the counts by a stale difference. On SQLite a
+    waiting run cannot beat its heartbeat either (one writer at a time), so it waits no
+    longer than the heartbeat's bound, past which it would be taken for dead."""
     if connection.dialect.name == "postgresql":
         connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
     else:  # a write takes SQLite's one writer lock, held until the transaction ends
-        connection.exec_driver_sql(f"PRAGMA busy_timeout = {LOCK_WAIT_S * 1000}")
+        connection.exec_driver_sql(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
         connection.execute(
             reconcile_cursor.update()
             .where(sa.false())

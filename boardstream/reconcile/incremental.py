@@ -3,8 +3,10 @@
 The records past the digest ledger's cursor are read from the topics; every older record of a
 touched key is looked up in the ledger. Records the topics no longer hold (below a partition's
 earliest offset: retention, ``deleteRecords``) are left out, as a full run, which reads from the
-earliest offset, never sees them. :mod:`.arrow_checks` then checks them as :mod:`.checks`
-checks a full run's frames: the same facts, without Spark's fixed cost per query.
+earliest offset, never sees them; but an output's is kept as evidence of its source position's
+outcome (:mod:`.evidence`), as a full run takes it from the ledger. :mod:`.arrow_checks` then
+checks them as :mod:`.checks` checks a full run's frames: the same facts, without Spark's fixed
+cost per query.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from boardstream.reconcile import (
     baseline,
     checks,
     digest_ledger,
+    evidence,
     fact_store,
     ledger,
     readers,
@@ -58,6 +61,7 @@ SETTLED = (
     "sink_dead_lettered",
     "source_expired",
     "topic_replays",
+    "expired_evidence",
 )
 
 
@@ -166,6 +170,7 @@ def inputs_for(
     keys: Keys,
     new: Records,
     waiting: pa.Table,
+    unseen: tuple[str, ...],
 ) -> ArrowInputs:
     """The checks' inputs for ``keys`` (closed): the ledger's records of them and the new
     ones, less what the topics no longer hold; the table rows of the keys' boards, with their
@@ -178,6 +183,8 @@ def inputs_for(
     def holder(name: str) -> pa.Table:
         return held.filter(pc.equal(held["holder"], name))
 
+    board = earliest.get(settings.board_topic, {})
+    detail_earliest = earliest.get(settings.board_detail_topic, {})
     details = _kept(
         [
             digest_ledger.as_details(holder("joined")),
@@ -186,8 +193,14 @@ def inputs_for(
             _of(new.details, boards),
         ],
         DETAIL,
-        earliest.get(settings.board_detail_topic, {}),
+        detail_earliest,
+        board,
     )
+    table = readers.read_table(settings, sorted(boards))
+    loaded_from = evidence.table_details(
+        spark, table.rows, detail_earliest, board, _positions(details, DETAIL)
+    )
+    details = pa.concat_tables([details, loaded_from.cast(details.schema)])
     member_ids = {
         *details.column("member_id").to_pylist(),
         *waiting.column("member_id").to_pylist(),
@@ -210,6 +223,7 @@ def inputs_for(
             [holder(name).select(new_table.column_names), _at(new_table, SOURCE, positions)],
             RECORD,
             earliest.get(topic, {}),
+            board,
         )
         for name, new_table, topic in (
             ("unmatched", new.unmatched, settings.unmatched_topic),
@@ -233,7 +247,6 @@ def inputs_for(
             [f"{prefix}_partition", f"{prefix}_offset"]
         )
 
-    table = readers.read_table(settings, sorted(boards))
     return ArrowInputs(
         sources=sources,
         details=details,
@@ -254,6 +267,7 @@ def inputs_for(
         .toArrow(),
         waiting=waiting,
         table_read=table,
+        unseen=unseen,
     )
 
 
@@ -283,16 +297,28 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
     return pa.concat_tables([t.select(first.names).cast(first) for t in tables])
 
 
-def _kept(tables: list[pa.Table], position: tuple[str, str], earliest: dict[int, int]) -> pa.Table:
+def _kept(
+    tables: list[pa.Table],
+    position: tuple[str, str],
+    earliest: dict[int, int],
+    board: dict[int, int] | None = None,
+) -> pa.Table:
     """``tables``' rows, each record once (by its own ``position``), less those below their
-    partition's ``earliest`` offset: records the topic no longer holds."""
+    partition's ``earliest`` offset: records the topic no longer holds. Outputs (``board``:
+    the source's earliest offsets) keep those that are evidence (:func:`evidence.accountable`),
+    flagged expired."""
     rows = _concat(tables)
     seen: set[Position] = set()
-    keep = []
+    first = []
     for p, o in _positions(rows, position):
-        keep.append((p, o) not in seen and o >= earliest.get(p, 0))
+        first.append((p, o) not in seen)
         seen.add((p, o))
-    return rows.filter(pa.array(keep, pa.bool_()))
+    gone = evidence.below(rows, position, earliest)
+    if board is None:
+        return rows.filter(pc.and_(pa.array(first, pa.bool_()), pc.invert(gone)))
+    wanted = pc.or_(pc.invert(gone), evidence.accountable(rows, position, earliest, board))
+    rows = evidence.flagged(rows, gone)
+    return rows.filter(pc.and_(pa.array(first, pa.bool_()), wanted))
 
 
 @dataclass(frozen=True)
@@ -323,7 +349,7 @@ def check(
     remember the re-checked boards' rows, and add the new records to the ledger, its cursor to
     the snapshot's end: all in the caller's transaction. A ledger no full run has filled yet
     is refused."""
-    digest_ledger.lock(connection)
+    digest_ledger.lock(connection, settings.reconcile_heartbeat_timeout_s)
     cursor = digest_ledger.cursor(connection)
     if not cursor:
         raise BoardstreamError(
@@ -342,10 +368,12 @@ def check(
             f"({', '.join(sorted(ahead))}): this one would check older data as new"
         )
     mode = checks.join_mode(join_checkpoint)
+    found_unseen = evidence.new_unseen(settings, cursor, snapshot.earliest)
+    unseen = evidence.describe([*digest_ledger.unseen(connection), *found_unseen])
 
     def checked(keys: Keys) -> tuple[ArrowInputs, pa.Table]:
         with phase("reconcile: their records, rows and checks"):
-            inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
+            inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting, unseen)
             return inputs, arrow_checks.evaluate(inputs, settings, snapshot, mode, now_ms, options)
 
     # The table's bucket digests are the run's one pass over a slice of the table (all of it,
@@ -377,6 +405,7 @@ def check(
         inputs, found = checked(keys)
     lines = arrow_checks.waiting_now(waiting, now_ms, options)
     with phase("reconcile: the facts, the rows as checked and the ledger"):
+        digest_ledger.add_unseen(connection, found_unseen)
         delta = fact_store.replace(connection, keys, found)
         table_watch.remember(connection, keys.boards)
         table_watch.advance(connection, seen.within)

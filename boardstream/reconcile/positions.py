@@ -6,10 +6,14 @@ its ``partition``/``offset``, and a board still waiting for its member is read f
 own state store. One window over the positions of all five holders tells, for each source
 position, which outcomes hold it; each position read by the join is then classed once, so
 
-    read = joined + unmatched + dead_lettered + pending + missing + conflicting
+    read = joined + unmatched + dead_lettered + pending + missing + expired_unseen + conflicting
 
 holds per partition by construction, and a position held by two outcomes (``conflicting``) or an
 output the join cannot have written (``extra``) is a finding rather than a double count.
+
+An output record its topic has deleted still holds its position where evidence of it is kept
+(:mod:`.evidence`, flagged ``expired``); a position in no outcome while some output records were
+deleted unread is ``expired_unseen`` rather than ``missing``.
 
 Outputs the join has not committed yet are expected from the batch under way: of the positions
 it reads (``under_way_to``: up to the next batch's logged end, or what a real-time batch may have
@@ -25,6 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from boardstream.reconcile.evidence import EXPIRED
 from boardstream.spark.columns import any_of, below
 
 OUTCOMES = ("joined", "unmatched", "dead_lettered", "pending")
@@ -44,6 +49,11 @@ def holdings(holders: dict[str, DataFrame]) -> DataFrame:
     def column(frame: DataFrame, name: str) -> Column | str:
         return name if name in frame.columns else F.lit(None).cast("bigint").alias(name)
 
+    def expired(frame: DataFrame) -> Column:
+        """Whether the record is evidence of one its topic deleted (:mod:`.evidence`)."""
+        flag = F.col(EXPIRED) if EXPIRED in frame.columns else F.lit(None)
+        return F.coalesce(flag.cast("boolean"), F.lit(False)).alias(EXPIRED)
+
     tagged = [
         frame.select(
             F.lit(name).alias("holder"),
@@ -52,6 +62,7 @@ def holdings(holders: dict[str, DataFrame]) -> DataFrame:
             "source_offset",
             column(frame, "board_digest"),
             column(frame, "digest"),
+            expired(frame),
         )
         for name, frame in holders.items()
     ]
@@ -66,6 +77,7 @@ def holdings(holders: dict[str, DataFrame]) -> DataFrame:
         "source_offset",
         "board_digest",
         *[F.count_if(holder == name).over(whole).alias(f"n_{name}") for name in HOLDERS],
+        F.count_if(EXPIRED).over(whole).alias("n_expired"),
         F.max(F.when(holder == "source", F.col("board_id"))).over(whole).alias("source_board"),
         F.max(F.when(holder == "source", F.col("board_digest"))).over(whole).alias("source_digest"),
         (~F.lag("holder").over(position).eqNullSafe(holder)).alias("first"),
@@ -77,10 +89,14 @@ def holdings(holders: dict[str, DataFrame]) -> DataFrame:
 
 
 def checks(
-    join_end: dict[int, int], earliest: dict[int, int], under_way_to: dict[int, int] | None
+    join_end: dict[int, int],
+    earliest: dict[int, int],
+    under_way_to: dict[int, int] | None,
+    unseen: bool = False,
 ) -> dict[str, Column]:
     """Conditions on the holdings' rows: the balance's classes (on source rows) and the
-    position findings. ``under_way_to``: how far the batch under way reads (None: none is)."""
+    position findings. ``under_way_to``: how far the batch under way reads (None: none is);
+    ``unseen``: output records were deleted before any run read them (:mod:`.evidence`)."""
     holder = F.col("holder")
     partition, offset = F.col("source_partition"), F.col("source_offset")
     read = below(partition, offset, join_end)
@@ -118,12 +134,15 @@ def checks(
         "unmatched": single & (F.col("n_unmatched") > 0),
         "dead_lettered": single & (F.col("n_dead_lettered") > 0),
         "pending": single & waiting & (held_by_outputs == 0),
-        "missing": source & read & (held == 0),
+        "missing": source & read & (held == 0) & F.lit(not unseen),
+        "expired_unseen": source & read & (held == 0) & F.lit(unseen),
         "conflicting": source & read & conflict,
         "extra": (is_output | (holder == "pending"))
         & retained
         & ((F.col("first") & ((F.col("n_source") == 0) | (is_output & unread))) | other_board),
         "altered_output": altered,
         "source_expired": is_output & ~retained & F.col("first"),
+        # An outcome that rests on a record its topic deleted: reported, not failed.
+        "expired_evidence": single & (F.col("n_expired") > 0),
         "topic_replays": is_output & ~F.col("first") & ~other_board,
     }

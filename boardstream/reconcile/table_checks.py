@@ -112,16 +112,17 @@ def drilled_rows(
     latest: dict[int, int],
 ) -> DataFrame:
     """(kind, board_id) for each row of a drilled board that is wrong: it claims a record
-    retention has deleted (``unverifiable_in_table``: reported, as a board whose records all
-    expired is not foreign), a position that does not exist or a board board-detail does not
-    hold (``extra_in_table``), a record that is not this row (``mismatched``: other board or
-    content), or an older record of its board than the newest one the sink committed
-    (``stale_in_table``)."""
+    retention has deleted and no evidence keeps (``unverifiable_in_table``: reported, as a
+    board whose records all expired is not foreign; a kept copy is checked as the record), a
+    position that does not exist or a board board-detail does not hold (``extra_in_table``),
+    a record that is not this row (``mismatched``: other board or content), or an older
+    record of its board than the newest one the sink committed (``stale_in_table``)."""
     drilled = boards.where("drill").select(*DRILLED)
     records = details.select(
         *_POSITION,
         F.col("board_id").alias("record_board_id"),
         F.col("digest").alias("record_digest"),
+        F.lit(True).alias("record_found"),
     )
     rows = table.join(drilled, "board_id").join(records, list(_POSITION), "left")
     partition, offset = F.col("detail_partition"), F.col("detail_offset")
@@ -137,7 +138,7 @@ def drilled_rows(
     kind = (
         # A type_mismatch already: its nulled values would differ from anything.
         F.when(~F.col("typed"), F.lit(None).cast("string"))
-        .when(exists & expired, "unverifiable_in_table")
+        .when(exists & expired & F.col("record_found").isNull(), "unverifiable_in_table")
         .when(~exists | (F.col("n_detail") == 0), "extra_in_table")
         .when(~same_record, "mismatched")
         .when(stale, "stale_in_table")

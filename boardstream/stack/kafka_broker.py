@@ -53,6 +53,9 @@ def broker_policy(settings: Settings, brokers: int = 1) -> dict[str, str]:
         "group.initial.rebalance.delay.ms": "0",
         # Let the cleaner look for dirty compacted logs every second (compaction tuning).
         "log.cleaner.backoff.ms": "1000",
+        # Look for segments past their topic's retention every 10 s (Kafka's default: 5 min),
+        # so a topic whose retention is set to seconds or minutes ages as set (docs/RELIABILITY).
+        "log.retention.check.interval.ms": "10000",
     }
     if brokers > 1:
         # The defaults of topics created without them, the consumer offsets topic among them.

@@ -1,6 +1,7 @@
 """The incremental run's checks in pandas (``arrow_checks``) against the full run's in Spark
 (``checks``): the same facts on the same inputs, random ones included (NULLs in every nullable
-column, replays, conflicts, forged positions and rows, dead letters, waiting boards).
+column, replays, conflicts, forged positions and rows, dead letters, waiting boards, outputs
+taken from evidence of deleted records, outputs deleted unread).
 
 The only freedom the Spark definition leaves is which of two records with the same holder,
 position and ordering comes first; the inputs here give such records the same board id and
@@ -43,6 +44,7 @@ SCHEMAS = {
         ("member_partition", PARTITION),
         ("member_offset", OFFSET),
         ("member_digest", DIGEST),
+        ("expired", pa.bool_()),
     ],
     "unmatched": [
         ("board_id", pa.string()),
@@ -51,6 +53,7 @@ SCHEMAS = {
         ("board_digest", DIGEST),
         ("record_partition", PARTITION),
         ("record_offset", OFFSET),
+        ("expired", pa.bool_()),
     ],
     "board_dead_letters": [
         ("board_id", pa.string()),
@@ -58,6 +61,7 @@ SCHEMAS = {
         ("source_offset", OFFSET),
         ("record_partition", PARTITION),
         ("record_offset", OFFSET),
+        ("expired", pa.bool_()),
     ],
     "sink_dead_letters": [("detail_partition", PARTITION), ("detail_offset", OFFSET)],
     "refused_members": [("member_partition", PARTITION), ("member_offset", OFFSET)],
@@ -162,6 +166,7 @@ def inputs(draw: st.DrawFn) -> tuple[ArrowInputs, Snapshot, str]:
                 "member_partition": member["member_partition"] if member else draw(PARTITIONS),
                 "member_offset": member["member_offset"] if member else draw(st.integers(0, 3)),
                 "member_digest": draw(DIGESTS),
+                "expired": draw(st.booleans()),
             }
         )
     unmatched = []
@@ -176,6 +181,7 @@ def inputs(draw: st.DrawFn) -> tuple[ArrowInputs, Snapshot, str]:
                 "board_digest": draw(DIGESTS),
                 "record_partition": p,
                 "record_offset": o,
+                "expired": draw(st.booleans()),
             }
         )
     dead = []
@@ -189,6 +195,7 @@ def inputs(draw: st.DrawFn) -> tuple[ArrowInputs, Snapshot, str]:
                 "source_offset": at[1],
                 "record_partition": p,
                 "record_offset": o,
+                "expired": draw(st.booleans()),
             }
         )
     waiting = []
@@ -234,6 +241,8 @@ def inputs(draw: st.DrawFn) -> tuple[ArrowInputs, Snapshot, str]:
         table=_table("table", table),
         waiting=_table("waiting", waiting),
         table_read=TableRead(pa.table({}), []),
+        # output records deleted unread: a read position in no outcome is expired_unseen
+        unseen=draw(st.sampled_from([(), ("board-detail[0] [0, 3)",)])),
     )
     topics = SETTINGS.board_topic, SETTINGS.board_detail_topic, SETTINGS.member_topic
     join = JobProgress(
@@ -262,6 +271,7 @@ def spark_evaluate(spark, arrow: ArrowInputs, snapshot: Snapshot, mode: str | No
     spark_inputs = CheckInputs(
         **{name: frame(getattr(arrow, name)) for name in SCHEMAS},
         table_read=arrow.table_read,
+        unseen=arrow.unseen,
     )
     return checks.evaluate(spark_inputs, SETTINGS, snapshot, mode, NOW_MS, OPTIONS)
 

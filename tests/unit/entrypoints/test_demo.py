@@ -238,7 +238,7 @@ def test_findings_outside_the_balance_and_pending_boards_are_explained(
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "reconciliation run 5: FAILED"
     # After the balance, the findings outside it (missing is in it already), in summary order.
-    assert lines[11:] == [
+    assert lines[12:] == [
         "  extra: 1 (x9)",
         "  stalled: 1 (board-detail-join)",
         "  mismatched: 2 (b1, b2)",

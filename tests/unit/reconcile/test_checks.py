@@ -52,6 +52,7 @@ def test_the_kinds_are_the_documented_ones_in_their_order() -> None:
         "dead_lettered",
         "pending",
         "missing",
+        "expired_unseen",
         "conflicting",
     )
     assert (*BALANCE, "expected_table_rows", "not_yet_loaded", "sink_dead_lettered") == COUNTS
@@ -137,12 +138,16 @@ def test_equations_state_each_partition_in_order_with_thousands_separators() -> 
             missing=7,
             conflicting=3,
         ),
+        2: _classes(source=4, read=4, joined=1, expired_unseen=3),
     }
     assert _reconciliation(balance=balance).equations() == [
         "board[0]: source 12,345 = joined 10,000 + unmatched 1,500 + dead-lettered 400 + "
         "pending 90 + missing 7 + conflicting 3 + not yet read 345",
         "board[1]: source 3 = joined 3 + unmatched 0 + dead-lettered 0 + pending 0 + missing 0 "
         "+ conflicting 0 + not yet read 0",
+        # only where output records expired before any run read them
+        "board[2]: source 4 = joined 1 + unmatched 0 + dead-lettered 0 + pending 0 + missing 0 "
+        "+ expired unseen 3 + conflicting 0 + not yet read 0",
     ]
 
 

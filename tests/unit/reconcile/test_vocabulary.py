@@ -18,6 +18,7 @@ def test_the_summary_order_is_balance_failing_reported_then_the_tables() -> None
         "dead_lettered",
         "pending",
         "missing",
+        "expired_unseen",
         "conflicting",
         # failing findings not in the balance
         "extra",
@@ -34,6 +35,7 @@ def test_the_summary_order_is_balance_failing_reported_then_the_tables() -> None
         "stale_in_table",
         "type_mismatch",
         # reported only
+        "expired_evidence",
         "source_expired",
         "topic_replays",
         "unverifiable_in_table",
@@ -53,6 +55,7 @@ def test_the_parts_are_what_adds_up_to_source_without_the_read_subtotal() -> Non
         "dead_lettered",
         "pending",
         "missing",
+        "expired_unseen",
         "conflicting",
     )
-    assert FAILING_PARTS == ("missing", "conflicting")
+    assert FAILING_PARTS == ("missing", "expired_unseen", "conflicting")

@@ -102,6 +102,7 @@ def test_a_single_broker_is_a_quorum_of_one_with_unreplicated_internal_topics(tm
         "share.coordinator.state.topic.min.isr=1",
         "group.initial.rebalance.delay.ms=0",
         "log.cleaner.backoff.ms=1000",
+        "log.retention.check.interval.ms=10000",
     ]
 
 
@@ -137,6 +138,7 @@ def test_each_node_of_a_cluster_listens_on_its_ports_and_knows_every_controller(
         "share.coordinator.state.topic.min.isr=2",
         "group.initial.rebalance.delay.ms=0",
         "log.cleaner.backoff.ms=1000",
+        "log.retention.check.interval.ms=10000",
         "default.replication.factor=3",
         "min.insync.replicas=2",
     ]
