@@ -1,5 +1,6 @@
 """Everything the "Pipeline health" page shows, gathered from where boardstream already keeps it:
-the reconciliation ledger, the streaming jobs' progress lines and the compaction tuning log.
+the reconciliation ledger, the streaming jobs' progress lines, the compaction tuning log and the
+output topics' retention (from the broker).
 
 Plain JSON-able data, so the Airflow plugin only renders it and the same facts can be asserted
 on in tests or served to any other client.
@@ -14,6 +15,9 @@ from typing import Any
 
 from boardstream import database, supervision
 from boardstream.compaction import tuning_log
+from boardstream.errors import BoardstreamError
+from boardstream.kafka.clients import admin_client
+from boardstream.kafka.retention import read_retention, reconciliation_overdue
 from boardstream.reconcile import ledger
 from boardstream.reconcile.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
 from boardstream.settings import Settings
@@ -23,6 +27,9 @@ from boardstream.spark.slo import StreamSlo
 
 # "airflow:<dag id>/<run id>/<task id>", as the DAGs' tasks record who ran a reconciliation.
 _AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[\w.-]+)")
+# The page asks the broker for the outputs' retention; with the broker down it still answers
+# within this many seconds (or the settings' connect timeout, if shorter), retention unknown.
+_BROKER_WAIT_S = 2.0
 
 
 def pipeline_health(
@@ -39,7 +46,36 @@ def pipeline_health(
         "live": live_streams(settings, now),
         "stream_slo": {"max_batch_age_s": slo.max_batch_age_s, "max_lag": slo.max_lag},
         "compaction_changes": [_jsonable(change) for change in tuning_log.recent_changes(engine)],
+        "evidence": evidence(settings, ledger.last_verdict_at(engine), now),
     }
+
+
+def evidence(settings: Settings, last_verdict: datetime | None, now: datetime) -> dict[str, Any]:
+    """The output topics' shortest retention (None: forever), the outputs that may expire
+    before ``board`` and whether reconciliation is overdue against that retention; or, with
+    the broker not answering, why the retention is unknown."""
+    quick = settings.model_copy(
+        update={"connect_timeout_s": min(settings.connect_timeout_s, _BROKER_WAIT_S)}
+    )
+    found: dict[str, Any] = {
+        "last_verdict_at": last_verdict,
+        "error": None,
+        "retention_ms": None,
+        "overdue": None,
+        "risks": [],
+    }
+    try:
+        kept = read_retention(admin_client(quick), quick)
+    except BoardstreamError as error:
+        return _jsonable({**found, "error": str(error)})
+    return _jsonable(
+        {
+            **found,
+            "retention_ms": kept.shortest_ms,
+            "overdue": reconciliation_overdue(last_verdict, now, kept.shortest_ms),
+            "risks": [str(risk) for risk in kept.risks],
+        }
+    )
 
 
 def balance_chart(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from confluent_kafka.admin import (
 
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import cluster_metadata, require_topics
+from boardstream.kafka.retention import Retention, stream_retention
 from boardstream.settings import Settings
 
 # A new topic's partitions answer these until their leader has loaded them.
@@ -46,17 +47,19 @@ class TopicSpec:
         return cls(name, partitions, settings.replication_factor, {**replication, **config})
 
 
-def platform_topics(settings: Settings) -> list[TopicSpec]:
+def platform_topics(settings: Settings, source: Retention | None = None) -> list[TopicSpec]:
     """``member`` is a table (compacted: latest profile per key, null deletes); the rest are
-    streams. The join's tick topic carries no data, only a record per available-now run: one
-    partition, kept a day."""
+    streams with explicit retention: ``board`` the settings', the join's outputs at least as long
+    as ``board`` keeps its records (``source``: an existing ``board``'s retention), since they
+    are reconciliation's evidence (kafka/retention.py). The join's tick topic carries no data,
+    only a record per available-now run: one partition, kept a day."""
     stream = {"cleanup.policy": "delete"}
+    board = {**stream, **stream_retention(settings)}
+    output = {**stream, **stream_retention(settings, source)}
     kinds = [
         (settings.member_topic, {"cleanup.policy": "compact"}),
-        (settings.board_topic, stream),
-        (settings.board_detail_topic, stream),
-        (settings.unmatched_topic, stream),
-        (settings.dlq_topic, stream),
+        (settings.board_topic, board),
+        *((name, output) for name in settings.output_topics),
     ]
     specs = [
         TopicSpec.replicated(settings, name, settings.topic_partitions(name), config)

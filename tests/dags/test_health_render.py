@@ -30,6 +30,14 @@ RUN = {
     "data_docs": None,
 }
 
+EVIDENCE = {
+    "last_verdict_at": "2026-11-23T08:35:00+00:00",
+    "error": None,
+    "retention_ms": 7 * 24 * 3_600_000,
+    "overdue": None,
+    "risks": [],
+}
+
 
 def row(page: str, attribute: str) -> str:
     return page.split(f"<tr {attribute}>", 1)[1].split("</tr>", 1)[0]
@@ -94,6 +102,7 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
             },
             "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
             "compaction_changes": [change],
+            "evidence": EVIDENCE,
         }
     )
 
@@ -143,7 +152,52 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
             "live": {},
             "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
             "compaction_changes": [],
+            "evidence": EVIDENCE,
         }
     )
     assert "<canvas" not in empty and "<script" not in empty
     assert '<p id="streams" class="quiet">No stream progress yet' in empty
+
+
+def test_evidence_retention_overdue_expiry_risks_and_unknown(airflow_home: Path) -> None:
+    """The outputs' retention and the newest verdict; a badge per risk and for an overdue
+    reconciliation, only when there is one; the broker's error when it did not answer."""
+    from boardstream_airflow.ui.app import templates  # airflow_home: Airflow is configured
+
+    def evidence(**changes: object) -> str:
+        health = {
+            "reconciliation_runs": [],
+            "chart": {"runs": [], "series": []},
+            "streams": [],
+            "live": {},
+            "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
+            "compaction_changes": [],
+            "evidence": {**EVIDENCE, **changes},
+        }
+        page = templates.get_template("health.html").render(health=health)
+        section = page.split('<section id="evidence">', 1)[1].split("</section>", 1)[0]
+        return " ".join(re.sub(r"<[^>]+>", " ", section.split("</h2>", 1)[1]).split())
+
+    note = (
+        "The output topics are reconciliation's evidence: each must keep its records at least "
+        "as long as board does, and a reconciliation must reach a verdict within their "
+        'retention (README, "The local stack").'
+    )
+    assert evidence() == (
+        f"{note} Output records kept for 168h00m; the newest reconciliation verdict began "
+        "2026-11-23 08:35:00."
+    )
+    assert evidence(retention_ms=None, last_verdict_at=None) == (
+        f"{note} Output records kept forever (no age limit); no reconciliation has reached a "
+        "verdict yet."
+    )
+    assert evidence(
+        overdue="no reconciliation has reached a verdict for 170h", risks=["r1", "r2"]
+    ) == (
+        f"{note} Output records kept for 168h00m; the newest reconciliation verdict began "
+        "2026-11-23 08:35:00. overdue no reconciliation has reached a verdict for 170h "
+        "expiry risk r1 expiry risk r2"
+    )
+    assert evidence(error="no Kafka broker answered", retention_ms=None) == (
+        f"{note} unknown no Kafka broker answered"
+    )

@@ -92,9 +92,10 @@ def test_three_brokers_replicate_every_topic_and_stop_together(cluster: Settings
 
     created = cli(cluster, "topics", "create")
     assert created.returncode == 0, created.stderr
-    assert "board: created (3 partitions, 3 replicas, delete, min.insync.replicas=2)" in (
-        created.stdout.splitlines()
-    )
+    assert (
+        "board: created (3 partitions, 3 replicas, delete, min.insync.replicas=2, "
+        "retention.bytes=-1, retention.ms=604800000)"
+    ) in created.stdout.splitlines()
     _create_internal_topics(cluster)
     topics = [spec.name for spec in platform_topics(cluster)] + list(INTERNAL)
     metadata = cluster_metadata(admin, cluster).topics

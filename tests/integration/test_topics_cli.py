@@ -3,10 +3,20 @@ partitions and configs, the platform's topics without --topic, and one-line erro
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ResourceType,
+)
 
 from boardstream.kafka.clients import admin_client
+from boardstream.kafka.retention import expiry_risks, output_retention_ms
 from boardstream.settings import Settings
 from tests.fixtures import cli
 
@@ -38,25 +48,142 @@ def test_creates_any_topic_with_partitions_and_configs(kafka: Settings) -> None:
 
 
 def test_without_topic_creates_the_platform_topics(kafka: Settings) -> None:
-    names = {
-        "BOARDSTREAM_MEMBER_TOPIC": "clip-member",
-        "BOARDSTREAM_BOARD_TOPIC": "clip-board",
-        "BOARDSTREAM_BOARD_DETAIL_TOPIC": "clip-board-detail",
-        "BOARDSTREAM_UNMATCHED_TOPIC": "clip-board-unmatched",
-        "BOARDSTREAM_DLQ_TOPIC": "clip-board-dlq",
-        "BOARDSTREAM_PARTITIONS": "2",
-    }
+    names = prefixed("clip")
     result = cli(kafka, "topics", "create", extra_env=names)
     assert (result.returncode, result.stderr) == (0, "")
+    kept = "retention.bytes=-1, retention.ms=604800000"
     assert result.stdout == (
         "clip-member: created (2 partitions, compact)\n"
-        "clip-board: created (2 partitions, delete)\n"
-        "clip-board-detail: created (2 partitions, delete)\n"
-        "clip-board-unmatched: created (2 partitions, delete)\n"
-        "clip-board-dlq: created (2 partitions, delete)\n"
+        f"clip-board: created (2 partitions, delete, {kept})\n"
+        f"clip-board-detail: created (2 partitions, delete, {kept})\n"
+        f"clip-board-unmatched: created (2 partitions, delete, {kept})\n"
+        f"clip-board-dlq: created (2 partitions, delete, {kept})\n"
         "clip-board-join-tick: created (1 partitions, delete, retention.ms=86400000)\n"
     )
     assert topic_state(kafka, "clip-member") == (2, {"cleanup.policy": "compact"})
+    # Retention set on each stream itself, not left to the broker's defaults.
+    stream = {"cleanup.policy": "delete", "retention.ms": "604800000", "retention.bytes": "-1"}
+    for name in ("clip-board", "clip-board-detail", "clip-board-unmatched", "clip-board-dlq"):
+        assert topic_state(kafka, name) == (2, stream), name
+
+
+@pytest.mark.parametrize(
+    ("board_ms", "setting_ms", "output_ms"),
+    [
+        ("-1", "86400000", "-1"),  # production's board keeps forever: so do the outputs
+        ("2592000000", "86400000", "2592000000"),  # 30 days, longer than the setting's day
+        ("3600000", "86400000", "86400000"),  # never less than the setting
+    ],
+)
+def test_outputs_keep_at_least_what_an_existing_board_keeps(
+    kafka: Settings, board_ms: str, setting_ms: str, output_ms: str
+) -> None:
+    prefix = f"clr{board_ms.lstrip('-')}"
+    board = cli(
+        kafka,
+        "topics",
+        "create",
+        "--topic",
+        f"{prefix}-board",
+        "--config",
+        f"retention.ms={board_ms}",
+    )
+    assert board.returncode == 0, board.stderr
+    names = {**prefixed(prefix), "BOARDSTREAM_TOPIC_RETENTION_MS": setting_ms}
+    result = cli(kafka, "topics", "create", extra_env=names)
+    assert (result.returncode, result.stderr) == (0, "")  # nothing expires before board
+    assert f"{prefix}-board: exists (" in result.stdout
+    assert topic_state(kafka, f"{prefix}-board")[1] == {"retention.ms": board_ms}
+    for output in ("board-detail", "board-unmatched", "board-dlq"):
+        assert topic_state(kafka, f"{prefix}-{output}")[1] == {
+            "cleanup.policy": "delete",
+            "retention.ms": output_ms,
+            "retention.bytes": "-1",
+        }
+
+
+def test_create_and_describe_warn_when_an_output_may_expire_before_board(kafka: Settings) -> None:
+    """Outputs set to keep less than board, by age, by size or by compaction, as an operator
+    might: each named once, as a WARNING and (describe) under its topic; healthy ones never."""
+    names = prefixed("clx")
+    assert cli(kafka, "topics", "create", extra_env=names).returncode == 0
+    healthy = cli(kafka, "topics", "describe", extra_env=names)
+    assert (healthy.returncode, healthy.stderr) == (0, "")
+    assert "EXPIRY RISK" not in healthy.stdout
+
+    settings = kafka.with_topic_prefix("clx")
+    admin = admin_client(settings)
+    assert output_retention_ms(admin, settings) == 604_800_000
+    alter(
+        settings,
+        {
+            "clx-board-detail": {"retention.ms": "3600000"},
+            "clx-board-unmatched": {"cleanup.policy": "compact,delete"},
+            "clx-board-dlq": {"retention.bytes": "1048576", "retention.ms": "-1"},
+        },
+    )
+    risks = [
+        "clx-board-detail may expire before clx-board: retention.ms=3600000 (1h00m) is shorter "
+        "than its 604800000 (168h00m)",
+        "clx-board-unmatched may expire before clx-board: cleanup.policy=compact,delete compacts "
+        "away a board's older records, whose sources it still holds",
+        "clx-board-dlq may expire before clx-board: retention.bytes=1048576 deletes by size, not "
+        "age (set -1: no size limit)",
+    ]
+    warnings = "".join(f"WARNING boardstream.kafka.retention: {risk}\n" for risk in risks)
+    described = cli(kafka, "topics", "describe", extra_env=names)
+    assert (described.returncode, described.stderr) == (0, warnings)
+    for risk in risks:
+        topic = risk.split(" ", 1)[0]
+        section = described.stdout.split(f"{topic}: ", 1)[1].split("\nclx-", 1)[0]
+        assert section.endswith(f"\n  EXPIRY RISK: {risk}"), section
+        assert described.stdout.count(risk) == 1
+    again = cli(kafka, "topics", "create", extra_env=names)
+    assert (again.returncode, again.stderr) == (0, warnings)  # left as they are, but said
+    board = cli(kafka, "topics", "describe", "--topic", "clx-board", extra_env=names)
+    assert (board.stderr, "EXPIRY RISK" in board.stdout) == (warnings, False)
+    member = cli(kafka, "topics", "describe", "--topic", "clx-member", extra_env=names)
+    assert (member.returncode, member.stderr) == (0, "")  # not involved
+    assert output_retention_ms(admin, settings) == 3_600_000
+    assert [str(risk) for risk in expiry_risks(admin, settings)] == risks
+
+
+def prefixed(prefix: str) -> dict[str, str]:
+    """The environment naming the platform's topics ``<prefix>-member``, ..., 2 partitions."""
+    return {
+        "BOARDSTREAM_MEMBER_TOPIC": f"{prefix}-member",
+        "BOARDSTREAM_BOARD_TOPIC": f"{prefix}-board",
+        "BOARDSTREAM_BOARD_DETAIL_TOPIC": f"{prefix}-board-detail",
+        "BOARDSTREAM_UNMATCHED_TOPIC": f"{prefix}-board-unmatched",
+        "BOARDSTREAM_DLQ_TOPIC": f"{prefix}-board-dlq",
+        "BOARDSTREAM_PARTITIONS": "2",
+    }
+
+
+def alter(settings: Settings, changes: dict[str, dict[str, str]]) -> None:
+    """Set configs on topics (incremental_alter_configs), then wait until the broker reports
+    them."""
+    admin = admin_client(settings)
+    resources = [
+        ConfigResource(
+            ResourceType.TOPIC,
+            topic,
+            incremental_configs=[
+                ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+                for name, value in configs.items()
+            ],
+        )
+        for topic, configs in changes.items()
+    ]
+    for future in admin.incremental_alter_configs(resources).values():
+        future.result()
+    deadline = time.monotonic() + 10
+    while not all(
+        configs.items() <= topic_state(settings, topic)[1].items()
+        for topic, configs in changes.items()
+    ):
+        assert time.monotonic() < deadline, "the broker never reported the new configs"
+        time.sleep(0.1)
 
 
 def test_bad_input_is_one_line_naming_the_problem(kafka: Settings) -> None:
@@ -118,14 +245,7 @@ def test_describe_prints_partitions_offsets_and_set_configs(kafka: Settings) -> 
     """`topics describe [--topic board] [--all-configs]`: without --topic the platform's topics;
     each with its partitions' offsets and the configs set on it (--all-configs: the defaults
     too, marked)."""
-    names = {
-        "BOARDSTREAM_MEMBER_TOPIC": "cld-member",
-        "BOARDSTREAM_BOARD_TOPIC": "cld-board",
-        "BOARDSTREAM_BOARD_DETAIL_TOPIC": "cld-board-detail",
-        "BOARDSTREAM_UNMATCHED_TOPIC": "cld-board-unmatched",
-        "BOARDSTREAM_DLQ_TOPIC": "cld-board-dlq",
-        "BOARDSTREAM_PARTITIONS": "2",
-    }
+    names = prefixed("cld")
     created = cli(kafka, "topics", "create", extra_env=names)
     assert created.returncode == 0, created.stderr
     producer = Producer({**kafka.to_confluent(), "acks": "all"})
@@ -143,6 +263,8 @@ def test_describe_prints_partitions_offsets_and_set_configs(kafka: Settings) -> 
         "  partition 0: offsets 0..3\n"
         "  partition 1: offsets 0..1\n"
         "  cleanup.policy=delete\n"
+        "  retention.bytes=-1\n"
+        "  retention.ms=604800000\n"
     )
 
     everything = cli(kafka, "topics", "describe", "--all-configs", extra_env=names)

@@ -29,11 +29,18 @@ from boardstream.entrypoints.health import (
     pipeline_health,
     stream_progress,
 )
+from boardstream.kafka.retention import Retention, StreamRetention, reconciliation_overdue
+from boardstream.reconcile import ledger
 from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.slo import StreamSlo
+from tests.fixtures import isolated_settings
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+HOUR_MS = 3_600_000
+WEEK_MS = 7 * 24 * HOUR_MS
+A_WEEK = Retention("delete", WEEK_MS, None)
+KEPT_A_WEEK = StreamRetention("board", A_WEEK, {"board-detail": A_WEEK})
 SLO = StreamSlo(max_batch_age_s=600, max_lag=10)
 
 
@@ -339,6 +346,7 @@ def test_pipeline_health_gathers_runs_chart_streams_and_changes(
     }
     tuning_log.record(engine, [row], (10, 5, 0.5))
     write_progress(settings, "join", [7.0])
+    monkeypatch.setattr(health, "read_retention", lambda _admin, _settings: KEPT_A_WEEK)
     found = pipeline_health(settings.model_copy(update={"stream_max_lag": 5}), runs=3, now=NOW)
     assert asked == [3]
     assert [r["run_id"] for r in found["reconciliation_runs"]] == [4, 3, 2, 1]
@@ -349,7 +357,70 @@ def test_pipeline_health_gathers_runs_chart_streams_and_changes(
     assert found["live"] == {}  # no stream was ever supervised here
     (change,) = found["compaction_changes"]
     assert change["change_id"] == 1 and isinstance(change["applied_at"], str)
+    # The ledger here holds no run (recent_runs is replaced): no verdict yet, nothing overdue.
+    assert found["evidence"] == {
+        "last_verdict_at": None,
+        "error": None,
+        "retention_ms": WEEK_MS,
+        "overdue": None,
+        "risks": [],
+    }
     json.dumps(found)  # all of it JSON-able
+
+
+def test_the_newest_verdict_is_the_newest_passed_or_failed_run_however_many_errored_since(
+    settings: Settings,
+) -> None:
+    engine = database.engine(settings.database)
+    assert ledger.last_verdict_at(engine) is None  # no ledger yet
+    first = ledger.start_run(engine, {}, "cli")
+    ledger.finish_run(engine, first, False, {}, {}, None)
+    second = ledger.start_run(engine, {}, "cli")
+    ledger.finish_run(engine, second, True, {}, {}, None)
+    ledger.error_run(engine, ledger.start_run(engine, {}, "cli"), "broker gone")
+    ledger.start_run(engine, {}, "cli")  # still running
+    began = ledger.run(engine, second)["started_at"]
+    assert ledger.last_verdict_at(engine) == began.replace(tzinfo=UTC)  # SQLite keeps no zone
+    # A run recorded before the status column existed counts by ``passed``.
+    with engine.begin() as connection:
+        connection.execute(
+            ledger.reconciliation_run.update()
+            .where(ledger.reconciliation_run.c.run_id == first)
+            .values(status=None, started_at=began + timedelta(seconds=1))
+        )
+    assert ledger.last_verdict_at(engine) == (began + timedelta(seconds=1)).replace(tzinfo=UTC)
+
+
+def test_evidence_says_when_reconciliation_is_overdue_and_which_outputs_may_expire_first(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short = StreamRetention(
+        "board",
+        Retention("delete", WEEK_MS, None),
+        {"board-detail": Retention("delete", HOUR_MS, 5)},
+    )
+    monkeypatch.setattr(health, "read_retention", lambda _admin, _settings: short)
+    found = health.evidence(settings, NOW - timedelta(hours=2), NOW)
+    assert found == {
+        "last_verdict_at": "2026-11-25T10:00:00+00:00",
+        "error": None,
+        "retention_ms": HOUR_MS,
+        "overdue": reconciliation_overdue(NOW - timedelta(hours=2), NOW, HOUR_MS),
+        "risks": [str(risk) for risk in short.risks],
+    }
+    assert found["overdue"] and len(found["risks"]) == 2
+    assert health.evidence(settings, NOW - timedelta(minutes=59), NOW)["overdue"] is None
+
+
+def test_evidence_is_unknown_with_the_broker_down_and_the_page_waits_little(
+    tmp_path: Path,
+) -> None:
+    down = isolated_settings(tmp_path, connect_timeout_s=30.0)
+    found = health.evidence(down, NOW, NOW)
+    assert found["error"].startswith(
+        f"no Kafka broker answered at {down.bootstrap_servers} within 2s"
+    )
+    assert (found["retention_ms"], found["overdue"], found["risks"]) == (None, None, [])
 
 
 def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_restarts(

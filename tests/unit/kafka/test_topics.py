@@ -13,6 +13,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, OffsetSpec
 
 from boardstream.errors import BoardstreamError
+from boardstream.kafka.retention import Retention
 from boardstream.kafka.topics import (
     CreateResult,
     TopicDescription,
@@ -24,6 +25,9 @@ from boardstream.kafka.topics import (
 from boardstream.settings import Settings
 
 DAY_MS = str(24 * 3600 * 1000)
+# The streams' explicit retention: BOARDSTREAM_TOPIC_RETENTION_MS's default, no size limit.
+KEPT = {"retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1"}
+KEPT_LINE = "retention.bytes=-1, retention.ms=604800000"
 
 
 def settings(**fields: Any) -> Settings:
@@ -83,7 +87,7 @@ class FakeAdmin:
 
 def test_platform_topics() -> None:
     specs = platform_topics(settings(member_partitions=2, board_partitions=6, replication_factor=3))
-    stream = {"cleanup.policy": "delete"}
+    stream = {"cleanup.policy": "delete", **KEPT}
     assert specs == [
         TopicSpec("member", 2, 3, {"cleanup.policy": "compact"}),
         TopicSpec("board", 6, 3, stream),
@@ -92,6 +96,17 @@ def test_platform_topics() -> None:
         TopicSpec("board-dlq", 3, 3, stream),
         TopicSpec("board-join-tick", 1, 3, {"cleanup.policy": "delete", "retention.ms": DAY_MS}),
     ]
+
+
+def test_outputs_keep_at_least_what_an_existing_board_keeps() -> None:
+    """board comes from production: an existing one keeping records forever has outputs kept
+    forever; board's own spec (used only if it is missing) and the others keep their own."""
+    specs = platform_topics(settings(), Retention("delete", None, 10))
+    forever = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+    assert [spec.config for spec in specs[2:5]] == [forever] * 3
+    assert specs[1].config == {"cleanup.policy": "delete", **KEPT}
+    assert specs[0].config == {"cleanup.policy": "compact"}
+    assert specs[5].config == {"cleanup.policy": "delete", "retention.ms": DAY_MS}
 
 
 def test_on_a_cluster_of_three_every_topic_has_three_replicas_two_in_sync() -> None:
@@ -113,18 +128,18 @@ def test_creating_replicated_topics_says_so() -> None:
     admin = FakeAdmin({})
     cluster = settings(brokers=3, replication_factor=None)
     (result,) = create_topics(admin, cluster, platform_topics(cluster)[1:2])
-    assert (
-        result.line() == "board: created (3 partitions, 3 replicas, delete, min.insync.replicas=2)"
+    assert result.line() == (
+        f"board: created (3 partitions, 3 replicas, delete, min.insync.replicas=2, {KEPT_LINE})"
     )
     assert admin.created == [
-        ("board", 3, 3, {"min.insync.replicas": "2", "cleanup.policy": "delete"})
+        ("board", 3, 3, {"min.insync.replicas": "2", "cleanup.policy": "delete", **KEPT})
     ]
 
 
 def test_each_spec_has_a_config_of_its_own() -> None:
     specs = platform_topics(settings())
     specs[1].config["retention.ms"] = "1"
-    assert specs[2].config == {"cleanup.policy": "delete"}
+    assert specs[2].config == {"cleanup.policy": "delete", **KEPT}
 
 
 def test_topics_follow_a_prefix() -> None:
@@ -156,13 +171,15 @@ def test_missing_topics_are_created_and_existing_ones_checked() -> None:
     results = create_topics(admin, settings(), platform_topics(settings()))
     assert [r.line() for r in results] == [
         "member: exists (3 partitions, compact)",
-        "board: exists (3 partitions, delete; note: it has 2 partitions, settings ask for 3)",
-        "board-detail: created (3 partitions, delete)",
-        "board-unmatched: exists (3 partitions, delete)",  # created meanwhile by someone else
-        "board-dlq: created (3 partitions, delete)",
+        f"board: exists (3 partitions, delete, {KEPT_LINE}; note: it has 2 partitions, settings "
+        "ask for 3)",
+        f"board-detail: created (3 partitions, delete, {KEPT_LINE})",
+        # created meanwhile by someone else
+        f"board-unmatched: exists (3 partitions, delete, {KEPT_LINE})",
+        f"board-dlq: created (3 partitions, delete, {KEPT_LINE})",
         f"board-join-tick: created (1 partitions, delete, retention.ms={DAY_MS})",
     ]
-    stream = {"cleanup.policy": "delete"}
+    stream = {"cleanup.policy": "delete", **KEPT}
     assert admin.created == [
         ("board-detail", 3, 1, stream),
         ("board-unmatched", 3, 1, stream),
