@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
@@ -31,6 +32,11 @@ from boardstream.spark.triggers import (
 logger = logging.getLogger(__name__)
 
 STOP_POLL_S = 1  # how soon a requested stop is acted on
+# A query whose Python worker started too late (late_python_worker) is restarted this many times,
+# first after LATE_WORKER_PAUSE_S, each pause twice the last: 5+10+20+40+80 s, 2.5 minutes in all.
+LATE_WORKER_MESSAGE = "Python worker failed to connect back"
+LATE_WORKER_RESTARTS = 5
+LATE_WORKER_PAUSE_S = 5.0
 __all__ = ["AVAILABLE_NOW", "PROCESSING_TIME", "REAL_TIME", "REAL_TIME_TRIGGERS", "TRIGGERS"]
 
 
@@ -155,7 +161,26 @@ def run(
         stop_requested = threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
         try:
-            query = start()
+            query = _run_restarting_late_workers(spark, start, stop_requested)
+            if query.lastProgress is not None:
+                listener.wait_for(str(query.runId), query.lastProgress["batchId"])
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            spark.streams.removeListener(listener)
+    return query
+
+
+def _run_restarting_late_workers(
+    spark: SparkSession, start: Callable[[], StreamingQuery], stop_requested: threading.Event
+) -> StreamingQuery:
+    """Run the query from ``start()`` until it ends or a stop is requested; a query that failed
+    because a Python worker did not connect back in time (:func:`late_python_worker`) is started
+    again from its checkpoint, at most :data:`LATE_WORKER_RESTARTS` times, after a pause that
+    doubles each time, so that a burst of load can pass."""
+    restarts = 0
+    while True:
+        query = start()
+        try:
             while not query.awaitTermination(STOP_POLL_S):
                 if stop_requested.is_set():
                     logger.info(
@@ -165,12 +190,37 @@ def run(
                     )
                     quiet_jvm_logging(spark)
                     query.stop()
-            if query.lastProgress is not None:
-                listener.wait_for(str(query.runId), query.lastProgress["batchId"])
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-            spark.streams.removeListener(listener)
-    return query
+            return query
+        except StreamingQueryException as error:
+            restarts += 1
+            if restarts > LATE_WORKER_RESTARTS or not late_python_worker(error):
+                raise
+            pause_s = LATE_WORKER_PAUSE_S * 2 ** (restarts - 1)
+            logger.warning(
+                "%s: a Python worker did not connect back within Spark's 10 s (a loaded "
+                "machine); restarting the query from its checkpoint in %g s (%d of %d)",
+                query.name,
+                pause_s,
+                restarts,
+                LATE_WORKER_RESTARTS,
+            )
+            if stop_requested.wait(pause_s):
+                raise
+
+
+def late_python_worker(error: BaseException) -> bool:
+    """Whether ``error`` is Spark's ``Python worker failed to connect back``.
+
+    Spark starts a Python process of its own, outside the daemon that forks the executors'
+    workers, for each query run of a Python ``transformWithStateInPandas`` (on the driver,
+    planning the run's first micro-batch, to learn the state variables from the processor's
+    ``init``), and gives it a fixed 10 s to start and connect back: no setting governs it
+    (``PythonWorkerFactory.createSimpleWorker``, Spark 4.3.0). On a loaded machine the
+    interpreter's start and pyspark's import take longer, the query fails before the batch
+    has run anything, and Spark's cleanup then logs ``failed to close state server socket``
+    (a NullPointerException: the state server had not been opened). The batch failed before
+    it ran anything, and its offsets are replayed from the checkpoint as after any restart."""
+    return LATE_WORKER_MESSAGE in str(error)
 
 
 def quiet_jvm_logging(spark: SparkSession) -> None:

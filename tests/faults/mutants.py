@@ -107,6 +107,18 @@ MUTANTS = (
         },
         "tests/adversarial/test_liveness.py::test_a_join_that_stopped_reading_is_stalled",
     ),
+    Mutant(
+        "no-late-worker-restart",
+        "a query whose Python worker connected back late (a loaded machine) fails the job "
+        "instead of restarting from its checkpoint",
+        {
+            "boardstream/spark/streaming.py": [
+                ("LATE_WORKER_RESTARTS = 5", "LATE_WORKER_RESTARTS = 0")
+            ]
+        },
+        "tests/faults/test_cpu_hog.py::"
+        "test_table_count_restarts_a_query_whose_python_worker_connected_late",
+    ),
 )
 
 

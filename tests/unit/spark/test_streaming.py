@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pyspark.errors import StreamingQueryException
 
 from boardstream.settings import Settings
 from boardstream.spark import streaming
@@ -317,3 +318,43 @@ def test_run_cleans_up_when_the_query_fails(tmp_path: Path, sigterm: Any) -> Non
     assert signal.getsignal(signal.SIGTERM) is sigterm
     assert streams.removed == streams.added
     assert query.stops == 0
+
+
+class LateWorker(StreamingQueryException):
+    """Spark's failure when a Python worker did not connect back in time, without a JVM."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "[STREAM_FAILED] ... Python worker failed to connect back.")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def test_run_restarts_a_query_whose_python_worker_connected_late(
+    tmp_path: Path, sigterm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "LATE_WORKER_PAUSE_S", 0.0)
+    monkeypatch.setattr(streaming, "quiet_jvm_logging", lambda spark: None)
+    streams = FakeStreams()
+    queries = [FakeQuery(streams, fails=LateWorker()), FakeQuery(streams)]
+    started = iter(queries)
+    spark = SimpleNamespace(streams=streams)
+    assert streaming.run(spark, settings(tmp_path), lambda: next(started)) is queries[1]
+    assert queries[1].stops == 1
+    assert streams.removed == streams.added
+
+
+def test_run_gives_up_on_late_workers_after_its_restarts(
+    tmp_path: Path, sigterm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "LATE_WORKER_PAUSE_S", 0.0)
+    streams = FakeStreams()
+    starts: list[FakeQuery] = []
+
+    def start() -> FakeQuery:
+        starts.append(FakeQuery(streams, fails=LateWorker()))
+        return starts[-1]
+
+    with pytest.raises(LateWorker):
+        streaming.run(SimpleNamespace(streams=streams), settings(tmp_path), start)
+    assert len(starts) == 1 + streaming.LATE_WORKER_RESTARTS
