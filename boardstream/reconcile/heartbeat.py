@@ -49,6 +49,7 @@ class Heartbeat:
 
     def _beat(self) -> None:
         failing_since: float | None = None
+        warned = False
         while not self._stopped.wait(self.interval_s):
             try:
                 ledger.beat(self.engine, self.run_id)
@@ -56,10 +57,11 @@ class Heartbeat:
                 now = time.monotonic()
                 failing_since = failing_since or now
                 # A moment's lock or outage is the run's own business (it records its end or
-                # says why not); half the bound without a beat risks its being closed.
+                # says why not); half the bound without a beat risks its being closed: said
+                # once, not at every beat.
                 late = now - failing_since >= self.timeout_s / 2
                 logger.log(
-                    logging.WARNING if late else logging.DEBUG,
+                    logging.WARNING if late and not warned else logging.DEBUG,
                     "reconciliation run %s: no heartbeat for %.0f s (%s); other runs close it "
                     "as interrupted after %.0f s",
                     self.run_id,
@@ -67,5 +69,6 @@ class Heartbeat:
                     database.driver_said(error),
                     self.timeout_s,
                 )
+                warned = warned or late
             else:
-                failing_since = None
+                failing_since, warned = None, False

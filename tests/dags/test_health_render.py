@@ -144,19 +144,22 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
     assert json.loads(embedded.split("</script>", 1)[0])["runs"] == chart["runs"]
     assert '<script src="static/chartjs/chart.umd.min.js"></script>' in page
 
-    empty = templates.get_template("health.html").render(
-        health={
-            "reconciliation_runs": [],
-            "chart": {"runs": [], "series": []},
-            "streams": [],
-            "live": {},
-            "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
-            "compaction_changes": [],
-            "evidence": EVIDENCE,
-        }
-    )
+    empty = templates.get_template("health.html").render(health=quiet_health())
     assert "<canvas" not in empty and "<script" not in empty
     assert '<p id="streams" class="quiet">No stream progress yet' in empty
+
+
+def quiet_health(**changes: object) -> dict[str, object]:
+    """The page's data with no run, stream or change yet."""
+    return {
+        "reconciliation_runs": [],
+        "chart": {"runs": [], "series": []},
+        "streams": [],
+        "live": {},
+        "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
+        "compaction_changes": [],
+        "evidence": EVIDENCE,
+    } | changes
 
 
 def test_evidence_retention_overdue_expiry_risks_and_unknown(airflow_home: Path) -> None:
@@ -165,15 +168,7 @@ def test_evidence_retention_overdue_expiry_risks_and_unknown(airflow_home: Path)
     from boardstream_airflow.ui.app import templates  # airflow_home: Airflow is configured
 
     def evidence(**changes: object) -> str:
-        health = {
-            "reconciliation_runs": [],
-            "chart": {"runs": [], "series": []},
-            "streams": [],
-            "live": {},
-            "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},
-            "compaction_changes": [],
-            "evidence": {**EVIDENCE, **changes},
-        }
+        health = quiet_health(evidence={**EVIDENCE, **changes})
         page = templates.get_template("health.html").render(health=health)
         section = page.split('<section id="evidence">', 1)[1].split("</section>", 1)[0]
         return " ".join(re.sub(r"<[^>]+>", " ", section.split("</h2>", 1)[1]).split())
