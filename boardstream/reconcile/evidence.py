@@ -164,26 +164,16 @@ def table_details(
             for n in rows.column_names
         ]
     )
-    have = {f"{p}@{o}" for p, o in known}
-    unknown = pa.array(
-        [
-            f"{p}@{o}" not in have
-            for p, o in zip(
-                named["detail_partition"].to_pylist(),
-                named["detail_offset"].to_pylist(),
-                strict=True,
-            )
-        ],
-        pa.bool_(),
+    # Vectorized over the whole table first: almost always no row names a deleted record.
+    gone = pc.and_(
+        rows["typed"], accountable(named, ("detail_partition", "detail_offset"), earliest, board)
     )
-    wanted = pc.and_(
-        pc.and_(
-            rows["typed"],
-            accountable(named, ("detail_partition", "detail_offset"), earliest, board),
-        ),
-        unknown,
+    chosen = rows.filter(gone)
+    have = {(p, o) for p, o in known}
+    positions = zip(
+        chosen["detail_partition"].to_pylist(), chosen["detail_offset"].to_pylist(), strict=True
     )
-    chosen = rows.filter(wanted)
+    chosen = chosen.filter(pa.array([at not in have for at in positions], pa.bool_()))
     if chosen.num_rows == 0:
         return empty_details()
     return _as_details(spark.createDataFrame(chosen)).toArrow()
