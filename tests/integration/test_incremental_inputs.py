@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from boardstream import database
@@ -24,6 +25,7 @@ from boardstream.reconcile import (
     table_checks,
 )
 from boardstream.reconcile.affected import Keys
+from boardstream.reconcile.evidence import EXPIRED
 from boardstream.reconcile.snapshot import JobProgress, Snapshot
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
@@ -78,13 +80,16 @@ def frames(spark, settings: Settings, parts: list[dict], table: pa.Table) -> che
     def topic(name: str):
         return raw(spark, [r for part in parts for r in part[name]])
 
+    def read(frame: DataFrame) -> DataFrame:  # outputs read from their topics, not evidence
+        return frame.withColumn(EXPIRED, F.lit(False))
+
     dlq = raw(spark, [])
     empty = spark.createDataFrame([], "detail_partition int, detail_offset bigint")
     return checks.CheckInputs(
         sources=readers.sources(topic("board")),
-        details=readers.details(topic("board-detail")),
-        unmatched=readers.unmatched(topic("board-unmatched")),
-        board_dead_letters=readers.dead_letters(dlq, settings.board_topic),
+        details=read(readers.details(topic("board-detail"))),
+        unmatched=read(readers.unmatched(topic("board-unmatched"))),
+        board_dead_letters=read(readers.dead_letters(dlq, settings.board_topic)),
         sink_dead_letters=empty,
         refused_members=empty.toDF("member_partition", "member_offset"),
         members=readers.members(topic("member")),
@@ -147,7 +152,9 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
             *incremental.lookups(connection, new),
         )
         assert keys == Keys.of([(0, 3), (0, 7), (0, 8)], ["b1", "b3"])
-        partial = incremental.inputs_for(spark, connection, settings, snapshot, keys, new, waiting)
+        partial = incremental.inputs_for(
+            spark, connection, settings, snapshot, keys, new, waiting, unseen=()
+        )
 
     def facts(inputs: checks.CheckInputs) -> list[tuple]:
         boards = table_checks.per_board(
