@@ -97,6 +97,7 @@ def test_clean_run_passes_with_exact_counts(pipeline: Pipeline) -> None:
         "dead_lettered": 1,
         "pending": 1,
         "missing": 0,
+        "expired_unseen": 0,
         "conflicting": 0,
     }
     assert sum(c["source"] for c in result.reconciliation.balance.values()) == 10
