@@ -79,7 +79,7 @@ def kept(connection: Connection, settings: Settings, snapshot: Snapshot) -> Kept
     offset whose source ``board`` still holds."""
     board = snapshot.earliest.get(settings.board_topic, {})
     outputs = {}
-    for holder, topic in output_topics(settings).items():
+    for holder, topic in holder_topics(settings).items():
         earliest = snapshot.earliest.get(topic, {})
         rows = digest_ledger.below(connection, holder, earliest)
         if holder == "joined":
@@ -96,7 +96,7 @@ def kept(connection: Connection, settings: Settings, snapshot: Snapshot) -> Kept
     )
 
 
-def output_topics(settings: Settings) -> dict[str, str]:
+def holder_topics(settings: Settings) -> dict[str, str]:
     """The join's output holders and the topic each is read from."""
     return {
         "joined": settings.board_detail_topic,
@@ -110,7 +110,7 @@ def new_unseen(settings: Settings, cursor: Offsets, earliest: Offsets) -> list[R
     first run) and where each topic now starts: deleted before any run read them."""
     found = [
         (topic, p, cursor.get(topic, {}).get(p, 0), start)
-        for topic in sorted(set(output_topics(settings).values()))
+        for topic in sorted(settings.output_topics)
         for p, start in sorted(earliest.get(topic, {}).items())
         if start > cursor.get(topic, {}).get(p, 0)
     ]

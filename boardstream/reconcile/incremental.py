@@ -130,11 +130,7 @@ def carried(
         digest_ledger.below(connection, "source", earliest.get(settings.board_topic, {})),
         *(
             digest_ledger.below(connection, holder, earliest.get(topic, {}))
-            for holder, topic in (
-                ("joined", settings.board_detail_topic),
-                ("unmatched", settings.unmatched_topic),
-                ("dead_lettered", settings.dlq_topic),
-            )
+            for holder, topic in evidence.holder_topics(settings).items()
         ),
     ]
     return keys | Keys.of(

@@ -77,6 +77,20 @@ def test_outputs_deleted_after_a_run_read_them_keep_their_outcomes(expiring: Pip
     assert failures(reconcile(expiring)) == {"mismatched": ["b2"]}
 
 
+def test_an_output_deleted_between_runs_before_one_read_it(expiring: Pipeline) -> None:
+    """A run read everything; a new malformed board is dead-lettered, and the DLQ deletes that
+    letter before the next run: the gap from the ledger's cursor to the new start is unseen,
+    so that board's position fails as expired_unseen; what the first run read still stands."""
+    settings = expiring.settings
+    assert reconcile_as(expiring, FULL).passed
+    expiring.send(settings.board_topic, b"bad2", b"{not json either", int(time.time() * 1000))
+    expiring.join(unmatched_timeout_ms=TIMEOUT_MS)
+    delete_all(settings, settings.dlq_topic)
+    result = reconcile(expiring)
+    assert failures(result) == {"expired_unseen": ["bad2"]}, "\n".join(result.summary())
+    assert result.reconciliation.counts["expired_evidence"] == 1  # the first letter, read
+
+
 @pytest.mark.long
 def test_outputs_aged_out_by_retention_keep_their_outcomes(expiring: Pipeline) -> None:
     """Retention itself, not deleteRecords: board-detail by ``retention.ms`` (time deletes
