@@ -65,6 +65,10 @@ class Pipeline:
         **settings: Any,
     ) -> None:
         self.engine = engine  # the join's stateful operator
+        # Tests stamp records with chosen times, many of them long past: topics that kept 7 days
+        # would lose them at the broker's next retention check (every 10 s) mid-test. A test of
+        # retention sets its own.
+        settings.setdefault("topic_retention_ms", -1)
         self.settings = kafka.with_topic_prefix(f"p{next(_names)}", **settings)
         create_topics(admin_client(self.settings), self.settings, platform_topics(self.settings))
         self.spark = spark
