@@ -113,6 +113,7 @@ def test_table_count_restarts_a_query_whose_python_worker_connected_late(
 
 
 @pytest.mark.long
+@pytest.mark.timeout(2_400)  # four jobs beside 16 hogs, then a reconciliation: over 15 minutes
 def test_every_job_beside_a_cpu_hog_loses_nothing(services, tmp_path: Path) -> None:
     """join, sink, table-count and compaction measure each beside 16 busy processes in its
     session; the reconciliation after them must pass (it runs without the hog)."""
