@@ -166,12 +166,13 @@ class Scenario:
 
     # -- verdict -----------------------------------------------------------------------------
 
-    def reconcile(self) -> subprocess.CompletedProcess:
+    def reconcile(self, *options: str) -> subprocess.CompletedProcess:
         """`boardstream reconcile` against this scenario's checkpoints, as the DAG runs it."""
         command = [
             "reconcile",
             f"--join-checkpoint={self.settings.checkpoints / 'board-detail-join'}",
             f"--sink-checkpoint={self.settings.checkpoints / 'board-detail-sink'}",
+            *options,
         ]
         return subprocess.run(
             [sys.executable, "-m", "boardstream.entrypoints.cli", *command],
