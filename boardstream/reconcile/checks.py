@@ -180,16 +180,16 @@ def read_inputs(
     join_checkpoint: str,
     table_read: TableRead,
     kept: evidence.Kept,
+    read: dict[str, DataFrame],
 ) -> CheckInputs:
-    """Every record of the snapshot's topics, with the evidence of what the output topics
-    deleted (``kept`` and the table's rows: :mod:`.evidence`), the join's waiting boards and
-    ``table_read``'s rows; every frame is cached (:func:`release` them): the checks read some
-    several times, and the digest ledger takes them all once more."""
+    """Every record of the snapshot's topics (``read``: :func:`readers.read_snapshot`), with
+    the evidence of what the output topics deleted (``kept`` and the table's rows:
+    :mod:`.evidence`), the join's waiting boards and ``table_read``'s rows; every frame is
+    cached (:func:`release` them): the checks read some several times, and the digest ledger
+    takes them all once more."""
 
     def topic(name: str) -> DataFrame:
-        return readers.read_topic(
-            spark, settings, name, snapshot.earliest.get(name, {}), snapshot.latest[name]
-        )
+        return read[name]
 
     def with_evidence(records: DataFrame, holder: str, more: pa.Table | None = None) -> DataFrame:
         found = kept.outputs[holder]
@@ -274,10 +274,12 @@ def reconcile(
     snapshot: Snapshot,
     join_checkpoint: str,
     kept: evidence.Kept,
+    read: dict[str, DataFrame],
     options: ReconcileOptions | None = None,
 ) -> Reconciliation:
-    """Check ``snapshot`` against the topics (and what the ledger ``kept`` of the records they
-    deleted), the join's state and the whole table. The result keeps its facts and records
+    """Check ``snapshot`` against the topics as ``read`` (:func:`readers.read_snapshot`, which
+    gave the snapshot its start offsets) and what the ledger ``kept`` of the records they
+    deleted, the join's state and the whole table. The result keeps its facts and records
     (``facts``, ``records``) for the run to store."""
     options = options or ReconcileOptions()
     # Arrow for this session's pandas conversions (repair's toPandas too): row by row is minutes.
@@ -285,7 +287,7 @@ def reconcile(
     now_ms = int(time.time() * 1000)
     with phase("reconcile: read board_detail"):
         table_read = readers.read_table(settings)
-    inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read, kept)
+    inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read, kept, read)
     with phase("reconcile: the balance, the table and every check"):
         found = evaluate(inputs, settings, snapshot, join_mode(join_checkpoint), now_ms, options)
     waiting = waiting_now(inputs.waiting, now_ms, options)

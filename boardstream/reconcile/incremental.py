@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection, Engine
 
 from boardstream.errors import BoardstreamError
+from boardstream.kafka.clients import admin_client
 from boardstream.reconcile import (
     affected,
     arrow_checks,
@@ -40,7 +41,7 @@ from boardstream.reconcile import (
 from boardstream.reconcile.affected import Keys, Position
 from boardstream.reconcile.arrow_checks import ArrowInputs
 from boardstream.reconcile.baseline import Records
-from boardstream.reconcile.snapshot import Offsets, Snapshot
+from boardstream.reconcile.snapshot import Offsets, Snapshot, retained
 from boardstream.settings import Settings
 from boardstream.timing import phase
 
@@ -67,11 +68,13 @@ SETTLED = (
 
 def read_new(
     spark: SparkSession, settings: Settings, snapshot: Snapshot, cursor: Offsets
-) -> Records:
+) -> tuple[Records, Snapshot]:
     """Each topic from the ledger's cursor to the snapshot's end, in one read by the driver's
-    consumer (:func:`readers.consume_topics`). The records are then in memory (a local
-    relation, for a run's usual few thousand), so each reader's job reads them from there:
-    nothing to cache, and Spark evaluates a reader of an empty topic without a job."""
+    consumer (:func:`readers.consume_topics`), and the snapshot with the start offsets listed
+    after it (:func:`snapshot.retained`), its records below them left out. The records are then
+    in memory (a local relation, for a run's usual few thousand), so each reader's job reads
+    them from there: nothing to cache, and Spark evaluates a reader of an empty topic without
+    a job."""
     names = (
         settings.board_topic,
         settings.board_detail_topic,
@@ -83,8 +86,14 @@ def read_new(
         spark, settings, {name: (cursor.get(name, {}), snapshot.latest[name]) for name in names}
     )
 
+    after = retained(admin_client(settings), settings, snapshot)
+
     def topic(name: str) -> DataFrame:
-        return every.where(F.col("topic") == name)
+        return readers.at_or_after(
+            every.where(F.col("topic") == name),
+            after.earliest[name],
+            snapshot.earliest.get(name, {}),
+        )
 
     dlq = topic(settings.dlq_topic)
     refused = [
@@ -93,7 +102,7 @@ def read_new(
         )
         for name in (settings.board_detail_topic, settings.member_topic)
     ]
-    return Records(
+    records = Records(
         sources=readers.sources(topic(settings.board_topic)).toArrow(),
         details=readers.details(topic(settings.board_detail_topic)).toArrow(),
         unmatched=readers.unmatched(topic(settings.unmatched_topic)).toArrow(),
@@ -101,6 +110,7 @@ def read_new(
         refused=refused[0].unionByName(refused[1]).toArrow(),
         members=readers.members(topic(settings.member_topic)).toArrow(),
     )
+    return records, after
 
 
 def seeds(new: Records, carried: Keys) -> Keys:
@@ -364,8 +374,6 @@ def check(
             f"({', '.join(sorted(ahead))}): this one would check older data as new"
         )
     mode = checks.join_mode(join_checkpoint)
-    found_unseen = evidence.new_unseen(settings, cursor, snapshot.earliest)
-    unseen = evidence.describe([*digest_ledger.unseen(connection), *found_unseen])
 
     def checked(keys: Keys) -> tuple[ArrowInputs, pa.Table]:
         with phase("reconcile: their records, rows and checks"):
@@ -382,7 +390,9 @@ def check(
     with ThreadPoolExecutor(1, thread_name_prefix="bucket-digests") as pool:
         table_look = pool.submit(_look, connection.engine, settings.reconcile_watch_rows)
         with phase("reconcile: the new records"):
-            new = read_new(spark, settings, snapshot, cursor)
+            new, snapshot = read_new(spark, settings, snapshot, cursor)
+        found_unseen = evidence.new_unseen(settings, cursor, snapshot.earliest)
+        unseen = evidence.describe([*digest_ledger.unseen(connection), *found_unseen])
         waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).toArrow()
         relations = lookups(connection, new)
         with phase("reconcile: the keys to re-check"):

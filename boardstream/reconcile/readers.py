@@ -10,7 +10,9 @@ The table is read type-strictly: a value of another type than its column's is a
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,8 @@ from boardstream.errors import BoardstreamError
 from boardstream.joins import schema
 from boardstream.joins.job import JVM
 from boardstream.kafka import replay
+from boardstream.kafka.clients import admin_client
+from boardstream.reconcile.snapshot import Snapshot, retained
 from boardstream.reconcile.table_checks import NULL_BOARD_ID
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
@@ -111,6 +115,36 @@ def read_topics(
         .load()
         .select("key", "value", "topic", "partition", "offset", "timestamp")
     )
+
+
+def read_snapshot(
+    spark: SparkSession, settings: Settings, snapshot: Snapshot
+) -> tuple[dict[str, DataFrame], Snapshot]:
+    """Every topic of ``snapshot`` read once and held (``localCheckpoint``: no check reads
+    Kafka again, and none sees other records than another), and the snapshot with the start
+    offsets listed after that read (:func:`snapshot.retained`), its records below them left
+    out."""
+    held = {
+        name: read_topic(
+            spark, settings, name, snapshot.earliest.get(name, {}), end
+        ).localCheckpoint(eager=True)
+        for name, end in snapshot.latest.items()
+    }
+    after = retained(admin_client(settings), settings, snapshot)
+    frames = {
+        name: at_or_after(frame, after.earliest[name], snapshot.earliest.get(name, {}))
+        for name, frame in held.items()
+    }
+    return frames, after
+
+
+def at_or_after(frame: DataFrame, start: dict[int, int], read_from: dict[int, int]) -> DataFrame:
+    """The records of ``frame`` (one topic's, read from ``read_from``) at or above ``start``."""
+    moved = {p: offset for p, offset in start.items() if offset > read_from.get(p, 0)}
+    if not moved:
+        return frame
+    below = [(F.col("partition") == p) & (F.col("offset") < offset) for p, offset in moved.items()]
+    return frame.where(~functools.reduce(operator.or_, below))
 
 
 def consume_topics(

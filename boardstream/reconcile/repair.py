@@ -24,7 +24,7 @@ from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import OUTPUT_COLUMNS, OUTPUT_DDL, input_rows
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import describe_topics
-from boardstream.reconcile import evidence, ledger
+from boardstream.reconcile import evidence, ledger, readers
 from boardstream.reconcile.checks import ReconcileOptions, reconcile
 from boardstream.reconcile.readers import read_topic
 from boardstream.reconcile.run import checkpoints
@@ -61,11 +61,11 @@ def repair(
     join_checkpoint = join_checkpoint or checkpoints(settings)[0]
     options = JoinOptions(mode=join_mode)
     engine = database.engine(settings.database)
-    snapshot = stored_snapshot(engine, run_id)
+    read, snapshot = readers.read_snapshot(spark, settings, stored_snapshot(engine, run_id))
     with engine.connect() as connection:
         kept = evidence.kept(connection, settings, snapshot)
     found = reconcile(
-        spark, settings, snapshot, str(join_checkpoint), kept, ReconcileOptions(examples=None)
+        spark, settings, snapshot, str(join_checkpoint), kept, read, ReconcileOptions(examples=None)
     )
     ids = {kind: f.examples for kind, f in found.findings.items()}
     # A board whose output expired unread is joined again: its record is then evidence anew.

@@ -12,6 +12,7 @@ still sees waiting.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,8 @@ from boardstream.settings import Settings
 from boardstream.spark.checkpoint_checksums import read_verified
 from boardstream.spark.checkpoint_lease import last_holder
 from boardstream.spark.triggers import real_time_interval_ms
+
+logger = logging.getLogger(__name__)
 
 Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
 
@@ -205,6 +208,35 @@ def take_snapshot(
         join=as_listed(join_checkpoint, join, latest),
         sink=as_listed(sink_checkpoint, sink, latest),
     )
+
+
+def retained(admin: AdminClient, settings: Settings, snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` whose start offsets are listed again, after the run read its records.
+
+    Retention (or ``deleteRecords``) may delete records between the snapshot and the read, and
+    the readers then skip them, as compaction's gaps require; a full run over a day's topics
+    met it, and the positions it skipped came out as ``extra`` outputs. Every record at or
+    above a start listed afterwards was there throughout the read; those below are left out
+    whether or not this read got them (:func:`readers.at_or_after`), so the run checks what it
+    would have, had it started just after the deletion. Never past the snapshot's end."""
+    partitions = [TopicPartition(t, p) for t, parts in snapshot.latest.items() for p in parts]
+    now = _list(admin, settings, partitions, OffsetSpec.earliest())
+    earliest = {
+        topic: {
+            p: min(max(snapshot.earliest.get(topic, {}).get(p, 0), now[topic][p]), end)
+            for p, end in ends.items()
+        }
+        for topic, ends in snapshot.latest.items()
+    }
+    moved = [
+        f"{topic}[{p}] {snapshot.earliest.get(topic, {}).get(p, 0)}->{start}"
+        for topic, starts in earliest.items()
+        for p, start in sorted(starts.items())
+        if start > snapshot.earliest.get(topic, {}).get(p, 0)
+    ]
+    if moved:
+        logger.info("records deleted while this run read them, left out: %s", ", ".join(moved))
+    return replace(snapshot, earliest=earliest)
 
 
 def _list(
