@@ -218,8 +218,9 @@ def late_python_worker(error: BaseException) -> bool:
     (``PythonWorkerFactory.createSimpleWorker``, Spark 4.3.0). That process imports pyspark
     from ``pyspark.zip``, which bytecode now makes four times lighter
     (:mod:`boardstream.spark.python_zip`); on a machine loaded enough it still starts too late,
-    the query fails before the batch has run anything, and Spark's cleanup then logs ``failed to close state server socket``
-    (a NullPointerException: the state server had not been opened). The batch failed before
+    the query fails before the batch has run anything, and Spark's cleanup then logs ``failed
+    to close state server socket`` (a NullPointerException: the state server had not been
+    opened). The batch failed before
     it ran anything, and its offsets are replayed from the checkpoint as after any restart."""
     return LATE_WORKER_MESSAGE in str(error)
 
