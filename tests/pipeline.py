@@ -46,6 +46,24 @@ def consume_all(settings: Settings, topic: str) -> list[tuple[bytes | None, byte
     return records
 
 
+def alter_topics(settings: Settings, changes: dict[str, dict[str, str]]) -> None:
+    """Set configs on topics (``incremental_alter_configs``), as an operator would."""
+    resources = [
+        ConfigResource(
+            ResourceType.TOPIC,
+            topic,
+            incremental_configs=[
+                ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+                for name, value in configs.items()
+            ],
+        )
+        for topic, configs in changes.items()
+    ]
+    admin = admin_client(settings)  # held: a collected client fails its futures
+    for future in admin.incremental_alter_configs(resources).values():
+        future.result()
+
+
 def query(database_url: str, sql: str) -> list[Any]:
     """Rows of ``sql`` against the board_detail database."""
     engine = sa.create_engine(database_url)

@@ -427,7 +427,7 @@ def check(
         added,
         dict(delta),
         inputs.table_read.rows.select(["board_id", "member_id"]).to_pandas(),
-        pc.sum(pc.equal(found["kind"], "expected_table_rows")).as_py() or 0,
+        pc.sum(pc.is_in(found["kind"], pa.array(checks.TABLE_ROWS))).as_py() or 0,
         lines,
         ledger.covered(cursor, snapshot.latest),
         seen.as_json(),

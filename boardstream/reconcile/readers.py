@@ -34,6 +34,7 @@ from boardstream.reconcile.table_checks import NULL_BOARD_ID
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.spark.checkpoint_guard import recorded_identity
+from boardstream.timing import phase
 
 TABLE_CHUNK = 50_000  # rows per fetch from board_detail
 # The typed columns a board-detail record and its table row must agree on (provenance included).
@@ -115,6 +116,19 @@ def read_topics(
         .load()
         .select("key", "value", "topic", "partition", "offset", "timestamp")
     )
+
+
+def read_run(
+    spark: SparkSession, settings: Settings, snapshot: Snapshot
+) -> tuple[dict[str, DataFrame], Snapshot, TableRead]:
+    """A full run's reads, in this order: the table first (a live sink goes on loading rows of
+    records past the snapshot, which the table checks would take for foreign), then every
+    topic (:func:`read_snapshot`)."""
+    with phase("reconcile: read board_detail"):
+        table_read = read_table(settings)
+    with phase("reconcile: read the topics"):
+        read, snapshot = read_snapshot(spark, settings, snapshot)
+    return read, snapshot, table_read
 
 
 def read_snapshot(

@@ -61,11 +61,12 @@ def repair(
     join_checkpoint = join_checkpoint or checkpoints(settings)[0]
     options = JoinOptions(mode=join_mode)
     engine = database.engine(settings.database)
-    read, snapshot = readers.read_snapshot(spark, settings, stored_snapshot(engine, run_id))
+    read, snapshot, table_read = readers.read_run(spark, settings, stored_snapshot(engine, run_id))
     with engine.connect() as connection:
         kept = evidence.kept(connection, settings, snapshot)
+    options = ReconcileOptions(examples=None)
     found = reconcile(
-        spark, settings, snapshot, str(join_checkpoint), kept, read, ReconcileOptions(examples=None)
+        spark, settings, snapshot, str(join_checkpoint), kept, read, table_read, options
     )
     ids = {kind: f.examples for kind, f in found.findings.items()}
     # A board whose output expired unread is joined again: its record is then evidence anew.

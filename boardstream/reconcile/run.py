@@ -280,11 +280,10 @@ def _full(
 ) -> _Outcome:
     """Today's run over everything, then its facts, records and rows as the next incremental
     run's baseline, in one transaction."""
-    with phase("reconcile: read the topics"):
-        read, snapshot = readers.read_snapshot(spark, settings, snapshot)
+    read, snapshot, table_read = readers.read_run(spark, settings, snapshot)
     with engine.connect() as connection:
         kept = evidence.kept(connection, settings, snapshot)
-    result = reconcile(spark, settings, snapshot, join_checkpoint, kept, read, options)
+    result = reconcile(spark, settings, snapshot, join_checkpoint, kept, read, table_read, options)
     assert result.facts is not None and result.records is not None  # a full run keeps them
     stored = "reconcile: the digest ledger, the facts and the rows as checked"
     with phase(stored), engine.begin() as connection:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 from confluent_kafka import OFFSET_END, TopicPartition
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, OffsetSpec
+from confluent_kafka.admin import OffsetSpec
 
 from boardstream.kafka.clients import admin_client
 from boardstream.reconcile import run
@@ -21,7 +21,7 @@ from boardstream.settings import Settings
 from tests.adversarial.conftest import populate
 from tests.adversarial.world import board, execute, failures, reconcile, reconcile_as
 from tests.fixtures import new_database
-from tests.pipeline import Pipeline
+from tests.pipeline import Pipeline, alter_topics
 
 TIMEOUT_MS = 2_000  # the join's unmatched timeout here: `waits` ends in board-unmatched
 RETENTION_MS = 150_000  # board-detail's in the retention test: longer than a run takes here
@@ -109,7 +109,7 @@ def test_outputs_aged_out_by_retention_keep_their_outcomes(expiring: Pipeline) -
         unmatched: {"retention.bytes": "1", "segment.ms": "100"},
         dlq: {"retention.bytes": "1", "segment.ms": "100"},
     }
-    alter(settings, configs)
+    alter_topics(settings, configs)
     # Past the retention of every record written before the run; what comes now outlives it.
     time.sleep(max(0.0, RETENTION_MS / 1000 + 5 - (time.monotonic() - read_at)))
     now = int(time.time() * 1000)
@@ -136,24 +136,6 @@ def test_outputs_aged_out_by_retention_keep_their_outcomes(expiring: Pipeline) -
     # Every record below a topic's new start was one the first run read.
     deleted = sum(sum(start.values()) for start in starts.values())
     assert result.reconciliation.counts["expired_evidence"] == deleted >= 13
-
-
-def alter(settings: Settings, configs: dict[str, dict[str, str]]) -> None:
-    """Set topic configs, as an operator would."""
-    resources = [
-        ConfigResource(
-            "TOPIC",
-            topic,
-            incremental_configs=[
-                ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-                for k, v in values.items()
-            ],
-        )
-        for topic, values in configs.items()
-    ]
-    admin = admin_client(settings)  # held until every answer is in
-    for future in admin.incremental_alter_configs(resources).values():
-        future.result()
 
 
 def earliest(settings: Settings, topic: str, spec: OffsetSpec | None = None) -> dict[int, int]:

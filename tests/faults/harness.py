@@ -168,12 +168,15 @@ class Scenario:
 
     def reconcile(self, *options: str) -> subprocess.CompletedProcess:
         """`boardstream reconcile` against this scenario's checkpoints, as the DAG runs it."""
-        command = [
+        return self.cli(
             "reconcile",
             f"--join-checkpoint={self.settings.checkpoints / 'board-detail-join'}",
             f"--sink-checkpoint={self.settings.checkpoints / 'board-detail-sink'}",
             *options,
-        ]
+        )
+
+    def cli(self, *command: str) -> subprocess.CompletedProcess:
+        """`boardstream COMMAND` on this scenario's settings, to its end."""
         return subprocess.run(
             [sys.executable, "-m", "boardstream.entrypoints.cli", *command],
             env=self.env(),

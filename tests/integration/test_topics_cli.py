@@ -8,8 +8,6 @@ import time
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import (
-    AlterConfigOpType,
-    ConfigEntry,
     ConfigResource,
     ConfigSource,
     ResourceType,
@@ -19,6 +17,7 @@ from boardstream.kafka.clients import admin_client
 from boardstream.kafka.retention import expiry_risks, output_retention_ms
 from boardstream.settings import Settings
 from tests.fixtures import cli
+from tests.pipeline import alter_topics
 
 
 def topic_state(settings: Settings, topic: str) -> tuple[int, dict[str, str]]:
@@ -161,22 +160,8 @@ def prefixed(prefix: str) -> dict[str, str]:
 
 
 def alter(settings: Settings, changes: dict[str, dict[str, str]]) -> None:
-    """Set configs on topics (incremental_alter_configs), then wait until the broker reports
-    them."""
-    admin = admin_client(settings)
-    resources = [
-        ConfigResource(
-            ResourceType.TOPIC,
-            topic,
-            incremental_configs=[
-                ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-                for name, value in configs.items()
-            ],
-        )
-        for topic, configs in changes.items()
-    ]
-    for future in admin.incremental_alter_configs(resources).values():
-        future.result()
+    """Set configs on topics, then wait until the broker reports them."""
+    alter_topics(settings, changes)
     deadline = time.monotonic() + 10
     while not all(
         configs.items() <= topic_state(settings, topic)[1].items()
