@@ -64,9 +64,9 @@ def repair(
     read, snapshot, table_read = readers.read_run(spark, settings, stored_snapshot(engine, run_id))
     with engine.connect() as connection:
         kept = evidence.kept(connection, settings, snapshot)
-    options = ReconcileOptions(examples=None)
+    every = ReconcileOptions(examples=None)  # every id of each finding, not a few examples
     found = reconcile(
-        spark, settings, snapshot, str(join_checkpoint), kept, read, table_read, options
+        spark, settings, snapshot, str(join_checkpoint), kept, read, table_read, every
     )
     ids = {kind: f.examples for kind, f in found.findings.items()}
     # A board whose output expired unread is joined again: its record is then evidence anew.
