@@ -11,7 +11,7 @@ import pyspark
 import pytest
 
 from boardstream.errors import BoardstreamError
-from boardstream.spark import distribution
+from boardstream.spark import distribution, python_zip
 from boardstream.spark.submit import spark_home
 
 
@@ -66,6 +66,9 @@ def test_the_installed_venv_is_one_distribution() -> None:
         check=False,
     )
     assert (result.returncode, result.stderr) == (0, "")
+    # bin/setup ran it before: the workers' archives already hold their bytecode.
+    in_place = "".join(f"{a.name}: bytecode in place\n" for a in python_zip.archives(home))
+    assert in_place.count("\n") == 2  # pyspark's and py4j's
     assert result.stdout == (
-        f"pyspark {pyspark.__version__}: Python package and Spark jars agree ({home})\n"
+        f"pyspark {pyspark.__version__}: Python package and Spark jars agree ({home})\n" + in_place
     )
