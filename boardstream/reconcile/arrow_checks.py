@@ -108,7 +108,11 @@ def evaluate(
         }
     )
     boards = _per_board(
-        details, table, snapshot.sink.of(detail_topic), _frame(inputs.sink_dead_letters)
+        details,
+        table,
+        snapshot.sink.of(detail_topic),
+        _frame(inputs.sink_dead_letters),
+        (snapshot.latest[detail_topic], inputs.table_read.detail_end),
     )
     cutoff = liveness.overdue_cutoff_ms(
         now_ms, options.unmatched_timeout_ms, options.stall_after_ms
@@ -244,14 +248,20 @@ def _per_board(
     table: pd.DataFrame,
     sink_end: dict[int, int],
     sink_dead_letters: pd.DataFrame,
+    detail_ends: tuple[dict[int, int], dict[int, int]],
 ) -> pd.DataFrame:
-    """:func:`.table_checks.per_board`: per board its records and rows, its newest record and,
-    for a board with one row, that row's."""
+    """:func:`.table_checks.per_board`: per board its records and rows, its newest record,
+    for a board with one row that row's, and whether a row of it was loaded ahead."""
     dead = _keys(sink_dead_letters, DETAIL).assign(sink_dead_lettered=True)
     marked = details[["board_id", *DETAIL, "digest"]].merge(dead, "left", on=DETAIL)
     flagged = marked["sink_dead_lettered"].astype("boolean").fillna(False)  # coalesce
-    marked = marked.assign(holder="detail", sink_dead_lettered=flagged)
-    rows = table[["board_id", *DETAIL, "digest"]].assign(holder="table", sink_dead_lettered=False)
+    marked = marked.assign(holder="detail", sink_dead_lettered=flagged, ahead=False)
+    snapshot_end, listed_end = detail_ends
+    partition, offset = table["detail_partition"], table["detail_offset"]
+    ahead = ~_below(partition, offset, snapshot_end) & _below(partition, offset, listed_end)
+    rows = table[["board_id", *DETAIL, "digest"]].assign(
+        holder="table", sink_dead_lettered=False, ahead=ahead.fillna(False)
+    )
     both = pd.concat([marked, rows], ignore_index=True)
     both["board_id"] = both["board_id"].astype("string")
     both["sink_dead_lettered"] = both["sink_dead_lettered"].astype("boolean")
@@ -262,6 +272,7 @@ def _per_board(
             "board_id": both["board_id"].groupby(key).first(),  # NA for the NULL board id
             "n_detail": is_detail.groupby(key).sum(),
             "n_table": (~is_detail).groupby(key).sum(),
+            "ahead": both["ahead"].astype(bool).groupby(key).any(),
         }
     )
     # max_by: the newest record is the one at the highest offset (of those that have one).
@@ -279,20 +290,24 @@ def _per_board(
     for c in (*DETAIL, "digest"):
         row_is_newest = row_is_newest & (boards[f"row_{c}"] == boards[f"newest_{c}"])
     boards["settled"] = settled
-    boards["drill"] = _bool(boards["n_table"] > 0) & ~row_is_newest.fillna(False)
+    boards["drill"] = (
+        _bool(boards["n_table"] > 0) & ~row_is_newest.fillna(False) & ~_bool(boards["ahead"])
+    )
     return boards.reset_index(drop=True)
 
 
 def _board_checks(boards: pd.DataFrame) -> dict[str, pd.Series]:
     """:func:`.table_checks.board_checks`."""
     n_table, n_detail, settled = boards["n_table"], boards["n_detail"], boards["settled"]
+    ahead = _bool(boards["ahead"])
     loadable = settled & ~boards["newest_sink_dead_lettered"]
     return {
         "duplicates": _bool(n_table > 1),
         "missing_in_table": loadable & _bool(n_table == 0),
-        "expected_table_rows": _bool(n_detail > 0) & (loadable | _bool(n_table > 0)),
+        "expected_table_rows": _bool(n_detail > 0) & (loadable | _bool(n_table > 0)) & ~ahead,
         "sink_dead_lettered": settled & boards["newest_sink_dead_lettered"],
-        "not_yet_loaded": _bool(n_detail > 0) & ~settled,
+        "not_yet_loaded": _bool(n_detail > 0) & ~settled & ~ahead,
+        "loaded_ahead": ahead,
     }
 
 

@@ -52,11 +52,18 @@ BALANCE = (
     "expired_unseen",
     "conflicting",
 )
-COUNTS = (*BALANCE, "expected_table_rows", "not_yet_loaded", "sink_dead_lettered")
+COUNTS = (
+    *BALANCE,
+    "expected_table_rows",
+    "not_yet_loaded",
+    "loaded_ahead",
+    "sink_dead_lettered",
+)
 # The rows the table should hold (Great Expectations counts them): those its records call for,
-# and those whose record and source have both aged out (reported, never foreign: a pipeline
-# months old holds mostly such rows, and its runs must not fail on them).
-TABLE_ROWS = ("expected_table_rows", "unverifiable_in_table")
+# those whose record and source have both aged out (reported, never foreign: a pipeline months
+# old holds mostly such rows, and its runs must not fail on them), and those a live sink loaded
+# of records written after the snapshot (checked next run).
+TABLE_ROWS = ("expected_table_rows", "unverifiable_in_table", "loaded_ahead")
 # Findings that fail a run; then the ones that are reported only.
 FAILING = (
     "missing",
@@ -84,7 +91,14 @@ REPORTED = (
 )
 FINDINGS = (*FAILING, *REPORTED)
 # Kinds whose board ids are kept (examples), not only counted.
-WITH_IDS = (*FINDINGS, "pending", "not_yet_read", "not_yet_loaded", "sink_dead_lettered")
+WITH_IDS = (
+    *FINDINGS,
+    "pending",
+    "not_yet_read",
+    "not_yet_loaded",
+    "loaded_ahead",
+    "sink_dead_lettered",
+)
 # One check holding on one key: a source position (partition, offset), or a board alone.
 FACT_COLUMNS = ("kind", "partition", "offset", "board_id")
 
@@ -367,11 +381,13 @@ def evaluate(
 ) -> pa.Table:
     """Every check on ``inputs`` in one Spark action: the facts (FACT_COLUMNS and ``detail``),
     the table's type mismatches among them (a board fact each, its example as ``detail``)."""
+    detail_topic = settings.board_detail_topic
     boards = table_checks.per_board(
         inputs.details,
         inputs.table,
-        snapshot.sink.of(settings.board_detail_topic),
+        snapshot.sink.of(detail_topic),
         inputs.sink_dead_letters,
+        (snapshot.latest[detail_topic], inputs.table_read.detail_end),
     ).cache()  # read by its checks and the drill
     found = facts(inputs, boards, settings, snapshot, join_mode, now_ms, options).toArrow()
     boards.unpersist()

@@ -202,7 +202,7 @@ def inputs_for(
         detail_earliest,
         board,
     )
-    table = readers.read_table(settings, sorted(boards))
+    table = readers.read_live_table(settings, snapshot, sorted(boards))
     loaded_from = evidence.table_details(
         spark, table.rows, detail_earliest, board, _positions(details, DETAIL)
     )

@@ -14,7 +14,7 @@ import functools
 import json
 import operator
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,7 +29,7 @@ from boardstream.joins import schema
 from boardstream.joins.job import JVM
 from boardstream.kafka import replay
 from boardstream.kafka.clients import admin_client
-from boardstream.reconcile.snapshot import Snapshot, retained
+from boardstream.reconcile.snapshot import Snapshot, ends_now, retained
 from boardstream.reconcile.table_checks import NULL_BOARD_ID
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
@@ -125,7 +125,7 @@ def read_run(
     records past the snapshot, which the table checks would take for foreign), then every
     topic (:func:`read_snapshot`)."""
     with phase("reconcile: read board_detail"):
-        table_read = read_table(settings)
+        table_read = read_live_table(settings, snapshot)
     with phase("reconcile: read the topics"):
         read, snapshot = read_snapshot(spark, settings, snapshot)
     return read, snapshot, table_read
@@ -372,6 +372,21 @@ class TableRead:
 
     rows: pa.Table
     mismatches: list[TypeMismatch]
+    # board-detail's end offsets listed once the rows were read (empty: not listed). The sink
+    # loads a row after its record is written, so no row it loaded names a position at or past
+    # them; one between the snapshot's end and them is a live sink's, loaded ahead of the run.
+    detail_end: dict[int, int] = field(default_factory=dict)
+
+
+def read_live_table(
+    settings: Settings, snapshot: Snapshot, board_ids: Iterable[str] | None = None
+) -> TableRead:
+    """:func:`read_table`, then board-detail's end offsets listed (``TableRead.detail_end``):
+    a live sink goes on loading rows of records written after the snapshot, which only that
+    later listing tells from rows naming positions no record has."""
+    read = read_table(settings, board_ids)
+    ends = ends_now(admin_client(settings), settings, settings.board_detail_topic, snapshot)
+    return replace(read, detail_end=ends)
 
 
 def read_table(settings: Settings, board_ids: Iterable[str] | None = None) -> TableRead:

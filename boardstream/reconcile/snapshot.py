@@ -239,6 +239,14 @@ def retained(admin: AdminClient, settings: Settings, snapshot: Snapshot) -> Snap
     return replace(snapshot, earliest=earliest)
 
 
+def ends_now(
+    admin: AdminClient, settings: Settings, topic: str, snapshot: Snapshot
+) -> dict[int, int]:
+    """``topic``'s end offsets (read_committed) listed now, for the partitions ``snapshot`` has."""
+    partitions = [TopicPartition(topic, p) for p in snapshot.latest[topic]]
+    return _list(admin, settings, partitions, OffsetSpec.latest()).get(topic, {})
+
+
 def _list(
     admin: AdminClient, settings: Settings, partitions: list[TopicPartition], spec: OffsetSpec
 ) -> Offsets:

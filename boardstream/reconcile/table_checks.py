@@ -10,6 +10,11 @@ One shuffle by board id carries the common case: a board's single row is its new
 Only the rest (a duplicate, a row of another record or of a board board-detail does not hold, a
 row the sink loaded from a batch it has not committed yet) is drilled into, row by row, against
 the record at the position it claims.
+
+A live sink goes on loading while a run reads: a row may name a record written after the
+snapshot. Such a row (past the snapshot's end, below the end listed once the table was read:
+``TableRead.detail_end``) is ``loaded_ahead``, and its board is left to the next run, which holds
+that record; a row past the later end names no record at all and stays ``extra_in_table``.
 """
 
 from __future__ import annotations
@@ -35,12 +40,18 @@ DRILLED = (
 
 
 def per_board(
-    details: DataFrame, table: DataFrame, sink_end: dict[int, int], sink_dead_letters: DataFrame
+    details: DataFrame,
+    table: DataFrame,
+    sink_end: dict[int, int],
+    sink_dead_letters: DataFrame,
+    detail_ends: tuple[dict[int, int], dict[int, int]],
 ) -> DataFrame:
     """Per board: its records and rows, its newest record (``settled`` when the sink had
-    committed it; ``sink_dead_lettered`` when the sink put it in the DLQ) and, for a board
-    with one row, that row's position and digest. Fixed-width aggregates only, so Spark
-    aggregates in a hash map rather than by sorting."""
+    committed it; ``sink_dead_lettered`` when the sink put it in the DLQ), for a board with one
+    row that row's position and digest, and whether a row of it was loaded ahead of the run
+    (``ahead``: at or past the first of ``detail_ends``, the snapshot's, below the second, listed
+    after the table was read). Fixed-width aggregates only, so Spark aggregates in a hash map
+    rather than by sorting."""
     marked = details.join(
         F.broadcast(sink_dead_letters.withColumn("sink_dead_lettered", F.lit(True))),
         list(_POSITION),
@@ -51,13 +62,20 @@ def per_board(
         *_POSITION,
         "digest",
         F.coalesce("sink_dead_lettered", F.lit(False)).alias("sink_dead_lettered"),
+        F.lit(False).alias("ahead"),
     )
+    snapshot_end, listed_end = detail_ends
+    partition, offset = F.col("detail_partition"), F.col("detail_offset")
     rows = table.select(
         F.lit("table").alias("holder"),
         "board_id",
         *_POSITION,
         "digest",
         F.lit(False).alias("sink_dead_lettered"),
+        F.coalesce(
+            ~below(partition, offset, snapshot_end) & below(partition, offset, listed_end),
+            F.lit(False),  # a row without a position is drilled
+        ).alias("ahead"),
     )
     holder = F.col("holder")
     is_detail, is_row = holder == "detail", holder == "table"
@@ -74,6 +92,7 @@ def per_board(
         .agg(
             F.count_if(is_detail).alias("n_detail"),
             F.count_if(is_row).alias("n_table"),
+            F.bool_or("ahead").alias("ahead"),
             *[newest(c).alias(f"newest_{c}") for c in (*_POSITION, "digest", "sink_dead_lettered")],
             *[of_row(c).alias(f"row_{c}") for c in (*_POSITION, "digest")],
         )
@@ -84,23 +103,23 @@ def per_board(
         lambda a, b: a & b,
         [F.col(f"row_{c}") == F.col(f"newest_{c}") for c in (*_POSITION, "digest")],
     )
-    return boards.select(
-        "*",
-        settled.alias("settled"),
-        ((F.col("n_table") > 0) & ~F.coalesce(row_is_newest, F.lit(False))).alias("drill"),
-    )
+    drill = (F.col("n_table") > 0) & ~F.coalesce(row_is_newest, F.lit(False)) & ~F.col("ahead")
+    return boards.select("*", settled.alias("settled"), drill.alias("drill"))
 
 
 def board_checks() -> dict[str, Column]:
-    """Conditions on :func:`per_board` rows."""
+    """Conditions on :func:`per_board` rows. A board loaded ahead is one row the table
+    holds (``loaded_ahead``, among the rows Great Expectations counts), checked next run."""
     n_table, n_detail, settled = F.col("n_table"), F.col("n_detail"), F.col("settled")
+    ahead = F.col("ahead")
     loadable = settled & ~F.col("newest_sink_dead_lettered")
     return {
         "duplicates": n_table > 1,
         "missing_in_table": loadable & (n_table == 0),
-        "expected_table_rows": (n_detail > 0) & (loadable | (n_table > 0)),
+        "expected_table_rows": (n_detail > 0) & (loadable | (n_table > 0)) & ~ahead,
         "sink_dead_lettered": settled & F.col("newest_sink_dead_lettered"),
-        "not_yet_loaded": (n_detail > 0) & ~settled,
+        "not_yet_loaded": (n_detail > 0) & ~settled & ~ahead,
+        "loaded_ahead": ahead,
     }
 
 

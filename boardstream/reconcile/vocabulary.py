@@ -19,5 +19,6 @@ PARTS = tuple(name for name in BALANCE if name not in ("source", "read"))
 # Parts that fail a run: shown only when a run has any.
 FAILING_PARTS = tuple(name for name in PARTS if name in FAILING)
 # Boards still on their way through the pipeline, kept with ids (WITH_IDS) but not findings:
-# waiting for their member, beyond the join's committed offsets, beyond the sink's.
-IN_TRANSIT = ("pending", "not_yet_read", "not_yet_loaded")
+# waiting for their member, beyond the join's committed offsets, beyond the sink's, loaded by
+# the sink from records written after the snapshot.
+IN_TRANSIT = ("pending", "not_yet_read", "not_yet_loaded", "loaded_ahead")

@@ -5,7 +5,10 @@ the ``world`` fixture puts it back afterwards."""
 from __future__ import annotations
 
 import sqlalchemy as sa
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
+from boardstream.kafka.clients import admin_client
 from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.sink import table as sink_table
 from tests.adversarial.world import (
@@ -127,6 +130,21 @@ def test_row_claiming_a_position_that_does_not_exist(world: Pipeline) -> None:
     execute(
         world.settings.database,
         "UPDATE board_detail SET detail_offset = 1000000000 WHERE board_id = 'b6'",
+    )
+    assert failures(reconcile(world)) == {"extra_in_table": ["b6"]}
+
+
+def test_row_claiming_the_position_at_the_topics_end(world: Pipeline) -> None:
+    """The next record's position, which a live sink may load ahead of a run
+    (tests/adversarial/test_live_sink.py), names no record yet: extra, not in transit."""
+    partition, _ = position(world, "b6")
+    admin = admin_client(world.settings)  # held: a collected client fails its futures
+    wanted = TopicPartition(world.settings.board_detail_topic, partition)
+    end = admin.list_offsets({wanted: OffsetSpec.latest()})[wanted].result().offset
+    execute(
+        world.settings.database,
+        "UPDATE board_detail SET detail_offset = :o WHERE board_id = 'b6'",
+        o=end,
     )
     assert failures(reconcile(world)) == {"extra_in_table": ["b6"]}
 

@@ -55,7 +55,13 @@ def test_the_kinds_are_the_documented_ones_in_their_order() -> None:
         "expired_unseen",
         "conflicting",
     )
-    assert (*BALANCE, "expected_table_rows", "not_yet_loaded", "sink_dead_lettered") == COUNTS
+    assert (
+        *BALANCE,
+        "expected_table_rows",
+        "not_yet_loaded",
+        "loaded_ahead",
+        "sink_dead_lettered",
+    ) == COUNTS
     # The findings' names and order: tests/unit/reconcile/test_vocabulary.py.
     assert (*FAILING, *REPORTED) == FINDINGS
     assert (
@@ -63,6 +69,7 @@ def test_the_kinds_are_the_documented_ones_in_their_order() -> None:
         "pending",
         "not_yet_read",
         "not_yet_loaded",
+        "loaded_ahead",
         "sink_dead_lettered",
     ) == WITH_IDS
 

@@ -106,6 +106,7 @@ def test_the_summary_of_a_failed_run() -> None:
         "  unverifiable_in_table           0",
         "  expected_table_rows     1,099,999",
         "  not_yet_loaded                  0",
+        "  loaded_ahead                    0",
         "  sink_dead_lettered              1",
         "  board[0]: source 1,234,567 = joined 1,100,000 + unmatched 59,990 + dead-lettered "
         "40,000 + pending 8 + missing 2 + conflicting 0 + not yet read 34,567",

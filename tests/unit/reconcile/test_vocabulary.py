@@ -42,6 +42,7 @@ def test_the_summary_order_is_balance_failing_reported_then_the_tables() -> None
         # the table's counts
         "expected_table_rows",
         "not_yet_loaded",
+        "loaded_ahead",
         "sink_dead_lettered",
     )
     assert len(set(SUMMARY_ORDER)) == len(SUMMARY_ORDER)
