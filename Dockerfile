@@ -1,5 +1,5 @@
 # The boardstream image: Airflow 3 with Java 17 (spark-submit in client mode), this project and its
-# locked runtime dependencies (requirements-runtime.lock: no test or lint tools), the Spark Kafka connector jars and the
+# locked runtime dependencies (requirements.txt: no test or lint tools), the Spark Kafka connector jars and the
 # join's JVM operator (compiled here against the image's pyspark) baked in, so no job start downloads anything. The same image runs the Spark worker, so driver and Python workers have the
 # same Python and libraries (PySpark requires it).
 
@@ -18,10 +18,10 @@ ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 RUN mkdir -p /opt/boardstream/var && chown -R airflow: /opt/boardstream
 USER airflow
 WORKDIR /opt/boardstream
-COPY --chown=airflow: requirements-runtime.lock /opt/boardstream/requirements-runtime.lock
+COPY --chown=airflow: requirements.txt /opt/boardstream/requirements.txt
 # --no-deps: the lock is the whole tree; pip's resolver would otherwise go looking for the
 # pyspark-client the Spark provider declares, which the lock leaves out (requirements-overrides.txt).
-RUN pip install --no-cache-dir --no-deps --require-hashes -r requirements-runtime.lock
+RUN pip install --no-cache-dir --no-deps --require-hashes -r requirements.txt
 COPY --chown=airflow: pyproject.toml /opt/boardstream/
 COPY --chown=airflow: boardstream /opt/boardstream/boardstream
 COPY --chown=airflow: jobs /opt/boardstream/jobs

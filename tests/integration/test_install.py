@@ -40,7 +40,7 @@ def test_a_fresh_venv_gets_a_working_command_and_its_data(tmp_path: Path) -> Non
     subprocess.run(
         [
             uv(), "pip", "install", "--quiet", "--python", str(python),
-            "--constraints", str(PROJECT_ROOT / "requirements-runtime.lock"),
+            "--constraints", str(PROJECT_ROOT / "requirements.txt"),
             "--overrides", str(PROJECT_ROOT / "requirements-overrides.txt"),
             str(PROJECT_ROOT),
         ],

@@ -166,12 +166,12 @@ def test_dockerfile_copies_only_what_exists_and_bakes_the_poms_jars() -> None:
         for source in sources:
             assert (PROJECT_ROOT / source).exists(), f"COPY {source}: no such file"
     copied = {Path(source).parts[0] for *sources, _ in local for source in sources}
-    assert {"boardstream", "jobs", "dags", "plugins", "requirements-runtime.lock"} <= copied
+    assert {"boardstream", "jobs", "dags", "plugins", "requirements.txt"} <= copied
     pom = jars.SPARK_KAFKA.pom_dir.relative_to(PROJECT_ROOT) / "pom.xml"
     assert [str(pom), f"/{pom}"] in local, "the jar stage must resolve the pom bin/setup uses"
     runs = " ".join(a for i, a in dockerfile() if i == "RUN")
     assert f"-f /{pom} dependency:copy-dependencies" in runs
-    install = "pip install --no-cache-dir --no-deps --require-hashes -r requirements-runtime.lock"
+    install = "pip install --no-cache-dir --no-deps --require-hashes -r requirements.txt"
     assert install in runs, "the image installs the runtime lock alone"
     assert "python -m boardstream.entrypoints.distribution" in runs, "one Spark version"
     baked = [c for c in copies if "--from=jars" in c]

@@ -17,7 +17,7 @@ def pins(lock: Path) -> dict[str, str]:
 
 def test_the_runtime_lock_is_the_full_lock_less_the_tools() -> None:
     full = pins(PROJECT_ROOT / "requirements.lock")
-    runtime = pins(PROJECT_ROOT / "requirements-runtime.lock")
+    runtime = pins(PROJECT_ROOT / "requirements.txt")
     assert {name: full.get(name) for name in runtime} == runtime
     for tool in ("pytest", "pytest-timeout", "selenium", "hypothesis", "ruff"):
         assert tool in full and tool not in runtime, tool
