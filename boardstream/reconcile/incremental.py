@@ -175,13 +175,14 @@ def inputs_for(
     snapshot: Snapshot,
     keys: Keys,
     new: Records,
+    table: readers.TableRead,
     waiting: pa.Table,
     unseen: tuple[str, ...],
 ) -> ArrowInputs:
     """The checks' inputs for ``keys`` (closed): the ledger's records of them and the new
-    ones, less what the topics no longer hold; the table rows of the keys' boards, with their
-    digests (Spark's, as a full run computes them); ``waiting`` (the join's waiting boards, all
-    of them: the state is small)."""
+    ones, less what the topics no longer hold; ``table``, the rows of the keys' boards, with
+    their digests (Spark's, as a full run computes them); ``waiting`` (the join's waiting
+    boards, all of them: the state is small)."""
     earliest = snapshot.earliest
     positions, boards = keys.positions, keys.boards
     held = digest_ledger.outputs_at(connection, positions)
@@ -202,7 +203,6 @@ def inputs_for(
         detail_earliest,
         board,
     )
-    table = readers.read_live_table(settings, snapshot, sorted(boards))
     loaded_from = evidence.table_details(
         spark, table.rows, detail_earliest, board, _positions(details, DETAIL)
     )
@@ -377,7 +377,10 @@ def check(
 
     def checked(keys: Keys) -> tuple[ArrowInputs, pa.Table]:
         with phase("reconcile: their records, rows and checks"):
-            inputs = inputs_for(spark, connection, settings, snapshot, keys, new, waiting, unseen)
+            table = readers.read_live_table(settings, snapshot, sorted(keys.boards))
+            inputs = inputs_for(
+                spark, connection, settings, snapshot, keys, new, table, waiting, unseen
+            )
             return inputs, arrow_checks.evaluate(inputs, settings, snapshot, mode, now_ms, options)
 
     # The table's bucket digests are the run's one pass over a slice of the table (all of it,

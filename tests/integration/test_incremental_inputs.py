@@ -152,13 +152,18 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
             *incremental.lookups(connection, new),
         )
         assert keys == Keys.of([(0, 3), (0, 7), (0, 8)], ["b1", "b3"])
+        rows = readers.read_table(settings, sorted(keys.boards))
         partial = incremental.inputs_for(
-            spark, connection, settings, snapshot, keys, new, waiting, unseen=()
+            spark, connection, settings, snapshot, keys, new, rows, waiting, unseen=()
         )
 
     def facts(inputs: checks.CheckInputs) -> list[tuple]:
         boards = table_checks.per_board(
-            inputs.details, inputs.table, end["board-detail"], inputs.sink_dead_letters
+            inputs.details,
+            inputs.table,
+            end["board-detail"],
+            inputs.sink_dead_letters,
+            (end["board-detail"], inputs.table_read.detail_end),
         )
         found = checks.facts(inputs, boards, settings, snapshot, None, 0, options)
         return sorted(tuple(r) for r in found.collect())
