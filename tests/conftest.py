@@ -36,7 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--long",
         action="store_true",
         help="also run the tests marked long (end-to-end scenarios of minutes each; CI leaves "
-        "them out, see README 'Tests')",
+        "them out, see docs/DEVELOPMENT.md, 'Tests')",
     )
 
 

@@ -88,8 +88,8 @@ def _waited(api: AirflowApi, address: str, dag_id: str, run_id: str, how: str) -
 
 def _print_reconciliation(settings: Settings, run_by: str) -> bool:
     """The ledger's record of the run the task made, as the task log shows it: the balance,
-    then the findings it has, under the summary's names and in its order (README,
-    "Reconciliation and repair")."""
+    then the findings it has, under the summary's names and in its order (docs/RECONCILIATION.md,
+    "What a run checks")."""
     runs = ledger.recent_runs(database.engine(settings.database), limit=50)
     run = next((run for run in runs if run["run_by"] == run_by), None)
     if run is None:

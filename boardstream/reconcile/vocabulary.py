@@ -1,7 +1,7 @@
 """The names a reconciliation's numbers go by, in the one order every reader of them shows: the
 CLI summary, the reconciliation DAG's XCom, the "Pipeline health" page and the demo. Each name
-is the checks' own (:mod:`.checks`) and is defined once, in the README's "Reconciliation and
-repair"; nothing here renames or redefines one."""
+is the checks' own (:mod:`.checks`) and is defined once, in docs/RECONCILIATION.md, "What a run
+checks"; nothing here renames or redefines one."""
 
 from __future__ import annotations
 

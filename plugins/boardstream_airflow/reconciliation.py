@@ -28,5 +28,5 @@ def reconcile_or_fail(
 
 def xcom(run_id: int, counts: dict[str, int]) -> dict[str, Any]:
     """What a passed run's task returns: its counts under the summary's names, in its order
-    (defined in the README, "Reconciliation and repair")."""
+    (defined in docs/RECONCILIATION.md, "What a run checks")."""
     return {"run_id": run_id, "passed": True, **{name: counts[name] for name in SUMMARY_ORDER}}

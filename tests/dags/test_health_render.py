@@ -176,7 +176,7 @@ def test_evidence_retention_overdue_expiry_risks_and_unknown(airflow_home: Path)
     note = (
         "The output topics are reconciliation's evidence: each must keep its records at least "
         "as long as board does, and a reconciliation must reach a verdict within their "
-        'retention (README, "The local stack").'
+        'retention (docs/LOCAL_STACK.md, "Topics and their retention").'
     )
     assert evidence() == (
         f"{note} Output records kept for 168h00m; the newest reconciliation verdict began "

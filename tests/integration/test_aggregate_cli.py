@@ -1,6 +1,6 @@
-"""The README's `boardstream aggregate NAME` commands as a user types them: each preset runs under
-spark-submit in available-now mode (the jobs' default trigger) on one small data set, and its
-output topic holds exactly the counts the README says it computes."""
+"""The `boardstream aggregate NAME` commands of docs/COMMANDS.md as a user types them: each
+preset runs under spark-submit in available-now mode (the jobs' default trigger) on one small
+data set, and its output topic holds exactly the counts docs/COMMANDS.md says it computes."""
 
 from __future__ import annotations
 

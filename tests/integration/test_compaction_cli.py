@@ -1,7 +1,7 @@
-"""The README's compaction commands as a user types them, on a broker of this module's own (so
-`measure` and `apply --execute` without --topic see only this module's compacted topics):
-measure → recommend → apply --execute → verify → rollback, with the topics' configs read back
-from the broker after each step."""
+"""The compaction commands of docs/COMMANDS.md as a user types them, on a broker of this
+module's own (so `measure` and `apply --execute` without --topic see only this module's compacted
+topics): measure → recommend → apply --execute → verify → rollback, with the topics' configs read
+back from the broker after each step."""
 
 from __future__ import annotations
 

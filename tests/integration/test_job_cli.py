@@ -1,6 +1,6 @@
-"""`boardstream job list` and `boardstream job run window-count -- ...` as the README writes them:
-the console script, spark-submit and the generic window job in available-now mode, once with
-`--emit final` and once with `--emit updates`, on the same events."""
+"""`boardstream job list` and `boardstream job run window-count -- ...` as docs/COMMANDS.md
+writes them: the console script, spark-submit and the generic window job in available-now mode,
+once with `--emit final` and once with `--emit updates`, on the same events."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`boardstream produce --production-scale` as the README writes it: 442,128 members and 447,017
-boards, the counts it prints equal to its manifest and to what the topics hold."""
+"""`boardstream produce --production-scale` as docs/COMMANDS.md writes it: 442,128 members and
+447,017 boards, the counts it prints equal to its manifest and to what the topics hold."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_production_scale_counts_match_the_topics(kafka: Settings, tmp_path: Pat
     assert records_in(settings, settings.board_topic) == BOARDS
 
 
-# The README's example load, each kind as the manifest counts it.
+# docs/COMMANDS.md's example load, each kind as the manifest counts it.
 EXAMPLE = ["--members", "5000", "--boards", "8000", "--late-members", "40", "--orphans", "25"]
 EXAMPLE += ["--deletes", "50", "--update-ratio", "0.2", "--malformed", "10", "--seed", "42"]
 EXAMPLE_COUNTS = {

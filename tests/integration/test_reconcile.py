@@ -212,9 +212,9 @@ def errors(stderr: str) -> str:
 
 def test_reconcile_command_exit_code_is_the_verdict(pipeline: Pipeline, database_url: str) -> None:
     """`boardstream reconcile` runs the job under spark-submit; exit 0 passes, 1 fails. The
-    first run is a full one (no ledger yet); the second, the README's `reconcile --stall-after
-    30m --unmatched-timeout 10m`, an incremental one that finds the deleted row; the third, the
-    README's `reconcile --full`, finds it again."""
+    first run is a full one (no ledger yet); the second, docs/COMMANDS.md's `reconcile
+    --stall-after 30m --unmatched-timeout 10m`, an incremental one that finds the deleted row;
+    the third, docs/COMMANDS.md's `reconcile --full`, finds it again."""
     settings = pipeline.settings
     env = {
         "BOARDSTREAM_DATABASE_URL": database_url,

@@ -104,8 +104,9 @@ def scaling_conflicts(service: dict[str, Any]) -> list[str]:
 
 
 def test_spark_worker_can_be_scaled(compose_check: Path) -> None:
-    """The README's `docker compose up -d --scale spark-worker=3`, short of a Docker engine: the
-    file loads, and nothing in the service keeps three copies from running side by side."""
+    """docs/DOCKER_COMPOSE.md's `docker compose up -d --scale spark-worker=3`, short of a Docker
+    engine: the file loads, and nothing in the service keeps three copies from running side by
+    side."""
     assert load(compose_check, PROJECT_ROOT / "docker-compose.yml").returncode == 0
     services = yaml.safe_load((PROJECT_ROOT / "docker-compose.yml").read_text())["services"]
     assert scaling_conflicts(services["spark-worker"]) == []

@@ -1,8 +1,10 @@
-"""Every command line of the README's ```bash blocks still exists as documented: a `boardstream`
-command and its flags parse with the real parser (the job's arguments after `--`, with that
-job's own parser), the `bin/` scripts and the files `cp` and `docker compose` name are there.
-And each command is mapped to the test that runs it for real, or to None where none does, with
-the reason in NOT_RUN_HERE, so a new README command has to say which."""
+"""Every command line of the ```bash blocks of the README and of every page of docs/ (the
+commands are in docs/COMMANDS.md, the docker-compose ones in docs/DOCKER_COMPOSE.md) still exists
+as documented: a `boardstream` command and its flags parse with the real parser (the job's
+arguments after `--`, with that job's own parser), the `bin/` scripts and the files `cp` and
+`docker compose` name are there. And each command is mapped to the test that runs it for real,
+or to None where none does, with the reason in NOT_RUN_HERE, so a newly documented command has to
+say which."""
 
 from __future__ import annotations
 
@@ -36,10 +38,13 @@ JOB_PARSERS: dict[str, Callable[[], argparse.ArgumentParser]] = {
     "window-count": window_parser,
 }
 BS = ".venv/bin/boardstream"
-# Each README command, as written there, and the test that runs that command (the CLI, not
+# Each documented command, as written there, and the test that runs that command (the CLI, not
 # only the function behind it) for real; None: no test does.
 COMPACTION_CLI = (
     "tests/integration/test_compaction_cli.py::test_measure_recommend_apply_verify_rollback"
+)
+STATE_SHOW = (
+    "tests/integration/test_state_show.py::test_shows_the_joins_state_and_finds_a_waiting_board"
 )
 RUN_BY: dict[str, str | None] = {
     "bin/demo": "tests/dags/test_demo.py::test_demo_ends_passed_with_a_balance_that_adds_up",
@@ -89,9 +94,14 @@ RUN_BY: dict[str, str | None] = {
     "--retention 1h [--value-field F] [--time-field F] [--emit final|updates]": (
         "tests/integration/test_job_cli.py::test_window_count_emit_final_and_updates"
     ),
-    f"{BS} state show --checkpoint var/checkpoints/<job>-<output topic> [--key K]": (
-        "tests/integration/test_state_show.py::test_shows_the_joins_state_and_finds_a_waiting_board"
+    f"{BS} state show --checkpoint var/checkpoints/<job>-<output topic> [--key K]": STATE_SHOW,
+    # docs/AGGREGATIONS.md's: on the join's checkpoint (an aggregation's state is read through
+    # state_report, the function behind the command, in tests/integration/test_event_time_counts.py)
+    f"{BS} state show --checkpoint var/checkpoints/window-count-board-detail-boards-per-city": (
+        STATE_SHOW
     ),
+    f"{BS} state show --checkpoint var/checkpoints/board-detail-join --key 17": STATE_SHOW,
+    f"{BS} state show --checkpoint ... --var clock": None,  # NOT_RUN_HERE
     f"{BS} stack up [--postgres] [--airflow] [--spark-cluster]": (
         # --postgres, not --airflow; the cluster's services as `up` starts them in
         # tests/integration/test_spark_cluster.py (beside the suite's broker, not a second one)
@@ -144,18 +154,27 @@ NOT_RUN_HERE: dict[str, str] = {
         "test_spark_worker_can_be_scaled checks that the loaded spark-worker service has "
         "nothing that two copies of it could not share (container name, fixed host port)"
     ),
+    f"{BS} state show --checkpoint ... --var clock": (
+        "the CLI runs --var only with a name the state does not have, refused "
+        "(tests/integration/test_state_show.py); the clock variable of a windowed job is read "
+        "through state_report, the function behind the command, in tests/integration/"
+        "test_event_time_counts.py::test_windows_grace_lateness_retention_and_restart"
+    ),
 }
+# Where commands are documented: the README and every page of docs/.
+PAGES = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
 
 
-def readme_commands() -> list[str]:
-    """The commands of the README's bash blocks: continuation lines joined, comments dropped."""
-    readme = (PROJECT_ROOT / "README.md").read_text()
+def documented_commands() -> list[str]:
+    """The commands of the bash blocks of the README and of the docs/ pages: continuation lines
+    joined, comments dropped."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", readme, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            command = " ".join(re.sub(r"\s+#\s.*$", "", line).split())
-            if command.startswith(PREFIXES):
-                commands.append(command)
+    for page in PAGES:
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                command = " ".join(re.sub(r"\s+#\s.*$", "", line).split())
+                if command.startswith(PREFIXES):
+                    commands.append(command)
     return commands
 
 
@@ -170,8 +189,8 @@ def variants(command: str) -> list[list[str]]:
 
 
 def exact(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The parser, and its subcommands', taking whole flag names only: a README flag that is
-    the abbreviation of a renamed one must not pass."""
+    """The parser, and its subcommands', taking whole flag names only: a documented flag that
+    is the abbreviation of a renamed one must not pass."""
     parser.allow_abbrev = False
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -214,13 +233,13 @@ def check(command: str) -> None:
             assert scaled <= set(compose["services"]), f"{command}: no service {scaled}"
 
 
-@pytest.mark.parametrize("command", readme_commands())
-def test_every_readme_command_parses(command: str) -> None:
+@pytest.mark.parametrize("command", documented_commands())
+def test_every_documented_command_parses(command: str) -> None:
     check(command)
 
 
-def test_every_readme_command_names_the_test_that_runs_it() -> None:
-    assert sorted(readme_commands()) == sorted(RUN_BY)
+def test_every_documented_command_names_the_test_that_runs_it() -> None:
+    assert sorted(documented_commands()) == sorted(RUN_BY)
     unrun = {command for command, test in RUN_BY.items() if test is None}
     assert unrun == set(NOT_RUN_HERE), "a command no test runs needs a reason"
     for command, test in RUN_BY.items():

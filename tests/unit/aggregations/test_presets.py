@@ -1,6 +1,6 @@
 """The board domain's aggregations: each preset is a generic job pointed at boardstream's own
-topics (so a topic prefix moves them too), with the fields and spans the README promises, and
-an unknown name is refused listing the known ones."""
+topics (so a topic prefix moves them too), with the fields and spans docs/COMMANDS.md promises,
+and an unknown name is refused listing the known ones."""
 
 from __future__ import annotations
 
