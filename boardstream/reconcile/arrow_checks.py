@@ -337,11 +337,14 @@ def _drilled_rows(
         offset == rows["newest_detail_offset"]
     )
     stale = _bool(rows["settled"]) & ~_bool(rows["newest_sink_dead_lettered"]) & ~newest
+    gone = exists & expired & _bool(rows["record_found"].isna())
     kind = _case(
         rows,
         [
             (~_bool(rows["typed"]), None),  # a type_mismatch already
-            (exists & expired & _bool(rows["record_found"].isna()), "unverifiable_in_table"),
+            (gone & _bool(rows["n_detail"] == 0), "unverifiable_in_table"),
+            (gone & stale, "stale_in_table"),
+            (gone, None),
             (~exists | _bool(rows["n_detail"] == 0), "extra_in_table"),
             (~same_record, "mismatched"),
             (stale, "stale_in_table"),

@@ -131,11 +131,13 @@ def drilled_rows(
     latest: dict[int, int],
 ) -> DataFrame:
     """(kind, board_id) for each row of a drilled board that is wrong: it claims a record
-    retention has deleted and no evidence keeps (``unverifiable_in_table``: reported, as a
-    board whose records all expired is not foreign; a kept copy is checked as the record), a
-    position that does not exist or a board board-detail does not hold (``extra_in_table``),
-    a record that is not this row (``mismatched``: other board or content), or an older
-    record of its board than the newest one the sink committed (``stale_in_table``)."""
+    retention has deleted and no evidence keeps, of a board with no record left
+    (``unverifiable_in_table``: reported, as a board whose records all expired is not
+    foreign; a kept copy is checked as the record; with a newer record the sink committed,
+    the row is stale whatever became of its own), a position that does not exist or a board
+    board-detail does not hold (``extra_in_table``), a record that is not this row
+    (``mismatched``: other board or content), or an older record of its board than the
+    newest one the sink committed (``stale_in_table``)."""
     drilled = boards.where("drill").select(*DRILLED)
     records = details.select(
         *_POSITION,
@@ -154,10 +156,13 @@ def drilled_rows(
         offset == F.col("newest_detail_offset")
     )
     stale = F.col("settled") & ~F.col("newest_sink_dead_lettered") & ~newest
+    unverifiable = F.when(F.col("n_detail") == 0, "unverifiable_in_table").when(
+        stale, "stale_in_table"
+    )
     kind = (
         # A type_mismatch already: its nulled values would differ from anything.
         F.when(~F.col("typed"), F.lit(None).cast("string"))
-        .when(exists & expired & F.col("record_found").isNull(), "unverifiable_in_table")
+        .when(exists & expired & F.col("record_found").isNull(), unverifiable)
         .when(~exists | (F.col("n_detail") == 0), "extra_in_table")
         .when(~same_record, "mismatched")
         .when(stale, "stale_in_table")

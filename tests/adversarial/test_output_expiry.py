@@ -19,7 +19,17 @@ from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.reconcile.snapshot import Snapshot
 from boardstream.settings import Settings
 from tests.adversarial.conftest import populate
-from tests.adversarial.world import board, execute, failures, reconcile, reconcile_as
+from tests.adversarial.world import (
+    board,
+    detail_records,
+    execute,
+    failures,
+    load_row,
+    reconcile,
+    reconcile_as,
+    records_of,
+    rows,
+)
 from tests.fixtures import new_database
 from tests.pipeline import Pipeline, alter_topics
 
@@ -78,6 +88,31 @@ def test_outputs_deleted_after_a_run_read_them_keep_their_outcomes(expiring: Pip
         expiring.settings.database, "UPDATE board_detail SET title = 'forged' WHERE board_id = 'b2'"
     )
     assert failures(reconcile(expiring)) == {"mismatched": ["b2"]}
+
+
+def test_a_stale_row_whose_record_and_source_aged_out(expiring: Pipeline) -> None:
+    """`upd`'s row is put back to its first record, then that record and its source age out
+    while the newer record, the one the sink committed, stays: the row is stale, whatever
+    became of the record it names. It was ``unverifiable_in_table`` (reported) and counted as
+    an expected row besides, so Great Expectations' row count failed the run instead."""
+    settings = expiring.settings
+    assert reconcile_as(expiring, FULL).passed  # the ledger holds a copy of every record
+    older, newer = detail_records(settings, "upd")
+    load_row(settings, older)
+    (_, _, _), source = records_of(settings, settings.board_topic, "upd")
+    detail = (newer["detail_partition"], newer["detail_offset"])
+    admin = admin_client(settings)  # held: a collected client fails its futures
+    doomed = [
+        TopicPartition(settings.board_topic, *source[:2]),
+        TopicPartition(settings.board_detail_topic, *detail),
+    ]
+    for future in admin.delete_records(doomed).values():
+        future.result()
+    result = reconcile(expiring)
+    assert failures(result) == {"stale_in_table": ["upd"]}, "\n".join(result.summary())
+    counts = result.reconciliation.counts
+    ((table_rows,),) = rows(settings.database, "SELECT count(*) FROM board_detail")
+    assert counts["expected_table_rows"] + counts["unverifiable_in_table"] == table_rows
 
 
 def test_an_output_deleted_between_runs_before_one_read_it(expiring: Pipeline) -> None:

@@ -4,17 +4,16 @@ the ``world`` fixture puts it back afterwards."""
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from boardstream.kafka.clients import admin_client
 from boardstream.reconcile.ledger import FULL, INCREMENTAL
-from boardstream.sink import table as sink_table
 from tests.adversarial.world import (
     detail_records,
     execute,
     failures,
+    load_row,
     reconcile,
     reconcile_as,
     rows,
@@ -179,12 +178,7 @@ def test_row_of_an_older_record(world: Pipeline) -> None:
     """``upd`` was posted twice; its row is put back to the first record, exactly."""
     older, newest = detail_records(world.settings, "upd")
     assert (older["title"], newest["title"]) == ("v1", "v2")
-    engine = sa.create_engine(world.settings.database)
-    table = sink_table.board_detail
-    with engine.begin() as connection:
-        connection.execute(table.delete().where(table.c.board_id == "upd"))
-        connection.execute(table.insert().values({c: older[c] for c in sink_table.COLUMNS}))
-    engine.dispose()
+    load_row(world.settings, older)
     result = reconcile(world)
     assert failures(result) == {"stale_in_table": ["upd"]}, "\n".join(result.summary())
 

@@ -16,6 +16,7 @@ from boardstream.reconcile.checks import FAILING, ReconcileOptions
 from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
+from boardstream.sink import table as sink_table
 from tests.pipeline import Pipeline
 
 NOW = int(time.time() * 1000)
@@ -147,6 +148,17 @@ def detail_records(settings: Settings, board_id: str) -> list[dict[str, Any]]:
         {**json.loads(value), "detail_partition": p, "detail_offset": offset}
         for p, offset, value in records_of(settings, settings.board_detail_topic, board_id)
     ]
+
+
+def load_row(settings: Settings, record: dict[str, Any]) -> None:
+    """``record`` (a :func:`detail_records` entry) as its board's row, exactly as the sink
+    would have loaded it, in place of the row the board has."""
+    engine = sa.create_engine(settings.database)
+    table = sink_table.board_detail
+    with engine.begin() as connection:
+        connection.execute(table.delete().where(table.c.board_id == record["board_id"]))
+        connection.execute(table.insert().values({c: record[c] for c in sink_table.COLUMNS}))
+    engine.dispose()
 
 
 def source_position(settings: Settings, board_id: str) -> tuple[int, int]:
