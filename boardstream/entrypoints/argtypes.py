@@ -57,6 +57,13 @@ def config_entry(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def duration_text(text: str) -> str:
+    """argparse type: a positive duration (:func:`duration_ms`), kept as written: checked by the
+    command that hands it on to a job, so bad input is refused before a JVM starts."""
+    duration_ms(text)
+    return text
+
+
 def duration_ms(text: str) -> int:
     """argparse type: a positive duration, in milliseconds."""
     try:

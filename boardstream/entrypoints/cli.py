@@ -24,6 +24,7 @@ from boardstream.entrypoints.argtypes import (
     config_entry,
     count,
     duration_ms,
+    duration_text,
     flag_message,
     fraction,
     options_from,
@@ -502,11 +503,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reconcile.add_argument(
         "--stall-after",
+        type=duration_text,
         default="20m",
         help="input waiting longer than this is a stalled job (default: twice the schedule)",
     )
     reconcile.add_argument(
         "--unmatched-timeout",
+        type=duration_text,
         default="10m",
         help="the join's unmatched timeout: boards waiting past it plus the stall age are overdue",
     )

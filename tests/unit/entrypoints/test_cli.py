@@ -204,6 +204,17 @@ def test_jobs_get_exactly_their_arguments_and_their_exit_code_is_the_commands(
     assert submitted == [expected]
 
 
+@pytest.mark.parametrize("flag", ["--stall-after", "--unmatched-timeout"])
+def test_reconcile_refuses_a_bad_duration_before_anything_starts(
+    flag: str, submitted, capsys
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["reconcile", flag, "5x"])
+    assert exited.value.code == 2
+    assert submitted == []
+    assert f"argument {flag}: expected a duration like 500ms" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "short_lived"),
     [
