@@ -147,10 +147,13 @@ def under_way_to(checkpoint: Path, progress: JobProgress, latest: Offsets) -> Of
       ``latest``: a real-time batch reads what arrives and writes its outputs at once, but logs
       its offsets only when it ends, and a stopped job leaves its cancelled batch's outputs
       behind;
-    - otherwise up to the end offsets of the next batch, if its offsets are logged (they are
-      before it runs). Spark plans a batch only after committing the one before, so that entry
-      is the only one allowed past ``progress``; it is checked like the committed one, and any
-      other is refused: a forged entry would let outputs nothing accounts for pass as in flight.
+    - otherwise up to the end offsets of the last batch logged, if any is (a batch's offsets
+      are logged before it runs). Spark plans a batch only after committing the one before, so
+      each entry past ``progress`` but the last must have its commit: a fast job commits and
+      plans batches between the reading of ``progress`` and this (a sink did, two in a
+      time-compressed life). The last entry is checked like the committed one, and an entry
+      without the commit before it is refused: a forged entry would let outputs nothing
+      accounts for pass as in flight.
     """
     if progress.real_time_interval_ms is not None:
         return latest
@@ -158,14 +161,15 @@ def under_way_to(checkpoint: Path, progress: JobProgress, latest: Offsets) -> Of
     later = [batch for batch in _batches(checkpoint / "offsets") if batch > after]
     if not later:
         return None
-    if later != [after + 1]:
+    committed = set(_batches(checkpoint / "commits"))
+    if later != list(range(after + 1, later[-1] + 1)) or not committed >= set(later[:-1]):
         raise BoardstreamError(
             f"the offset log of {checkpoint} holds batch(es) {', '.join(map(str, later))} after "
-            f"its last committed batch {after}: Spark logs only the next batch before committing "
-            "one, so the query did not write them. Restore the checkpoint, or start the job from "
-            "a new one (which reprocesses its sources from the beginning)."
+            f"its last committed batch {after}: Spark logs a batch only after committing the "
+            "one before, so the query did not write them. Restore the checkpoint, or start the "
+            "job from a new one (which reprocesses its sources from the beginning)."
         )
-    return _logged(checkpoint, after + 1)[0]
+    return _logged(checkpoint, later[-1])[0]
 
 
 def _batches(log: Path) -> list[int]:

@@ -95,8 +95,24 @@ def test_a_batch_past_the_next_is_refused(tmp_path: Path) -> None:
         under_way_to(tmp_path, committed_progress(tmp_path), LATEST)
     assert str(raised.value).startswith(
         f"the offset log of {tmp_path} holds batch(es) 3 after its last committed batch 0: "
-        "Spark logs only the next batch before committing one"
+        "Spark logs a batch only after committing the one before"
     )
+
+
+def test_batches_committed_since_the_progress_was_read_widen_what_is_under_way(
+    tmp_path: Path,
+) -> None:
+    """A fast job commits batch 1 and logs batch 2 between the reading of its progress and the
+    look at its offset log (a sink did, in a time-compressed life): batch 2 reads to its end.
+    Without batch 1's commit, batch 2 is no batch of the query's."""
+    logged(tmp_path, 0, 5, committed=True)
+    progress = committed_progress(tmp_path)
+    logged(tmp_path, 1, 9, committed=False)
+    logged(tmp_path, 2, 12, committed=False)
+    with pytest.raises(BoardstreamError, match=r"holds batch\(es\) 1, 2 after its last committed"):
+        under_way_to(tmp_path, progress, LATEST)
+    write(tmp_path / "commits" / "1", "v1\n{}")
+    assert under_way_to(tmp_path, progress, LATEST) == {"board": {0: 12}}
 
 
 def test_the_next_batchs_entry_is_checked_against_its_checksum(tmp_path: Path) -> None:
