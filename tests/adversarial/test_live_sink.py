@@ -14,7 +14,7 @@ import pytest
 from boardstream.reconcile import readers, run
 from boardstream.reconcile.ledger import FULL, INCREMENTAL
 from boardstream.reconcile.snapshot import Snapshot
-from tests.adversarial.world import NOW, board, failures, reconcile_as
+from tests.adversarial.world import NOW, board, execute, failures, reconcile_as
 from tests.pipeline import Pipeline
 
 
@@ -59,3 +59,28 @@ def test_rows_loaded_past_the_snapshot_wait_for_the_next_run(
     assert third.passed, "\n".join(third.summary())
     counts = third.reconciliation.counts
     assert (counts["loaded_ahead"], counts["joined"], counts["expected_table_rows"]) == (0, 15, 12)
+
+
+@pytest.mark.parametrize("kind", [FULL, INCREMENTAL])
+def test_a_row_forged_ahead_of_the_run_is_caught_by_the_next(
+    fresh: Pipeline, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """``loaded_ahead`` defers a row one run, never clears it: n1's row altered as soon as the
+    sink loaded it passes as in transit, and the next run, which holds its record, finds it."""
+    live(fresh, monkeypatch, iter(["n1"]))
+    sinking = run.take_snapshot
+
+    def then_forged(*args: object) -> Snapshot:
+        snapshot = sinking(*args)
+        execute(
+            fresh.settings.database, "UPDATE board_detail SET title = 'x' WHERE board_id = 'n1'"
+        )
+        return snapshot
+
+    monkeypatch.setattr(run, "take_snapshot", then_forged)
+    first = reconcile_as(fresh, kind)
+    assert failures(first) == {}, "\n".join(first.summary())
+    assert first.reconciliation.findings["loaded_ahead"].examples == ["b1", "n1"]
+    monkeypatch.undo()
+    second = reconcile_as(fresh, kind)
+    assert failures(second) == {"mismatched": ["n1"]}, "\n".join(second.summary())
