@@ -32,7 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database
-from boardstream.reconcile import digest_ledger as ledger
+from boardstream.reconcile.incremental import digest_ledger as ledger
 from boardstream.settings import Settings
 from boardstream.stack.postgres import Postgres
 

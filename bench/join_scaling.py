@@ -33,7 +33,7 @@ from compare import Observer, Result, System, boardstream_env, drain, start, sto
 
 from boardstream.kafka.clients import admin_client, reliable_producer
 from boardstream.kafka.topics import TopicSpec, create_topics, platform_topics
-from boardstream.reconcile import readers
+from boardstream.reconcile.reads import readers
 from boardstream.settings import Settings
 from boardstream.spark.progress import read_progress
 from boardstream.spark.session import spark_session

@@ -36,9 +36,9 @@ from boardstream.generator.manifest import Manifest
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.replay import read_ranges
 from boardstream.kafka.topics import describe_topics, platform_topics
-from boardstream.reconcile import digest_ledger, table_buckets
-from boardstream.reconcile.ledger import FULL, INCREMENTAL
-from boardstream.reconcile.table_buckets import IdRange
+from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
+from boardstream.reconcile.incremental import digest_ledger, table_buckets
+from boardstream.reconcile.incremental.table_buckets import IdRange
 from boardstream.settings import Settings
 from boardstream.spark.session import spark_session
 

@@ -43,8 +43,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream import database, key_order
-from boardstream.reconcile import table_buckets as tb
-from boardstream.reconcile import table_watch
+from boardstream.reconcile.incremental import table_buckets as tb
+from boardstream.reconcile.incremental import table_watch
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.stack.postgres import Postgres

@@ -29,7 +29,7 @@ def board_detail_repair() -> None:
     @task
     def repair_and_reconcile(**context) -> dict:
         from boardstream import reconcile
-        from boardstream.reconcile.ledger import FULL
+        from boardstream.reconcile import FULL
         from boardstream.spark.session import spark_session
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
         from boardstream_airflow.reconciliation import reconcile_or_fail

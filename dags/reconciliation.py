@@ -33,7 +33,7 @@ def reconciliation() -> None:
     @task
     def reconcile(**context) -> dict:
         """One run; its counts go to XCom, and a failure raises with the summary."""
-        from boardstream.reconcile.ledger import INCREMENTAL
+        from boardstream.reconcile import INCREMENTAL
         from boardstream.spark.session import spark_session
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
         from boardstream_airflow.reconciliation import reconcile_or_fail

@@ -25,7 +25,7 @@ def reconciliation_full() -> None:
     @task
     def reconcile(**context) -> dict:
         """One full run; its counts go to XCom, and a failure raises with the summary."""
-        from boardstream.reconcile.ledger import FULL
+        from boardstream.reconcile import FULL
         from boardstream.spark.session import spark_session
         from boardstream_airflow.hooks.kafka import BoardstreamKafkaHook
         from boardstream_airflow.reconciliation import reconcile_or_fail

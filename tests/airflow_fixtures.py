@@ -199,7 +199,7 @@ def assert_data_docs_offline(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from boardstream.reconcile.expectations import TABLE
+    from boardstream.reconcile.evidence.expectations import TABLE
 
     base = f"{api_server}/boardstream/data-docs/{site.name}"
     requested_urls(browser)  # drop what the login and the health page requested

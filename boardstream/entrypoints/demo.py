@@ -13,9 +13,9 @@ from typing import Any
 
 from boardstream import database
 from boardstream.entrypoints.airflow_api import AirflowApi
-from boardstream.reconcile import ledger
-from boardstream.reconcile.checks import BALANCE
-from boardstream.reconcile.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile.checks.spark_checks import BALANCE
+from boardstream.reconcile.checks.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import Settings
 from boardstream.stack.airflow import AirflowStandalone
 

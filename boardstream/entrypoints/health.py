@@ -18,8 +18,8 @@ from boardstream.compaction import tuning_log
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.retention import read_retention, reconciliation_overdue
-from boardstream.reconcile import ledger
-from boardstream.reconcile.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
+from boardstream.reconcile.checks.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
+from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_lease import last_holder
 from boardstream.spark.progress import read_progress

@@ -16,8 +16,8 @@ from boardstream.logs import configure, verbose_requested
 from boardstream.preflight import require
 from boardstream.reconcile import repair as repairing
 from boardstream.reconcile import run as running
-from boardstream.reconcile.checks import ReconcileOptions
-from boardstream.reconcile.ledger import FULL, INCREMENTAL
+from boardstream.reconcile.checks.spark_checks import ReconcileOptions
+from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import ReconciliationError
 from boardstream.settings import Settings
 

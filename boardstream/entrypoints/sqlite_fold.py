@@ -1,7 +1,8 @@
-"""The process :func:`boardstream.reconcile.sqlite_digests.fold_apart` starts: one request as
-JSON on stdin (path, query, params, buckets), the folded bucket digests as JSON on stdout.
-Exit 0 when done; :data:`~boardstream.reconcile.sqlite_digests.OPERATIONAL_ERROR` with SQLite's
-refusal on stdout; a traceback and 1 for anything else. Standard library only."""
+"""The process :func:`boardstream.reconcile.incremental.sqlite_digests.fold_apart` starts: one
+request as JSON on stdin (path, query, params, buckets), the folded bucket digests as JSON on
+stdout. Exit 0 when done;
+:data:`~boardstream.reconcile.incremental.sqlite_digests.OPERATIONAL_ERROR` with SQLite's refusal
+on stdout; a traceback and 1 for anything else. Standard library only."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import sqlite3
 import sys
 
-from boardstream.reconcile.sqlite_digests import OPERATIONAL_ERROR, fold_file
+from boardstream.reconcile.incremental.sqlite_digests import OPERATIONAL_ERROR, fold_file
 
 
 def main() -> int:

@@ -24,11 +24,12 @@ from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import OUTPUT_COLUMNS, OUTPUT_DDL, input_rows
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import describe_topics
-from boardstream.reconcile import evidence, ledger, readers
-from boardstream.reconcile.checks import ReconcileOptions, reconcile
-from boardstream.reconcile.readers import read_topic
+from boardstream.reconcile.checks.spark_checks import ReconcileOptions, reconcile
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.reads import expired, readers
+from boardstream.reconcile.reads.readers import read_topic
+from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.reconcile.run import checkpoints
-from boardstream.reconcile.snapshot import Snapshot
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.sink.job import BatchWriter, detail_rows
@@ -63,7 +64,7 @@ def repair(
     engine = database.engine(settings.database)
     read, snapshot, table_read = readers.read_run(spark, settings, stored_snapshot(engine, run_id))
     with engine.connect() as connection:
-        kept = evidence.kept(connection, settings, snapshot)
+        kept = expired.kept(connection, settings, snapshot)
     every = ReconcileOptions(examples=None)  # every id of each finding, not a few examples
     found = reconcile(
         spark, settings, snapshot, str(join_checkpoint), kept, read, table_read, every

@@ -22,17 +22,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka import retention
 from boardstream.kafka.clients import admin_client
-from boardstream.reconcile import (
-    baseline,
-    digest_ledger,
-    evidence,
-    fact_store,
-    incremental,
-    ledger,
-    readers,
-    table_watch,
-)
-from boardstream.reconcile.checks import (
+from boardstream.reconcile.checks.spark_checks import (
     FAILING,
     REPORTED,
     ReconcileOptions,
@@ -40,17 +30,21 @@ from boardstream.reconcile.checks import (
     conclude,
     reconcile,
 )
-from boardstream.reconcile.expectations import ValidationReport, validate_reconciliation
-from boardstream.reconcile.heartbeat import Heartbeat
-from boardstream.reconcile.ledger import (
+from boardstream.reconcile.checks.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.expectations import ValidationReport, validate_reconciliation
+from boardstream.reconcile.evidence.heartbeat import Heartbeat
+from boardstream.reconcile.evidence.run_ledger import (
     FULL,
     INCREMENTAL,
     describe_covered,
     describe_table_slice,
 )
-from boardstream.reconcile.snapshot import Snapshot, take_snapshot
-from boardstream.reconcile.table_buckets import WHOLE
-from boardstream.reconcile.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile.incremental import baseline, digest_ledger, fact_store, table_watch
+from boardstream.reconcile.incremental import inputs as incremental
+from boardstream.reconcile.incremental.table_buckets import WHOLE
+from boardstream.reconcile.reads import expired, readers
+from boardstream.reconcile.reads.snapshot import Snapshot, take_snapshot
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_checksums import CheckpointChecksumError
@@ -282,7 +276,7 @@ def _full(
     run's baseline, in one transaction."""
     read, snapshot, table_read = readers.read_run(spark, settings, snapshot)
     with engine.connect() as connection:
-        kept = evidence.kept(connection, settings, snapshot)
+        kept = expired.kept(connection, settings, snapshot)
     result = reconcile(spark, settings, snapshot, join_checkpoint, kept, read, table_read, options)
     assert result.facts is not None and result.records is not None  # a full run keeps them
     stored = "reconcile: the digest ledger, the facts and the rows as checked"

@@ -3,10 +3,10 @@
 Spark writes a local checkpoint through Hadoop's checksummed file system: beside each file ``F``,
 ``.F.crc`` holds ``crc\\0``, the bytes per checksum (a big-endian int) and one CRC-32 per chunk of
 ``F``. Spark checks it on read, so a file altered on disk errors the query. The reconciliation
-reads the jobs' offset logs itself (:mod:`boardstream.reconcile.snapshot`); it checks them the same
-way, so an altered entry cannot pass as a job's progress. As in Hadoop, a file without a checksum
-file is read as it is (object stores keep none): the checksum finds a file changed behind Spark's
-back, not a forger who rewrites both.
+reads the jobs' offset logs itself (:mod:`boardstream.reconcile.reads.snapshot`); it checks them
+the same way, so an altered entry cannot pass as a job's progress. As in Hadoop, a file without a
+checksum file is read as it is (object stores keep none): the checksum finds a file changed behind
+Spark's back, not a forger who rewrites both.
 """
 
 from __future__ import annotations

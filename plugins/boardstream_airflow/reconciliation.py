@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from boardstream.reconcile.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile import SUMMARY_ORDER
 from boardstream.settings import Settings
 
 

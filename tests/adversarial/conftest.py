@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from boardstream.reconcile.ledger import FULL
+from boardstream.reconcile.evidence.run_ledger import FULL
 from boardstream.sink import table as sink_table
 from tests.adversarial.world import NOW, board, execute, reconcile_as
 from tests.fixtures import new_database

@@ -4,7 +4,7 @@ same typed values however they reached Spark."""
 
 from __future__ import annotations
 
-from boardstream.reconcile.readers import CONTENT, CONTENT_DDL, content_digest
+from boardstream.reconcile.reads.readers import CONTENT, CONTENT_DDL, content_digest
 
 BASE = {name: None for name in CONTENT} | {"board_id": "b1", "member_id": 1, "title": "t"}
 

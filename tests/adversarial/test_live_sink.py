@@ -11,9 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from boardstream.reconcile import readers, run
-from boardstream.reconcile.ledger import FULL, INCREMENTAL
-from boardstream.reconcile.snapshot import Snapshot
+from boardstream.reconcile import run
+from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
+from boardstream.reconcile.reads import readers
+from boardstream.reconcile.reads.snapshot import Snapshot
 from tests.adversarial.world import NOW, board, execute, failures, reconcile_as
 from tests.pipeline import Pipeline
 

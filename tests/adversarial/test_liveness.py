@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile import ledger
-from boardstream.reconcile.ledger import INCREMENTAL
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.run_ledger import INCREMENTAL
 from boardstream.reconcile.repair import stored_snapshot
 from boardstream.reconcile.run import ReconciliationError
 from tests.adversarial.world import (

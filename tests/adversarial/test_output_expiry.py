@@ -15,8 +15,8 @@ from confluent_kafka.admin import OffsetSpec
 
 from boardstream.kafka.clients import admin_client
 from boardstream.reconcile import run
-from boardstream.reconcile.ledger import FULL, INCREMENTAL
-from boardstream.reconcile.snapshot import Snapshot
+from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
+from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.settings import Settings
 from tests.adversarial.conftest import populate
 from tests.adversarial.world import (
@@ -208,7 +208,7 @@ def test_records_deleted_while_a_run_reads_them_are_left_out(
         return snapshot
 
     monkeypatch.setattr(run, "take_snapshot", then_retention)
-    with caplog.at_level(logging.INFO, logger="boardstream.reconcile.snapshot"):
+    with caplog.at_level(logging.INFO, logger="boardstream.reconcile.reads.snapshot"):
         result = reconcile_as(expiring, kind)
     assert failures(result) == {}, "\n".join(result.summary())
     counts = result.reconciliation.counts

@@ -8,7 +8,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from boardstream.kafka.clients import admin_client
-from boardstream.reconcile.ledger import FULL, INCREMENTAL
+from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
 from tests.adversarial.world import (
     detail_records,
     execute,

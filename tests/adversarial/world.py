@@ -12,8 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from boardstream.reconcile.checks import FAILING, ReconcileOptions
-from boardstream.reconcile.ledger import FULL, INCREMENTAL
+from boardstream.reconcile.checks.spark_checks import FAILING, ReconcileOptions
+from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table

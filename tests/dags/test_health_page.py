@@ -14,8 +14,8 @@ import sqlalchemy as sa
 
 from boardstream import database
 from boardstream.durations import span
-from boardstream.reconcile import ledger
-from boardstream.reconcile.ledger import INCREMENTAL
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.run_ledger import INCREMENTAL
 from boardstream.reconcile.run import reconcile_once
 from boardstream.spark.progress import read_progress
 from boardstream.spark.slo import batch_ended

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from boardstream.reconcile import ledger
+from boardstream.reconcile.evidence import run_ledger as ledger
 from tests.airflow_fixtures import run_dag
 from tests.pipeline import Pipeline
 

@@ -13,9 +13,9 @@ import pytest
 from boardstream import database
 from boardstream.entrypoints.demo import _print_reconciliation
 from boardstream.entrypoints.health import pipeline_health
-from boardstream.reconcile import ledger
-from boardstream.reconcile.checks import BALANCE, COUNTS, FINDINGS
-from boardstream.reconcile.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile.checks.spark_checks import BALANCE, COUNTS, FINDINGS
+from boardstream.reconcile.checks.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import PROJECT_ROOT, Settings
 from tests.fixtures import isolated_settings
 

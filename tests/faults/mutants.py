@@ -71,7 +71,7 @@ MUTANTS = (
         "balance-ignores-conflicts",
         "a position held by two outcomes counts as accounted for (source = joined + dead, PASSED)",
         {
-            "boardstream/reconcile/positions.py": [
+            "boardstream/reconcile/checks/positions.py": [
                 (
                     'conflict = (held > 1) | (F.col("joined_versions") > 1)',
                     "conflict = F.lit(False)",
@@ -85,7 +85,7 @@ MUTANTS = (
         "a table row is compared with its board's newest record by content, not by the "
         "position it claims",
         {
-            "boardstream/reconcile/table_checks.py": [
+            "boardstream/reconcile/checks/table_checks.py": [
                 (
                     '[F.col(f"row_{c}") == F.col(f"newest_{c}") for c in (*_POSITION, "digest")],',
                     '[F.col(f"row_{c}") == F.col(f"newest_{c}") for c in ("digest",)],',
@@ -98,7 +98,7 @@ MUTANTS = (
         "no-liveness",
         "a stalled job is not a finding: its waiting boards are only not yet read",
         {
-            "boardstream/reconcile/checks.py": [
+            "boardstream/reconcile/checks/spark_checks.py": [
                 (
                     'found["stalled"] = Finding(len(stalls), stalls)',
                     'found["stalled"] = Finding(0, [])',

@@ -17,11 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boardstream.joins.member_table import AS_OF, LATEST
-from boardstream.reconcile import arrow_checks, checks
-from boardstream.reconcile.arrow_checks import ArrowInputs
-from boardstream.reconcile.checks import CheckInputs, ReconcileOptions
-from boardstream.reconcile.readers import TableRead
-from boardstream.reconcile.snapshot import JobProgress, Snapshot
+from boardstream.reconcile.checks import arrow_checks
+from boardstream.reconcile.checks import spark_checks as checks
+from boardstream.reconcile.checks.arrow_checks import ArrowInputs
+from boardstream.reconcile.checks.spark_checks import CheckInputs, ReconcileOptions
+from boardstream.reconcile.reads.readers import TableRead
+from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.settings import Settings
 
 PARTITION, OFFSET, DIGEST = pa.int32(), pa.int64(), pa.int64()

@@ -12,9 +12,10 @@ from pyspark.sql import functions as F
 from sqlalchemy.engine import Engine
 
 from boardstream import database
-from boardstream.reconcile import baseline, digest_ledger, readers
-from boardstream.reconcile.checks import CheckInputs
-from boardstream.reconcile.evidence import EXPIRED
+from boardstream.reconcile.checks.spark_checks import CheckInputs, Records
+from boardstream.reconcile.incremental import baseline, digest_ledger
+from boardstream.reconcile.reads import readers
+from boardstream.reconcile.reads.expired import EXPIRED
 from boardstream.settings import Settings
 
 BOARD = {
@@ -99,7 +100,7 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
     digest_ledger.create(engine)
 
     with engine.begin() as connection:
-        written = baseline.record(connection, baseline.Records.of(inputs, settings), latest)
+        written = baseline.record(connection, Records.of(inputs, settings), latest)
     assert written == {
         "sources": 1,
         "joined": 1,

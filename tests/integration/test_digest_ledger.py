@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream import database
-from boardstream.reconcile import digest_ledger as ledger
+from boardstream.reconcile.incremental import digest_ledger as ledger
 from tests.fixtures import sqlite_or_postgres_url
 
 LOW, HIGH = -(2**63), 2**63 - 1

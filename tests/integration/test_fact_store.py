@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from boardstream import database
-from boardstream.reconcile import fact_store
-from boardstream.reconcile.affected import Keys
+from boardstream.reconcile.incremental import fact_store
+from boardstream.reconcile.incremental.affected import Keys
 from tests.fixtures import sqlite_or_postgres_url
 
 SCHEMA = pa.schema(

@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from boardstream.kafka.clients import admin_client
-from boardstream.reconcile.ledger import FULL, INCREMENTAL
+from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
 from tests.adversarial.world import detail_records, execute, forge, reconcile_as, rows, verdict
 from tests.pipeline import Pipeline
 

@@ -13,20 +13,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from boardstream import database
-from boardstream.reconcile import (
-    affected,
-    arrow_checks,
-    baseline,
-    checks,
-    digest_ledger,
-    fact_store,
-    incremental,
-    readers,
-    table_checks,
-)
-from boardstream.reconcile.affected import Keys
-from boardstream.reconcile.evidence import EXPIRED
-from boardstream.reconcile.snapshot import JobProgress, Snapshot
+from boardstream.reconcile.checks import arrow_checks, table_checks
+from boardstream.reconcile.checks import spark_checks as checks
+from boardstream.reconcile.incremental import affected, baseline, digest_ledger, fact_store
+from boardstream.reconcile.incremental import inputs as incremental
+from boardstream.reconcile.incremental.affected import Keys
+from boardstream.reconcile.reads import readers
+from boardstream.reconcile.reads.expired import EXPIRED
+from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 
@@ -127,9 +121,9 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
 
     with engine.begin() as connection:
         baseline.record(
-            connection, baseline.Records.of(frames(spark, settings, [BASE], table), settings), cut
+            connection, checks.Records.of(frames(spark, settings, [BASE], table), settings), cut
         )
-    new = baseline.Records(
+    new = checks.Records(
         sources=readers.sources(raw(spark, NEW["board"])).toArrow(),
         details=readers.details(raw(spark, NEW["board-detail"])).toArrow(),
         unmatched=readers.unmatched(raw(spark, [])).toArrow(),

@@ -8,14 +8,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from boardstream.reconcile.data_docs import ASSETS
+from boardstream.reconcile.evidence.data_docs import ASSETS
 from boardstream.settings import PROJECT_ROOT
 
 # What the installed package sees of its own data, from the fresh venv's interpreter.
 PROBE = """
 import importlib.util, json
 from boardstream.logs import LOG4J2
-from boardstream.reconcile.data_docs import ASSETS
+from boardstream.reconcile.evidence.data_docs import ASSETS
 print(json.dumps({
     "log4j2": str(LOG4J2),
     "log4j2_is_file": LOG4J2.is_file(),

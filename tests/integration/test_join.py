@@ -13,7 +13,7 @@ from boardstream.entrypoints.argtypes import flag_message
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.joins.job import ENGINES, JoinJobConfig
-from boardstream.reconcile.readers import pending
+from boardstream.reconcile.reads.readers import pending
 from tests.pipeline import Pipeline, consume_all, query
 
 

@@ -15,7 +15,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.kafka import replay
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics, describe_topics
-from boardstream.reconcile import readers
+from boardstream.reconcile.reads import readers
 
 COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp"]
 

@@ -13,8 +13,10 @@ from sqlalchemy.engine import Engine
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile import checks, digest_ledger, fact_store, incremental
-from boardstream.reconcile.snapshot import JobProgress, Snapshot
+from boardstream.reconcile.checks import spark_checks as checks
+from boardstream.reconcile.incremental import digest_ledger, fact_store
+from boardstream.reconcile.incremental import inputs as incremental
+from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.settings import Settings
 from tests.fixtures import sqlite_or_postgres_url
 

@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream import database
-from boardstream.reconcile import readers
-from boardstream.reconcile.table_checks import NULL_BOARD_ID
+from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
+from boardstream.reconcile.reads import readers
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from tests.fixtures import sqlite_or_postgres_url

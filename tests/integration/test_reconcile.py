@@ -12,8 +12,8 @@ from confluent_kafka import Producer
 
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
-from boardstream.reconcile import ledger
-from boardstream.reconcile.checks import BALANCE, FAILING
+from boardstream.reconcile.checks.spark_checks import BALANCE, FAILING
+from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.repair import repair
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings

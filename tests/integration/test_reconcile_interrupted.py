@@ -14,8 +14,8 @@ import pytest
 
 from boardstream import database
 from boardstream.entrypoints.health import pipeline_health
-from boardstream.reconcile import ledger
-from boardstream.reconcile.ledger import FULL
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.run_ledger import FULL
 from boardstream.reconcile.run import RecordingError, RunResult, reconcile_once
 from boardstream.settings import Settings
 from tests.pipeline import Pipeline

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from boardstream.reconcile import readers
+from boardstream.reconcile.reads import readers
 
 RAW = readers.KAFKA_COLUMNS
 

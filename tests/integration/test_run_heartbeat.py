@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream import database
-from boardstream.reconcile import ledger
-from boardstream.reconcile.heartbeat import Heartbeat
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.heartbeat import Heartbeat
 from tests.fixtures import sqlite_or_postgres_url
 
 TIMEOUT_S = 2.0  # the bound: a beat every 0.1 s

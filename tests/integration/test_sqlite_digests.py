@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream import database
-from boardstream.reconcile import sqlite_digests
-from boardstream.reconcile import table_buckets as tb
+from boardstream.reconcile.incremental import sqlite_digests
+from boardstream.reconcile.incremental import table_buckets as tb
 from boardstream.sink import table as sink_table
 from tests.integration.test_table_buckets import BUCKETS, ROWS, board, make_row
 

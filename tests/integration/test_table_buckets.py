@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream import database
-from boardstream.reconcile import table_buckets as tb
+from boardstream.reconcile.incremental import table_buckets as tb
 from boardstream.sink import table as sink_table
 from tests.fixtures import sqlite_or_postgres_url
 

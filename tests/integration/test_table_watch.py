@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream import database
-from boardstream.reconcile import table_buckets, table_checks, table_watch
+from boardstream.reconcile.checks import table_checks
+from boardstream.reconcile.incremental import table_buckets, table_watch
 from boardstream.sink import table as sink_table
 from tests.fixtures import sqlite_or_postgres_url
 from tests.integration.test_table_buckets import ROWS, board, make_row

@@ -11,7 +11,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from boardstream.database import _sqlite_pragmas, chunks, engine, replace_all
-from boardstream.reconcile import fact_store
+from boardstream.reconcile.incremental import fact_store
 
 NORMAL = 1  # PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL
 

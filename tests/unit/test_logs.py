@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from boardstream.logs import LOG4J2, VERBOSE_ENV, spark_conf
-from boardstream.reconcile.expectations import validate_reconciliation
+from boardstream.reconcile.evidence.expectations import validate_reconciliation
 from boardstream.settings import PROJECT_ROOT
 
 
@@ -78,7 +78,7 @@ def _pythons(
 
 IMPORT_GX = (
     "import logging\nlogging.basicConfig(level=logging.INFO)\n"
-    "import boardstream.reconcile.expectations\nprint('imported')\n"
+    "import boardstream.reconcile.evidence.expectations\nprint('imported')\n"
 )
 
 

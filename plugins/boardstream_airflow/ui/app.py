@@ -17,7 +17,7 @@ from fastapi.templating import Jinja2Templates
 
 from boardstream.durations import span
 from boardstream.entrypoints.health import pipeline_health
-from boardstream.reconcile.checks import BALANCE
+from boardstream.reconcile import BALANCE
 from boardstream.settings import Settings
 from boardstream_airflow.ui.chart import sparkline
 

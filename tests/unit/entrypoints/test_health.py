@@ -30,7 +30,7 @@ from boardstream.entrypoints.health import (
     stream_progress,
 )
 from boardstream.kafka.retention import Retention, StreamRetention, reconciliation_overdue
-from boardstream.reconcile import ledger
+from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.slo import StreamSlo

@@ -14,7 +14,7 @@ import pytest
 from boardstream import database, reconcile
 from boardstream.entrypoints import reconciliation
 from boardstream.errors import ServiceUnreachableError, UnknownTopicError
-from boardstream.reconcile.checks import ReconcileOptions
+from boardstream.reconcile.checks.spark_checks import ReconcileOptions
 from boardstream.reconcile.run import ReconciliationError, RecordingError
 from boardstream.spark import session
 

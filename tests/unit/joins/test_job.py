@@ -9,7 +9,7 @@ import pytest
 
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import ENGINE_ADVICE, JVM, PYTHON, name_legacy_engine
-from boardstream.reconcile import readers
+from boardstream.reconcile.reads import readers
 from boardstream.spark.checkpoint_guard import (
     IDENTITY_FILE,
     CheckpointMismatchError,

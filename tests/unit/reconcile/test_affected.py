@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from boardstream.reconcile.affected import Keys, Position, close
+from boardstream.reconcile.incremental.affected import Keys, Position, close
 
 # joined records: (board, source position)
 RECORDS = [

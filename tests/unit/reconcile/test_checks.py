@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from boardstream.reconcile.checks import (
+from boardstream.reconcile.checks.spark_checks import (
     BALANCE,
     COUNTS,
     EXAMPLES,

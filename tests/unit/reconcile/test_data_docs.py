@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from boardstream.reconcile.data_docs import ASSETS, LOCAL, VENDOR, _prune, offline, publish
+from boardstream.reconcile.evidence.data_docs import ASSETS, LOCAL, VENDOR, _prune, offline, publish
 
 BOOTSTRAP_CSS = "https://maxcdn.bootstrapcdn.com/bootstrap/4.3.1/css/bootstrap.min.css"
 JQUERY = "https://code.jquery.com/jquery-3.7.1.min.js"
@@ -70,7 +70,7 @@ def test_publish_rewrites_every_page_for_its_depth_and_vendors_the_assets(
     deep = site / "validations" / "reconcile" / "run.html"
     _page(deep, f'<script src="{JQUERY}"></script><img src="https://example.com/x.png">')
 
-    with caplog.at_level(logging.WARNING, logger="boardstream.reconcile.data_docs"):
+    with caplog.at_level(logging.WARNING, logger="boardstream.reconcile.evidence.data_docs"):
         index = publish(site, keep_runs=5)
 
     assert index == site / "index.html"

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile import digest_ledger as ledger
+from boardstream.reconcile.incremental import digest_ledger as ledger
 
 # The readers' frames (readers.sources, details, members) in their column order.
 SOURCES = ["board_id", "source_partition", "source_offset", "board_digest"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from boardstream.reconcile.expectations import (
+from boardstream.reconcile.evidence.expectations import (
     TABLE,
     ExpectationOutcome,
     ValidationReport,

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream import database
-from boardstream.reconcile import ledger
-from boardstream.reconcile.snapshot import EarlierSnapshot
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.reads.snapshot import EarlierSnapshot
 
 SNAPSHOT = {"taken_at": "2026-01-02T03:04:05+00:00", "latest": {"board": {"0": 7}}}
 

@@ -6,8 +6,8 @@ Reading the first unread records from a broker is covered in tests/adversarial/t
 
 from __future__ import annotations
 
-from boardstream.reconcile.liveness import Waiting, first_unread, overdue_cutoff_ms, stalled
-from boardstream.reconcile.snapshot import EarlierSnapshot, JobProgress
+from boardstream.reconcile.checks.liveness import Waiting, first_unread, overdue_cutoff_ms, stalled
+from boardstream.reconcile.reads.snapshot import EarlierSnapshot, JobProgress
 
 NOW = 1_800_000_000_000
 STALL = 20 * 60 * 1000

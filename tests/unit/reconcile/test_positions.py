@@ -5,8 +5,8 @@ tests/integration/test_reconcile.py and tests/adversarial/test_topic_tampering.p
 
 from __future__ import annotations
 
-from boardstream.reconcile.checks import BALANCE
-from boardstream.reconcile.positions import HOLDERS, OUTCOMES
+from boardstream.reconcile.checks.positions import HOLDERS, OUTCOMES
+from boardstream.reconcile.checks.spark_checks import BALANCE
 
 
 def test_the_outcomes_and_holders_in_order() -> None:

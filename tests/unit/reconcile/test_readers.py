@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from boardstream.reconcile.readers import TypeMismatch, _strict
+from boardstream.reconcile.reads.readers import TypeMismatch, _strict
 
 
 def test_a_column_of_the_right_type_is_untouched() -> None:

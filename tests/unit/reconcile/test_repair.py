@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins.member_table import JoinOptions
-from boardstream.reconcile import ledger
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.reconcile.repair import _rejoin, _repair_table, stored_snapshot
-from boardstream.reconcile.snapshot import JobProgress, Snapshot
 from boardstream.settings import Settings
 from boardstream.sink import table
 

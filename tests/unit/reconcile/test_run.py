@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile.checks import (
+from boardstream.reconcile.checks.spark_checks import (
     BALANCE,
     COUNTS,
     FINDINGS,
@@ -18,7 +18,7 @@ from boardstream.reconcile.checks import (
     Finding,
     Reconciliation,
 )
-from boardstream.reconcile.expectations import ExpectationOutcome, ValidationReport
+from boardstream.reconcile.evidence.expectations import ExpectationOutcome, ValidationReport
 from boardstream.reconcile.run import LISTED, ReconciliationError, RunResult, checkpoints
 from boardstream.settings import Settings
 

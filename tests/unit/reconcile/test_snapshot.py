@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile.snapshot import (
+from boardstream.reconcile.reads.snapshot import (
     Snapshot,
     as_listed,
     committed_progress,

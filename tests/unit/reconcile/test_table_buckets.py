@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile import sqlite_digests
-from boardstream.reconcile import table_buckets as tb
-from boardstream.reconcile.table_buckets import BucketDigest, RowDigest
+from boardstream.reconcile.incremental import sqlite_digests
+from boardstream.reconcile.incremental import table_buckets as tb
+from boardstream.reconcile.incremental.table_buckets import BucketDigest, RowDigest
 from boardstream.sink import table as sink_table
 
 

@@ -5,7 +5,7 @@ checked against a real table in tests/adversarial/test_table_tampering.py."""
 
 from __future__ import annotations
 
-from boardstream.reconcile.table_checks import NULL_BOARD_ID
+from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 
 
 def test_a_null_board_id_is_reported_under_its_own_name() -> None:

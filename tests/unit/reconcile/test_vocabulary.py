@@ -4,7 +4,7 @@ checks shows up here rather than as a shuffled page."""
 
 from __future__ import annotations
 
-from boardstream.reconcile.vocabulary import FAILING_PARTS, PARTS, SUMMARY_ORDER
+from boardstream.reconcile.checks.vocabulary import FAILING_PARTS, PARTS, SUMMARY_ORDER
 
 
 def test_the_summary_order_is_balance_failing_reported_then_the_tables() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from boardstream.reconcile.waiting import waiting_lines
+from boardstream.reconcile.reads.waiting import waiting_lines
 
 NOW = 1_800_000_000_000
 TIMEOUT = 10 * 60 * 1000

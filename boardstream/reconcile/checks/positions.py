@@ -12,7 +12,7 @@ holds per partition by construction, and a position held by two outcomes (``conf
 output the join cannot have written (``extra``) is a finding rather than a double count.
 
 An output record its topic has deleted still holds its position where evidence of it is kept
-(:mod:`.evidence`, flagged ``expired``); a position in no outcome while some output records were
+(:mod:`.expired`, flagged ``expired``); a position in no outcome while some output records were
 deleted unread is ``expired_unseen`` rather than ``missing``.
 
 Outputs the join has not committed yet are expected from the batch under way: of the positions
@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from boardstream.reconcile.evidence import EXPIRED
+from boardstream.reconcile.reads.expired import EXPIRED
 from boardstream.spark.columns import any_of, below
 
 OUTCOMES = ("joined", "unmatched", "dead_lettered", "pending")
@@ -50,7 +50,7 @@ def holdings(holders: dict[str, DataFrame]) -> DataFrame:
         return name if name in frame.columns else F.lit(None).cast("bigint").alias(name)
 
     def expired(frame: DataFrame) -> Column:
-        """Whether the record is evidence of one its topic deleted (:mod:`.evidence`)."""
+        """Whether the record is evidence of one its topic deleted (:mod:`.expired`)."""
         flag = F.col(EXPIRED) if EXPIRED in frame.columns else F.lit(None)
         return F.coalesce(flag.cast("boolean"), F.lit(False)).alias(EXPIRED)
 
@@ -96,7 +96,7 @@ def checks(
 ) -> dict[str, Column]:
     """Conditions on the holdings' rows: the balance's classes (on source rows) and the
     position findings. ``under_way_to``: how far the batch under way reads (None: none is);
-    ``unseen``: output records were deleted before any run read them (:mod:`.evidence`)."""
+    ``unseen``: output records were deleted before any run read them (:mod:`.expired`)."""
     holder = F.col("holder")
     partition, offset = F.col("source_partition"), F.col("source_offset")
     read = below(partition, offset, join_end)

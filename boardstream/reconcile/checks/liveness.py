@@ -8,7 +8,7 @@ real-time trigger commits once per checkpoint interval, so what it reads waits u
 interval more: its stall age grows by its interval, at most doubled (the interval is its lease's
 word: a forged one cannot hide a stall for longer). When a record was written is its
 timestamp, its producer's word, but never later than an earlier run that saw it
-(:class:`~boardstream.reconcile.snapshot.EarlierSnapshot`): a record stamped in the future
+(:class:`~boardstream.reconcile.reads.snapshot.EarlierSnapshot`): a record stamped in the future
 cannot hide a stall. A board waiting in the join's state past its unmatched timeout plus the
 same slack means timers that do not fire (``overdue_pending``).
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, TopicPartition
 
 from boardstream.kafka.clients import client_config
-from boardstream.reconcile.snapshot import EarlierSnapshot, JobProgress
+from boardstream.reconcile.reads.snapshot import EarlierSnapshot, JobProgress
 from boardstream.settings import Settings
 from boardstream.spark.triggers import real_time_allowance_ms
 

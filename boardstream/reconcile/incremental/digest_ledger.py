@@ -14,7 +14,7 @@ table converts to the Spark schema the checks already read:
 - ``reconcile_refused``: positions the join or the sink dead-lettered that are not board records;
 - ``reconcile_cursor``: how far each topic partition has been read into the ledger;
 - ``reconcile_unseen``: ranges of output records their topic deleted before any run read them
-  (:mod:`.evidence`).
+  (:mod:`.expired`).
 
 Every function takes the caller's :class:`~sqlalchemy.engine.Connection` and never commits, so a
 run's ledger writes and its verdict commit together or not at all. Writes are idempotent: a row

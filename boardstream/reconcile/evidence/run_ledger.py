@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile.snapshot import EarlierSnapshot
+from boardstream.reconcile.reads.snapshot import EarlierSnapshot
 
 metadata = sa.MetaData()
 

@@ -14,7 +14,7 @@ of the suite's time.
 
 The context is ephemeral with in-memory stores: nothing is written except the Data Docs site
 of the run under ``docs_dir`` (no ``gx/`` project folder in the working directory), which
-:mod:`boardstream.reconcile.data_docs` then makes work offline.
+:mod:`boardstream.reconcile.evidence.data_docs` then makes work offline.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from great_expectations.data_context.types.resource_identifiers import (
 )
 from great_expectations.expectations.expectation import Expectation
 
-from boardstream.reconcile import data_docs
+from boardstream.reconcile.evidence import data_docs
 
 TABLE = "board_detail"
 """Target name of the snapshot table in outcomes and Data Docs."""

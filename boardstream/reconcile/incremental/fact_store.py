@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database
-from boardstream.reconcile.affected import Keys
+from boardstream.reconcile.incremental.affected import Keys
 
 metadata = sa.MetaData()
 

@@ -1,11 +1,12 @@
-"""The checks of :func:`.checks.facts` over Arrow tables, for an incremental run's few records.
+"""The checks of :func:`.spark_checks.facts` over Arrow tables, for an incremental run's few
+records.
 
 An incremental run (#22) checks a few thousand records. In Spark most of its time went to fixed
 costs that do not depend on them: a py4j call and an analysis per step of the plans, the
 optimizer and planner on their union, a job per stage. Here the same checks run in pandas in
 milliseconds; full runs keep Spark.
 
-The definitions stay :mod:`.positions`, :mod:`.table_checks` and :mod:`.checks`: this module
+The definitions stay :mod:`.positions`, :mod:`.table_checks` and :mod:`.spark_checks`: this module
 restates them condition for condition, with SQL's semantics where they matter. pandas' nullable
 dtypes give NULL's three-valued ``&``, ``|`` and ``~``; a condition that is NULL holds no fact; a
 NULL key joins nothing; NULL group keys form one group. ``tests/integration/
@@ -21,14 +22,14 @@ import pandas as pd
 import pyarrow as pa
 
 from boardstream.joins.member_table import LATEST
-from boardstream.reconcile import liveness
-from boardstream.reconcile.checks import ReconcileOptions, with_type_mismatches
-from boardstream.reconcile.evidence import EXPIRED
-from boardstream.reconcile.positions import HOLDERS
-from boardstream.reconcile.readers import TableRead
-from boardstream.reconcile.snapshot import Snapshot
-from boardstream.reconcile.table_checks import DRILLED
-from boardstream.reconcile.waiting import waiting_lines
+from boardstream.reconcile.checks import liveness
+from boardstream.reconcile.checks.positions import HOLDERS
+from boardstream.reconcile.checks.spark_checks import ReconcileOptions, with_type_mismatches
+from boardstream.reconcile.checks.table_checks import DRILLED
+from boardstream.reconcile.reads.expired import EXPIRED
+from boardstream.reconcile.reads.readers import TableRead
+from boardstream.reconcile.reads.snapshot import Snapshot
+from boardstream.reconcile.reads.waiting import waiting_lines
 from boardstream.settings import Settings
 
 SOURCE = ["source_partition", "source_offset"]
@@ -53,7 +54,7 @@ _NULLABLE = {
 
 @dataclass(frozen=True)
 class ArrowInputs:
-    """:class:`.checks.CheckInputs` as Arrow tables, with the same columns."""
+    """:class:`.spark_checks.CheckInputs` as Arrow tables, with the same columns."""
 
     sources: pa.Table
     details: pa.Table
@@ -69,7 +70,7 @@ class ArrowInputs:
 
 
 def waiting_now(waiting: pa.Table, now_ms: int, options: ReconcileOptions) -> list[str]:
-    """:func:`.checks.waiting_now`: the oldest waiting boards as the summary lists them."""
+    """:func:`.spark_checks.waiting_now`: the oldest waiting boards as the summary lists them."""
     # Spark's ascending order: NULLs first.
     oldest = waiting.sort_by([(c, "ascending", "at_start") for c in ("arrived_ms", "board_id")])
     if options.examples:
@@ -89,8 +90,8 @@ def evaluate(
     now_ms: int,
     options: ReconcileOptions,
 ) -> pa.Table:
-    """:func:`.checks.evaluate` of ``inputs``: every check that holds, one row each (``FACTS``),
-    and the table's type mismatches among them."""
+    """:func:`.spark_checks.evaluate` of ``inputs``: every check that holds, one row each
+    (``FACTS``), and the table's type mismatches among them."""
     board, detail_topic = settings.board_topic, settings.board_detail_topic
     details, waiting, members, table = (
         _frame(inputs.details),
@@ -354,7 +355,7 @@ def _drilled_rows(
 
 
 def _member_checks(details: pd.DataFrame, versions: pd.DataFrame) -> pd.DataFrame:
-    """:func:`.checks._member_checks`: each record against the member version it names."""
+    """:func:`.spark_checks._member_checks`: each record against the member version it names."""
     named = details[["board_id", "member_id", *MEMBER, "member_digest"]].merge(
         _keys(versions, MEMBER)[[*MEMBER, "member_digest"]].rename(
             columns={"member_digest": "version_digest"}
@@ -384,7 +385,7 @@ def _stuck(
     refused: pd.DataFrame,
     member_end: dict[int, int],
 ) -> pd.DataFrame:
-    """:func:`.checks._stuck`: boards waiting for a member the join has read and holds alive,
+    """:func:`.spark_checks._stuck`: boards waiting for a member the join has read and holds alive,
     or for no member id at all."""
     read = versions[
         _true(_below(versions["member_partition"], versions["member_offset"], member_end))
@@ -462,7 +463,7 @@ def _case(frame: pd.DataFrame, branches: list[tuple[pd.Series, str | None]]) -> 
 def _emit(
     frame: pd.DataFrame, checks: dict[str, pd.Series], position: list[str] | None = None
 ) -> pd.DataFrame:
-    """:func:`.checks._emit`: a fact per row and check that holds on it."""
+    """:func:`.spark_checks._emit`: a fact per row and check that holds on it."""
     return pd.concat(
         [_facts(frame[_true(holds)], kind, position) for kind, holds in checks.items()],
         ignore_index=True,

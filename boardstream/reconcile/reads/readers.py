@@ -29,8 +29,8 @@ from boardstream.joins import schema
 from boardstream.joins.job import JVM
 from boardstream.kafka import replay
 from boardstream.kafka.clients import admin_client
-from boardstream.reconcile.snapshot import Snapshot, ends_now, retained
-from boardstream.reconcile.table_checks import NULL_BOARD_ID
+from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
+from boardstream.reconcile.reads.snapshot import Snapshot, ends_now, retained
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.spark.checkpoint_guard import recorded_identity

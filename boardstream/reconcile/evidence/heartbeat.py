@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from boardstream import database
-from boardstream.reconcile import ledger
+from boardstream.reconcile.evidence import run_ledger as ledger
 
 logger = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ The records past the digest ledger's cursor are read from the topics; every olde
 touched key is looked up in the ledger. Records the topics no longer hold (below a partition's
 earliest offset: retention, ``deleteRecords``) are left out, as a full run, which reads from the
 earliest offset, never sees them; but an output's is kept as evidence of its source position's
-outcome (:mod:`.evidence`), as a full run takes it from the ledger. :mod:`.arrow_checks` then
-checks them as :mod:`.checks` checks a full run's frames: the same facts, without Spark's fixed
-cost per query.
+outcome (:mod:`.expired`), as a full run takes it from the ledger. :mod:`.arrow_checks` then
+checks them as :mod:`.spark_checks` checks a full run's frames: the same facts, without Spark's
+fixed cost per query.
 """
 
 from __future__ import annotations
@@ -25,23 +25,21 @@ from sqlalchemy.engine import Connection, Engine
 
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client
-from boardstream.reconcile import (
+from boardstream.reconcile.checks import arrow_checks, table_checks
+from boardstream.reconcile.checks import spark_checks as checks
+from boardstream.reconcile.checks.arrow_checks import ArrowInputs
+from boardstream.reconcile.checks.spark_checks import Records
+from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.incremental import (
     affected,
-    arrow_checks,
     baseline,
-    checks,
     digest_ledger,
-    evidence,
     fact_store,
-    ledger,
-    readers,
-    table_checks,
     table_watch,
 )
-from boardstream.reconcile.affected import Keys, Position
-from boardstream.reconcile.arrow_checks import ArrowInputs
-from boardstream.reconcile.baseline import Records
-from boardstream.reconcile.snapshot import Offsets, Snapshot, retained
+from boardstream.reconcile.incremental.affected import Keys, Position
+from boardstream.reconcile.reads import expired, readers
+from boardstream.reconcile.reads.snapshot import Offsets, Snapshot, retained
 from boardstream.settings import Settings
 from boardstream.timing import phase
 
@@ -140,7 +138,7 @@ def carried(
         digest_ledger.below(connection, "source", earliest.get(settings.board_topic, {})),
         *(
             digest_ledger.below(connection, holder, earliest.get(topic, {}))
-            for holder, topic in evidence.holder_topics(settings).items()
+            for holder, topic in expired.holder_topics(settings).items()
         ),
     ]
     return keys | Keys.of(
@@ -203,7 +201,7 @@ def inputs_for(
         detail_earliest,
         board,
     )
-    loaded_from = evidence.table_details(
+    loaded_from = expired.table_details(
         spark, table.rows, detail_earliest, board, _positions(details, DETAIL)
     )
     details = pa.concat_tables([details, loaded_from.cast(details.schema)])
@@ -311,7 +309,7 @@ def _kept(
 ) -> pa.Table:
     """``tables``' rows, each record once (by its own ``position``), less those below their
     partition's ``earliest`` offset: records the topic no longer holds. Outputs (``board``:
-    the source's earliest offsets) keep those that are evidence (:func:`evidence.accountable`),
+    the source's earliest offsets) keep those that are evidence (:func:`expired.accountable`),
     flagged expired."""
     rows = _concat(tables)
     seen: set[Position] = set()
@@ -319,11 +317,11 @@ def _kept(
     for p, o in _positions(rows, position):
         first.append((p, o) not in seen)
         seen.add((p, o))
-    gone = evidence.below(rows, position, earliest)
+    gone = expired.below(rows, position, earliest)
     if board is None:
         return rows.filter(pc.and_(pa.array(first, pa.bool_()), pc.invert(gone)))
-    wanted = pc.or_(pc.invert(gone), evidence.accountable(rows, position, earliest, board))
-    rows = evidence.flagged(rows, gone)
+    wanted = pc.or_(pc.invert(gone), expired.accountable(rows, position, earliest, board))
+    rows = expired.flagged(rows, gone)
     return rows.filter(pc.and_(pa.array(first, pa.bool_()), wanted))
 
 
@@ -394,8 +392,8 @@ def check(
         table_look = pool.submit(_look, connection.engine, settings.reconcile_watch_rows)
         with phase("reconcile: the new records"):
             new, snapshot = read_new(spark, settings, snapshot, cursor)
-        found_unseen = evidence.new_unseen(settings, cursor, snapshot.earliest)
-        unseen = evidence.describe([*digest_ledger.unseen(connection), *found_unseen])
+        found_unseen = expired.new_unseen(settings, cursor, snapshot.earliest)
+        unseen = expired.describe([*digest_ledger.unseen(connection), *found_unseen])
         waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).toArrow()
         relations = lookups(connection, new)
         with phase("reconcile: the keys to re-check"):

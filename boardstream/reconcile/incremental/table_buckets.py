@@ -45,8 +45,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile import sqlite_digests
-from boardstream.reconcile.sqlite_digests import MASK_64, NULL_BUCKET
+from boardstream.reconcile.incremental import sqlite_digests
+from boardstream.reconcile.incremental.sqlite_digests import MASK_64, NULL_BUCKET
 from boardstream.sink import table as sink_table
 
 logger = logging.getLogger(__name__)

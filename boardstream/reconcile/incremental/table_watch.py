@@ -34,9 +34,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database, key_order
-from boardstream.reconcile import table_buckets
-from boardstream.reconcile.table_buckets import EMPTY, WHOLE, BucketDigest, IdRange, RowDigest
-from boardstream.reconcile.table_checks import NULL_BOARD_ID
+from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
+from boardstream.reconcile.incremental import table_buckets
+from boardstream.reconcile.incremental.table_buckets import (
+    EMPTY,
+    WHOLE,
+    BucketDigest,
+    IdRange,
+    RowDigest,
+)
 from boardstream.sink import table as sink_table
 
 log = logging.getLogger(__name__)

@@ -1,11 +1,11 @@
 """The names a reconciliation's numbers go by, in the one order every reader of them shows: the
 CLI summary, the reconciliation DAG's XCom, the "Pipeline health" page and the demo. Each name
-is the checks' own (:mod:`.checks`) and is defined once, in docs/RECONCILIATION.md, "What a run
-checks"; nothing here renames or redefines one."""
+is the checks' own (:mod:`.spark_checks`) and is defined once, in docs/RECONCILIATION.md, "What a
+run checks"; nothing here renames or redefines one."""
 
 from __future__ import annotations
 
-from boardstream.reconcile.checks import BALANCE, COUNTS, FAILING, REPORTED
+from boardstream.reconcile.checks.spark_checks import BALANCE, COUNTS, FAILING, REPORTED
 
 # The balance first, then each failing finding, then what is only reported, then the table's.
 SUMMARY_ORDER = (

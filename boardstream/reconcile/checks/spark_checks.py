@@ -29,11 +29,12 @@ from pyspark.sql import functions as F
 
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import LATEST, JoinOptions
-from boardstream.reconcile import evidence, liveness, positions, readers, table_checks
-from boardstream.reconcile.baseline import Records
-from boardstream.reconcile.readers import TableRead
-from boardstream.reconcile.snapshot import Snapshot
-from boardstream.reconcile.waiting import waiting_lines
+from boardstream.reconcile.checks import liveness, positions, table_checks
+from boardstream.reconcile.reads import expired, readers
+from boardstream.reconcile.reads.expired import EXPIRED
+from boardstream.reconcile.reads.readers import TableRead
+from boardstream.reconcile.reads.snapshot import Snapshot
+from boardstream.reconcile.reads.waiting import waiting_lines
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_guard import recorded_identity
@@ -173,7 +174,7 @@ class CheckInputs:
 
     sources: DataFrame  # readers.sources of board
     # The outputs, each with the ``expired`` flag: a record the topic deleted is evidence
-    # (:mod:`.evidence`).
+    # (:mod:`.expired`).
     details: DataFrame  # readers.details of board-detail
     unmatched: DataFrame  # readers.unmatched of board-unmatched
     board_dead_letters: DataFrame  # readers.dead_letters of board records
@@ -183,12 +184,49 @@ class CheckInputs:
     table: DataFrame  # board_id, detail_partition, detail_offset, digest, typed
     waiting: DataFrame  # readers.pending: the join's waiting boards
     table_read: TableRead  # the table's rows behind ``table``, and their type mismatches
-    # Output records deleted before any run read them (evidence.describe): while there are
+    # Output records deleted before any run read them (expired.describe): while there are
     # any, a read position in no outcome is expired_unseen, not missing.
     unseen: tuple[str, ...] = ()
     # Frames cached for these inputs (some only behind the fields: the DLQ's records), which
     # :func:`release` drops.
     cached: tuple[DataFrame, ...] = ()
+
+
+@dataclass(frozen=True)
+class Records:
+    """Records in the readers' columns (outputs with their own record position), as Arrow."""
+
+    sources: pa.Table
+    details: pa.Table
+    unmatched: pa.Table
+    dead_letters: pa.Table  # of board records
+    refused: pa.Table  # reconcile_refused rows: the sink's of board-detail, the join's of member
+    members: pa.Table
+
+    @classmethod
+    def of(cls, inputs: CheckInputs, settings: Settings) -> Records:
+        """A full run's inputs, every record of them."""
+
+        def refused(topic: str, frame: DataFrame) -> DataFrame:
+            return frame.toDF("source_partition", "source_offset").select(
+                F.lit(topic).alias("source_topic"), "source_partition", "source_offset"
+            )
+
+        def read(frame: DataFrame) -> pa.Table:
+            """The records read from the topic: evidence of deleted ones is the ledger's
+            already, or a table row's, which no run read as a record."""
+            return frame.where(~F.col(EXPIRED)).drop(EXPIRED).toArrow()
+
+        return cls(
+            sources=inputs.sources.toArrow(),
+            details=read(inputs.details),
+            unmatched=read(inputs.unmatched),
+            dead_letters=read(inputs.board_dead_letters),
+            refused=refused(settings.board_detail_topic, inputs.sink_dead_letters)
+            .unionByName(refused(settings.member_topic, inputs.refused_members))
+            .toArrow(),
+            members=inputs.members.toArrow(),
+        )
 
 
 def read_inputs(
@@ -197,12 +235,12 @@ def read_inputs(
     snapshot: Snapshot,
     join_checkpoint: str,
     table_read: TableRead,
-    kept: evidence.Kept,
+    kept: expired.Kept,
     read: dict[str, DataFrame],
 ) -> CheckInputs:
     """Every record of the snapshot's topics (``read``: :func:`readers.read_snapshot`), with
     the evidence of what the output topics deleted (``kept`` and the table's rows:
-    :mod:`.evidence`), the join's waiting boards and ``table_read``'s rows; every frame is
+    :mod:`.expired`), the join's waiting boards and ``table_read``'s rows; every frame is
     cached (:func:`release` them): the checks read some several times, and the digest ledger
     takes them all once more."""
 
@@ -213,7 +251,7 @@ def read_inputs(
         found = kept.outputs[holder]
         if more is not None:
             found = pa.concat_tables([found, more.cast(found.schema)])
-        flagged = records.withColumn(evidence.EXPIRED, F.lit(False))
+        flagged = records.withColumn(expired.EXPIRED, F.lit(False))
         if found.num_rows == 0:
             return flagged
         return flagged.unionByName(spark.createDataFrame(found))
@@ -227,7 +265,7 @@ def read_inputs(
         "typed",
     )
     detail_topic = settings.board_detail_topic
-    loaded_from = evidence.table_details(
+    loaded_from = expired.table_details(
         spark,
         table_read.rows,
         snapshot.earliest.get(detail_topic, {}),
@@ -271,7 +309,7 @@ def read_inputs(
         table=table,
         waiting=waiting,
         table_read=table_read,
-        unseen=evidence.describe(kept.unseen),
+        unseen=expired.describe(kept.unseen),
         cached=(dead_letters, details, waiting, sources, unmatched, members),
     )
 
@@ -291,7 +329,7 @@ def reconcile(
     settings: Settings,
     snapshot: Snapshot,
     join_checkpoint: str,
-    kept: evidence.Kept,
+    kept: expired.Kept,
     read: dict[str, DataFrame],
     table_read: TableRead,
     options: ReconcileOptions | None = None,
@@ -479,7 +517,7 @@ def facts(
                 "source_offset",
                 "board_digest",
                 "digest",
-                evidence.EXPIRED,
+                expired.EXPIRED,
             ),
             "unmatched": inputs.unmatched,
             "dead_lettered": inputs.board_dead_letters,

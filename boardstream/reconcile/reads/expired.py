@@ -26,8 +26,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection
 
-from boardstream.reconcile import digest_ledger, readers
-from boardstream.reconcile.snapshot import Offsets, Snapshot
+from boardstream.reconcile.incremental import digest_ledger
+from boardstream.reconcile.reads import readers
+from boardstream.reconcile.reads.snapshot import Offsets, Snapshot
 from boardstream.settings import Settings
 
 log = logging.getLogger(__name__)
