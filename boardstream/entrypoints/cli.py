@@ -37,7 +37,7 @@ from boardstream.generator.plan import GeneratorOptions
 from boardstream.logs import VERBOSE_ENV, configure
 from boardstream.preflight import require
 from boardstream.settings import CLUSTER_SIZES, Settings
-from boardstream.spark.submit import JOBS, build_class_archive, run_submit
+from boardstream.spark.submit import JOBS, application, build_class_archive, run_submit
 
 
 def _setup(args: argparse.Namespace, settings: Settings) -> int:
@@ -152,16 +152,26 @@ def _aggregate(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.aggregations.presets import preset
 
     chosen = preset(args.name)
-    require(settings, chosen.job)
-    return run_submit(settings, chosen.job, [*chosen.job_args(settings), *_job_args(args)])
+    return _submit(settings, chosen.job, [*chosen.job_args(settings), *_job_args(args)])
 
 
 def _job(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "list":
         print("\n".join(sorted(JOBS)))
         return 0
-    require(settings, args.name)
-    return run_submit(settings, args.name, _job_args(args))
+    return _submit(settings, args.name, _job_args(args))
+
+
+def _submit(settings: Settings, job: str, job_args: list[str], short_lived: bool = False) -> int:
+    """spark-submit ``job`` once its flags (parsed here as its driver will parse them) and its
+    services are fine: bad input or a service down is refused before a JVM starts."""
+    from boardstream.entrypoints.job_flags import refusal
+
+    application(job)  # an unknown job is named before anything else
+    if (code := refusal(job, job_args)) is not None:
+        return code
+    require(settings, job)
+    return run_submit(settings, job, job_args, short_lived=short_lived)
 
 
 def _job_args(args: argparse.Namespace) -> list[str]:
@@ -248,8 +258,7 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     # An incremental run's driver compiles with C1 only (spark/jit.py); a full run's keeps C2.
     incremental = args.command == "reconcile" and not args.full
-    require(settings, job)
-    return run_submit(settings, job, job_args, short_lived=incremental)
+    return _submit(settings, job, job_args, short_lived=incremental)
 
 
 # The generator's options as flags (not start_ms: demo data is always timestamped the same way).

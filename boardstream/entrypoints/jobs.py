@@ -160,13 +160,17 @@ def join_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def join_main(argv: Sequence[str] | None = None) -> int:
+def join_config(argv: Sequence[str] | None = None) -> JoinJobConfig:
     parser = join_parser()
     args = parser.parse_args(argv)
     try:
-        config = options_from(JoinJobConfig, args, options=options_from(JoinOptions, args))
+        return options_from(JoinJobConfig, args, options=options_from(JoinOptions, args))
     except InvalidOptionError as error:
         _refuse(parser, error)
+
+
+def join_main(argv: Sequence[str] | None = None) -> int:
+    config = join_config(argv)
     return run_job(JOIN, config, lambda spark, settings: joins.start(spark, settings, config))
 
 
@@ -176,9 +180,12 @@ def sink_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def sink_config(argv: Sequence[str] | None = None) -> SinkJobConfig:
+    return options_from(SinkJobConfig, sink_parser().parse_args(argv))
+
+
 def sink_main(argv: Sequence[str] | None = None) -> int:
-    args = sink_parser().parse_args(argv)
-    config = options_from(SinkJobConfig, args)
+    config = sink_config(argv)
     return run_job(SINK, config, lambda spark, settings: sink.start(spark, settings, config))
 
 
@@ -197,9 +204,13 @@ def table_count_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def table_count_main(argv: Sequence[str] | None = None) -> int:
+def table_count_config(argv: Sequence[str] | None = None) -> TableCountConfig:
     args = table_count_parser().parse_args(argv)
-    config = options_from(TableCountConfig, args, source=options_from(SourceOptions, args))
+    return options_from(TableCountConfig, args, source=options_from(SourceOptions, args))
+
+
+def table_count_main(argv: Sequence[str] | None = None) -> int:
+    config = table_count_config(argv)
     return run_job(
         TABLE_COUNT, config, lambda spark, settings: start_table_count(spark, settings, config)
     )
@@ -223,21 +234,24 @@ def _non_negative_duration(text: str) -> int:
     return 0 if text.strip() in ("0", "0s", "0ms") else duration_ms(text)
 
 
-def _event_time_main(
+def _event_time_config(
     parser: argparse.ArgumentParser,
     argv: Sequence[str] | None,
     spec: Callable[[argparse.Namespace], WindowSpec | SessionSpec],
     job: str,
-) -> int:
+) -> EventTimeConfig:
     args = parser.parse_args(argv)
     try:
         chosen = spec(args)
     except InvalidOptionError as error:
         _refuse(parser, error)
     source = options_from(SourceOptions, args)
-    config = options_from(EventTimeConfig, args, job=job, source=source, spec=chosen)
+    return options_from(EventTimeConfig, args, job=job, source=source, spec=chosen)
+
+
+def _event_time_main(config: EventTimeConfig) -> int:
     return run_job(
-        job, config, lambda spark, settings: start_event_time_count(spark, settings, config)
+        config.job, config, lambda spark, settings: start_event_time_count(spark, settings, config)
     )
 
 
@@ -252,8 +266,12 @@ def _session_spec(args: argparse.Namespace) -> SessionSpec:
     return SessionSpec(args.gap, args.grace, args.retention)
 
 
+def session_config(argv: Sequence[str] | None = None) -> EventTimeConfig:
+    return _event_time_config(session_parser(), argv, _session_spec, "session-count")
+
+
 def session_main(argv: Sequence[str] | None = None) -> int:
-    return _event_time_main(session_parser(), argv, _session_spec, "session-count")
+    return _event_time_main(session_config(argv))
 
 
 def window_parser() -> argparse.ArgumentParser:
@@ -270,5 +288,9 @@ def _window_spec(args: argparse.Namespace) -> WindowSpec:
     return WindowSpec(args.size, args.grace, args.retention, args.emit)
 
 
+def window_config(argv: Sequence[str] | None = None) -> EventTimeConfig:
+    return _event_time_config(window_parser(), argv, _window_spec, "window-count")
+
+
 def window_main(argv: Sequence[str] | None = None) -> int:
-    return _event_time_main(window_parser(), argv, _window_spec, "window-count")
+    return _event_time_main(window_config(argv))

@@ -25,11 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def reconcile_main(argv: Sequence[str] | None = None) -> int:
-    """``jobs/reconcile.py``: exit 0 when the run passes, 1 when it finds anything it cannot
-    prove (the summary says what), 2 when it could not finish (recorded as ERRORED)."""
-    from boardstream.spark.session import spark_session
-
+def reconcile_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reconcile", description=(running.__doc__ or "").splitlines()[0]
     )
@@ -55,7 +51,15 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
         default="10m",
         help="the join's unmatched timeout (boards waiting longer are overdue)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def reconcile_main(argv: Sequence[str] | None = None) -> int:
+    """``jobs/reconcile.py``: exit 0 when the run passes, 1 when it finds anything it cannot
+    prove (the summary says what), 2 when it could not finish (recorded as ERRORED)."""
+    from boardstream.spark.session import spark_session
+
+    args = reconcile_parser().parse_args(argv)
     configure(verbose_requested())
     options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     settings = Settings()
@@ -109,11 +113,7 @@ def _run(
     return 0 if result.passed else 1
 
 
-def repair_main(argv: Sequence[str] | None = None) -> int:
-    """``jobs/repair.py``: repair run RUN_ID's findings, then reconcile again; exit 0 when the
-    new run passes."""
-    from boardstream.spark.session import spark_session
-
+def repair_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="repair", description=(repairing.__doc__ or "").splitlines()[0]
     )
@@ -122,7 +122,15 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sink-checkpoint", type=Path)
     parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
     parser.add_argument("--run-by", default="cli")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def repair_main(argv: Sequence[str] | None = None) -> int:
+    """``jobs/repair.py``: repair run RUN_ID's findings, then reconcile again; exit 0 when the
+    new run passes."""
+    from boardstream.spark.session import spark_session
+
+    args = repair_parser().parse_args(argv)
     configure(verbose_requested())
     settings = Settings()
     if not _reachable(settings, "board-detail-repair"):

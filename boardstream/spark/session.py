@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from boardstream import logs
 from boardstream.settings import Settings
-from boardstream.spark import jvm_options, jvm_stderr
+from boardstream.spark import bind_address, jvm_options, jvm_stderr
 from boardstream.stack import jars
 
 # Checkpoint files through Hadoop's FileSystem API rather than its FileContext (Spark's default).
@@ -44,6 +44,8 @@ def spark_session(
     lines even on a terminal. ``short_lived`` for a driver that plans a few small queries and
     exits (an incremental reconciliation): its JVM compiles with C1 only (:mod:`.jit`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if not os.environ.get("SPARK_ENV_LOADED"):  # a JVM of this process's own: bind it too
+        os.environ.update(bind_address.bind_env(master or settings.spark_master))
     # Under spark-submit (which exports SPARK_ENV_LOADED) its --master wins, and its JVM, already
     # running, was given boardstream's logging; otherwise this session starts the JVM.
     under_submit = bool(os.environ.get("SPARK_ENV_LOADED"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from boardstream import logs
 from boardstream.errors import BoardstreamError
 from boardstream.settings import PROJECT_ROOT, Settings
-from boardstream.spark import class_archive, distribution, jvm_options
+from boardstream.spark import bind_address, class_archive, distribution, jvm_options
 from boardstream.stack import jars
 
 JOBS = {
@@ -44,7 +44,8 @@ def spark_home() -> Path:
 
 def submit_env(settings: Settings | None = None) -> dict[str, str]:
     """The environment spark-submit runs in: this venv's Spark and Python first on the path,
-    and, when given, the settings the job must see (e.g. a cluster from an Airflow connection)."""
+    and, when given, the settings the job must see (e.g. a cluster from an Airflow connection)
+    and the address its driver binds to (:mod:`.bind_address`)."""
     venv_bin = str(Path(sys.executable).parent)
     env = {
         "SPARK_HOME": str(spark_home()),
@@ -53,6 +54,7 @@ def submit_env(settings: Settings | None = None) -> dict[str, str]:
     }
     if settings is not None:
         env.update(settings.kafka_env())
+        env.update(bind_address.bind_env(settings.spark_master))
     return env
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,6 +86,19 @@ def test_an_unknown_job_is_one_line() -> None:
         "boardstream job run: error: argument JOB: invalid choice: 'board-detail-joint' (choose "
         "from 'board-detail-join', 'board-detail-repair', 'board-detail-sink', 'reconcile', "
         "'session-count', 'table-count', 'window-count') (see boardstream job run --help)\n"
+    )
+
+
+def test_a_jobs_bad_flag_is_one_line_from_the_installed_command() -> None:
+    """As a user meets it: no JVM started (no Spark warning), one line, exit 2; how long it
+    took is logged (it was 79 s when the driver parsed its flags under spark-submit)."""
+    began = time.monotonic()
+    result = boardstream("job", "run", "reconcile", "--", "--stall-after", "5x")
+    logging.getLogger(__name__).info("refused in %.1f s", time.monotonic() - began)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "reconcile: error: argument --stall-after: expected a duration like 500ms, 30s, 10m, 2h "
+        "or 7d, got '5x' (see boardstream job run reconcile -- --help)\n"
     )
 
 
@@ -166,8 +181,8 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> Submitted:
         (["job", "run", "reconcile", "--", "--run-by", "x"], ("reconcile", ["--run-by", "x"])),
         # Left out, the "--" is not needed: the whole remainder goes to the job.
         (
-            ["job", "run", "table-count", "--order", "arrival"],
-            ("table-count", ["--order", "arrival"]),
+            ["job", "run", "table-count", "--source-topic", "a", "--output-topic", "b"],
+            ("table-count", ["--source-topic", "a", "--output-topic", "b"]),
         ),
         (
             ["reconcile"],
@@ -213,6 +228,57 @@ def test_reconcile_refuses_a_bad_duration_before_anything_starts(
     assert exited.value.code == 2
     assert submitted == []
     assert f"argument {flag}: expected a duration like 500ms" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (
+            ["job", "run", "reconcile", "--", "--stall-after", "5x"],
+            "reconcile: error: argument --stall-after: expected a duration like 500ms",
+        ),
+        (
+            ["job", "run", "board-detail-join", "--", "--trigger", "bogus"],
+            "board_detail_join: error: argument --trigger: invalid choice: 'bogus'",
+        ),
+        (
+            ["job", "run", "board-detail-sink", "--", "--max-offsets-per-trigger", "0"],
+            "board_detail_sink: error: argument --max-offsets-per-trigger: must be > 0, got 0",
+        ),
+        (
+            ["job", "run", "table-count", "--", "--source-topic", "a"],
+            "table_count: error: the following arguments are required: --output-topic",
+        ),
+        (
+            ["job", "run", "board-detail-repair"],
+            "repair: error: the following arguments are required: --run",
+        ),
+        (
+            ["aggregate", "boards-per-city", "--", "--emit", "sometimes"],
+            "window_count: error: argument --emit: invalid choice: 'sometimes'",
+        ),
+        (  # a value the join's domain refuses, named by its flag
+            ["job", "run", "board-detail-join", "--", "--trigger", "real-time"],
+            "board_detail_join: error: a real-time checkpoint --interval is at least 5 seconds, "
+            "got '1 second'",
+        ),
+    ],
+)
+def test_a_jobs_bad_flags_are_refused_before_spark_submit(
+    argv: list[str], error: str, submitted, capsys
+) -> None:
+    """Parsed here as the job's driver parses them: one line, exit 2, no spark-submit."""
+    assert main(argv) == 2
+    assert submitted == []
+    err = capsys.readouterr().err
+    assert err.startswith(error), err
+    assert err.count("\n") == 1
+
+
+def test_a_jobs_help_is_printed_without_spark_submit(submitted, capsys) -> None:
+    assert main(["job", "run", "board-detail-sink", "--", "--help"]) == 0
+    assert submitted == []
+    assert capsys.readouterr().out.startswith("usage: board_detail_sink [-h]")
 
 
 @pytest.mark.parametrize(

@@ -109,6 +109,7 @@ def test_the_environment_carries_the_kafka_connection_when_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", "/bin")
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
     env = submit.submit_env(settings(tmp_path))
     assert env == {
         "SPARK_HOME": str(SPARK_HOME),
@@ -116,7 +117,9 @@ def test_the_environment_carries_the_kafka_connection_when_given(
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}/bin",
         "BOARDSTREAM_BOOTSTRAP_SERVERS": "kafka-1:9092,kafka-2:9092",
         "BOARDSTREAM_SECURITY_PROTOCOL": "PLAINTEXT",
-    }
+    }  # no SPARK_LOCAL_IP: the master's host (master) does not resolve here, Spark decides
+    local = settings(tmp_path).model_copy(update={"spark_master": "local[2]"})
+    assert submit.submit_env(local)["SPARK_LOCAL_IP"] == "127.0.0.1"
 
 
 def test_connector_jars_come_from_the_cache_comma_separated(tmp_path: Path) -> None:
