@@ -23,6 +23,7 @@ from pathlib import Path
 from boardstream.errors import BoardstreamError
 from boardstream.logs import progress_logger
 from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.stack.ports import ListenPort, env_var
 from boardstream.stack.processes import LocalService
 
 progress_log = progress_logger("airflow")
@@ -53,6 +54,9 @@ class AirflowStandalone(LocalService):
     @property
     def address(self) -> str:
         return f"http://localhost:{self.settings.airflow_port}"
+
+    def listen_ports(self) -> list[ListenPort]:
+        return [ListenPort(self.settings.airflow_port, "airflow's api", env_var("airflow_port"))]
 
     def env(self) -> dict[str, str]:
         return {

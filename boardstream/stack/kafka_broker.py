@@ -20,7 +20,8 @@ from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client, cluster_metadata
 from boardstream.settings import Settings, cluster_replication
 from boardstream.stack import jars
-from boardstream.stack.kafka_layout import KafkaLayout, KafkaNode, kafka_layout
+from boardstream.stack.kafka_layout import PORT_STRIDE, KafkaLayout, KafkaNode, kafka_layout
+from boardstream.stack.ports import ListenPort, env_var
 from boardstream.stack.processes import LocalService, Starting, await_started
 
 LOG4J2 = """\
@@ -84,6 +85,20 @@ class KafkaBroker(LocalService):
     @property
     def address(self) -> str:
         return self.node.address
+
+    def listen_ports(self) -> list[ListenPort]:
+        """Its client and controller ports; a cluster's node n takes the settings' + 2(n-1)."""
+        after = "" if self.layout.size == 1 else f" (node n takes its port + {PORT_STRIDE}(n-1))"
+        return [
+            ListenPort(
+                self.node.port, f"{self.name}'s client", env_var("bootstrap_servers") + after
+            ),
+            ListenPort(
+                self.node.controller_port,
+                f"{self.name}'s controller",
+                env_var("controller_port") + after,
+            ),
+        ]
 
     def server_properties(self) -> str:
         node, listener = self.node, self._client_listener()

@@ -11,12 +11,12 @@ form one.
 from __future__ import annotations
 
 import logging
-import socket
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker, new_cluster_id
 from boardstream.stack.kafka_layout import kafka_layout
+from boardstream.stack.ports import ListenPort, refuse_held
 from boardstream.stack.processes import await_started
 
 logger = logging.getLogger(__name__)
@@ -32,8 +32,8 @@ class KafkaCluster:
         """Start the nodes that are not running (formatting a new cluster's storage first) and
         wait for the whole cluster; one line per node, then the bootstrap servers to use."""
         self.layout.check_ports()
+        refuse_held(self.ports_to_take())
         running = {broker.name: broker.process.pid() for broker in self.brokers}
-        _refuse_busy_ports([broker for broker in self.brokers if running[broker.name] is None])
         self._ensure_storage()
         report, starting = [], []
         for broker in self.brokers:
@@ -54,6 +54,15 @@ class KafkaCluster:
             f"BOARDSTREAM_BROKERS={self.layout.size}"
         )
         return report
+
+    def ports_to_take(self) -> list[ListenPort]:
+        """The ports of the nodes not running yet, which must be free before any starts."""
+        return [
+            port
+            for broker in self.brokers
+            if broker.process.pid() is None
+            for port in broker.listen_ports()
+        ]
 
     def _ensure_storage(self) -> None:
         """Format every node of a new cluster; accept a cluster formatted before."""
@@ -76,27 +85,6 @@ class KafkaCluster:
         for broker in self.brokers:
             broker.configure()
             broker.format_storage(cluster_id, self.layout.quorum_arguments(directories))
-
-
-def _refuse_busy_ports(brokers: list[KafkaBroker]) -> None:
-    """Name a taken port before anything starts: a node only binds its client port once the
-    quorum has registered it (some 15 s in), and then says so amid a stack trace. The probe
-    reuses addresses as Kafka does, so a port its last run left in TIME_WAIT is free."""
-    for broker in brokers:
-        for role, port in (
-            ("client", broker.node.port),
-            ("controller", broker.node.controller_port),
-        ):
-            with socket.socket() as probe:
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    probe.bind(("localhost", port))
-                except OSError as error:
-                    raise BoardstreamError(
-                        f"port {port}, {broker.name}'s {role} port, is in use ({error.strerror}): "
-                        "stop what holds it, or move the cluster (BOARDSTREAM_BOOTSTRAP_SERVERS, "
-                        "BOARDSTREAM_CONTROLLER_PORT: node n listens 2(n-1) ports after them)"
-                    ) from None
 
 
 def storage_state(cluster_ids: list[str | None]) -> str:

@@ -9,6 +9,7 @@ from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.stack.airflow import AirflowStandalone
 from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.kafka_cluster import KafkaCluster
+from boardstream.stack.ports import ListenPort, refuse_held
 from boardstream.stack.postgres import Postgres
 from boardstream.stack.processes import ManagedProcess
 from boardstream.stack.spark_cluster import SparkMaster, SparkWorker
@@ -22,6 +23,8 @@ class Service(Protocol):
     def address(self) -> str: ...
 
     def start(self) -> int: ...
+
+    def listen_ports(self) -> list[ListenPort]: ...
 
 
 @dataclass(frozen=True)
@@ -67,14 +70,23 @@ class LocalStack:
     ) -> list[str]:
         """Start what is not running yet; report what already was. Returns one line each (a
         Kafka cluster's ends with its bootstrap servers), and with the Spark cluster, a last
-        one on how jobs reach it. ``brokers``: 1 or 3, by default the settings'."""
+        one on how jobs reach it. ``brokers``: 1 or 3, by default the settings'. A port held
+        by another process is refused before anything starts (see ports.py)."""
         size = brokers or self.settings.brokers
-        # A cluster's nodes start together (see kafka_cluster.py); a single broker as any service.
-        report = KafkaCluster(self.settings, size).up() if size > 1 else []
-        wanted: list[Service] = [] if size > 1 else [self.kafka]
+        cluster = KafkaCluster(self.settings, size) if size > 1 else None
+        wanted: list[Service] = [] if cluster else [self.kafka]
         wanted += [self.postgres] if postgres else []
         wanted += [self.spark_master, self.spark_worker] if spark_cluster else []
         wanted += [self.airflow] if airflow else []
+        starting = [service for service in wanted if service.process.pid() is None]
+        refuse_held(
+            [
+                *(cluster.ports_to_take() if cluster else []),
+                *(port for service in starting for port in service.listen_ports()),
+            ]
+        )
+        # A cluster's nodes start together (see kafka_cluster.py); a single broker as any service.
+        report = cluster.up() if cluster else []
         for service in wanted:
             pid = service.process.pid()
             if pid is not None:

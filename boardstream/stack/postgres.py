@@ -17,6 +17,7 @@ from pathlib import Path
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
+from boardstream.stack.ports import ListenPort, env_var
 from boardstream.stack.processes import LocalService
 
 DATABASE = "boardstream"
@@ -54,6 +55,10 @@ class Postgres(LocalService):
     @property
     def address(self) -> str:
         return f"localhost:{self.settings.postgres_port}"
+
+    def listen_ports(self) -> list[ListenPort]:
+        port = self.settings.postgres_port
+        return [ListenPort(port, "postgres's server", env_var("postgres_port"))]
 
     @property
     def url(self) -> str:

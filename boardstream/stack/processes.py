@@ -1,7 +1,11 @@
-"""Background services tracked by pid files, so ``down`` stops only what ``up`` started.
+"""Background services tracked by pid files, so ``down`` stops only what ``up`` started, whole.
 
 A pid file alone can outlive its process and the pid be reused; a process counts as ours only
 while its command line still contains the marker it was started with (its own data directory).
+Each service starts in a session of its own, so the processes it starts in turn (Airflow's
+scheduler, api-server and workers; a Spark worker's executors) are found by their session id
+and stopped with it: stopping the leader alone left them running, Airflow's api-server still
+on its port.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import ClassVar
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
+from boardstream.stack.ports import ListenPort
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ class ManagedProcess:
             os.kill(pid, self.stop_signal)
 
     def stop(self, timeout_s: float = 30.0) -> bool:
-        """``stop_signal``, then SIGKILL after ``timeout_s``; False if it was not running."""
+        """Stop the process and its session (see ``_terminate``); False if it was not running."""
         pid = self.pid()
         if pid is None:
             return False
@@ -80,22 +85,31 @@ class ManagedProcess:
         return True
 
     def stop_started(self, process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
-        """Stop a process ``start`` returned, by its handle: just after the exec, ``pid()`` may
-        not recognise it yet (see ``start``), and would leave it running."""
-        if process.poll() is None:
+        """Stop a process ``start`` returned, and its session, by its handle: just after the
+        exec, ``pid()`` may not recognise it yet (see ``start``), and would leave it running.
+        A leader that exited may have left processes of its session behind: they are stopped."""
+        if process.poll() is None or session_members(process.pid):
             self._terminate(process.pid, timeout_s)
         self.pid_file.unlink(missing_ok=True)
 
-    def _terminate(self, pid: int, timeout_s: float) -> None:
-        """``stop_signal``, then SIGKILL after ``timeout_s``."""
-        os.kill(pid, self.stop_signal)
+    def _terminate(self, leader: int, timeout_s: float) -> None:
+        """``stop_signal`` to the session's leader, which stops its own processes (Airflow
+        standalone its components, on SIGINT); within ``timeout_s``, wait for the leader, then
+        for the rest of its session; SIGKILL whatever of the session is left, until it is gone.
+        ``start`` made the leader's pid its session's id."""
+        if _alive(leader):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(leader, self.stop_signal)
         deadline = time.monotonic() + timeout_s
-        while _alive(pid) and time.monotonic() < deadline:
+        while _alive(leader) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-            while _alive(pid):
-                time.sleep(0.1)
+        while session_members(leader) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        while left := session_members(leader):
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
 
 
@@ -114,6 +128,10 @@ class LocalService:
         self.process = ManagedProcess(
             self.name, settings.var_dir / "run" / f"{self.name}.pid", marker, self.stop_signal
         )
+
+    def listen_ports(self) -> list[ListenPort]:
+        """The TCP ports the service will listen on, which ``up`` checks are free first."""
+        raise NotImplementedError(f"{type(self).__name__} names no ports")
 
     def await_ready(
         self,
@@ -178,6 +196,24 @@ def log_tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except FileNotFoundError:
         return "(no log)"
+
+
+def session_members(session: int) -> list[int]:
+    """The live processes (zombies are gone) of ``session``, from /proc. A session's id stays
+    its leader's pid while any member lives, and that pid is not reused meanwhile."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        try:
+            if os.getsid(pid) != session:
+                continue
+        except OSError:  # exited since the listing
+            continue
+        if _alive(pid):
+            members.append(pid)
+    return sorted(members)
 
 
 def _cmdline(pid: int) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.spark.submit import spark_home
+from boardstream.stack.ports import ListenPort, env_var
 from boardstream.stack.processes import LocalService
 
 HOST = "127.0.0.1"
@@ -118,6 +119,18 @@ class SparkMaster(SparkDaemon):
     def ui(self) -> str:
         return f"http://{HOST}:{self.settings.spark_master_ui_port}"
 
+    def listen_ports(self) -> list[ListenPort]:
+        return [
+            ListenPort(
+                self.settings.spark_master_port, "spark-master's RPC", env_var("spark_master_port")
+            ),
+            ListenPort(
+                self.settings.spark_master_ui_port,
+                "spark-master's web UI",
+                env_var("spark_master_ui_port"),
+            ),
+        ]
+
     def properties(self) -> dict[str, str]:
         # The REST server serves cluster-mode submissions (not for Python) on a fixed port
         # (6066) that a second local cluster could not get.
@@ -161,6 +174,11 @@ class SparkWorker(SparkDaemon):
     def address(self) -> str:
         """Its web UI, which is also how the master's JSON names it."""
         return f"http://{HOST}:{self.settings.spark_worker_ui_port}"
+
+    def listen_ports(self) -> list[ListenPort]:
+        """Its web UI's; its own port is any free one (Spark picks it)."""
+        port = self.settings.spark_worker_ui_port
+        return [ListenPort(port, "spark-worker's web UI", env_var("spark_worker_ui_port"))]
 
     def arguments(self) -> list[str]:
         return [

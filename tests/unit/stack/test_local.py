@@ -2,17 +2,26 @@
 not running yet (Kafka always, a single broker or a cluster; in order Kafka, PostgreSQL, the
 Spark master and worker, Airflow) and, with the Spark cluster, ends saying how jobs reach it;
 down stops in reverse order (the worker before its master) and reports only what it stopped;
-status is one aligned line per service (a cluster's extra brokers when asked for or running)."""
+status is one aligned line per service (a cluster's extra brokers when asked for or running).
+A port held by another process is refused before anything starts, whichever service needs it."""
 
 from __future__ import annotations
 
+import os
+import socket
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.stack import local
+from boardstream.stack.kafka_cluster import KafkaCluster
 from boardstream.stack.local import LocalStack, ServiceStatus
+from boardstream.stack.ports import ListenPort, listeners
+from tests.fixtures import cluster_settings, free_port, isolated_settings
 
 
 class Process:
@@ -49,6 +58,9 @@ class Service:
     def how_jobs_reach_it(self) -> str:
         return f"jobs reach {self.name}"
 
+    def listen_ports(self) -> list[ListenPort]:
+        return []
+
 
 @pytest.fixture
 def log() -> list[str]:
@@ -74,6 +86,9 @@ class Cluster:
 
     def up(self) -> list[str]:
         return [f"{self.size} brokers up", "bootstrap servers: a,b,c"]
+
+    def ports_to_take(self) -> list[ListenPort]:
+        return []
 
 
 def test_the_stacks_services_in_start_order(tmp_path: Path) -> None:
@@ -213,3 +228,89 @@ def test_status_is_a_line_per_service(tmp_path, log) -> None:
         "spark-worker stopped                localhost:12",
         "airflow      stopped                localhost:7",
     ]
+
+
+def real_stack_that_starts_nothing(settings: Settings, monkeypatch, started: list[str]):
+    """The real services (their ports and pid files), each start only recorded: a refusal that
+    came too late shows as a start, and starts no real service."""
+    made = LocalStack(settings)
+    for service in made.services:
+        monkeypatch.setattr(service, "start", lambda name=service.name: started.append(name) or 1)
+    monkeypatch.setattr(KafkaCluster, "up", lambda self: started.append("cluster") or [])
+    return made
+
+
+@pytest.mark.parametrize(
+    ("setting", "what"),
+    [
+        ("controller_port", "kafka's controller"),
+        ("postgres_port", "postgres's server"),
+        ("spark_master_ui_port", "spark-master's web UI"),
+        ("spark_worker_ui_port", "spark-worker's web UI"),
+        ("airflow_port", "airflow's api"),
+    ],
+)
+def test_up_refuses_a_held_port_before_starting_anything(
+    tmp_path, monkeypatch, setting, what
+) -> None:
+    started: list[str] = []
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        settings = isolated_settings(tmp_path, **{setting: port})
+        made = real_stack_that_starts_nothing(settings, monkeypatch, started)
+        with pytest.raises(BoardstreamError) as refused:
+            made.up(postgres=True, airflow=True, spark_cluster=True)
+    assert str(refused.value).startswith(f"port {port} ({what}) is held by pid {os.getpid()} (")
+    assert str(refused.value).endswith(f"; stop it or set BOARDSTREAM_{setting.upper()}")
+    assert started == []
+
+
+def test_up_refuses_a_held_port_of_a_clusters_node_before_starting_anything(
+    tmp_path, monkeypatch
+) -> None:
+    started: list[str] = []
+    settings = cluster_settings(tmp_path)
+    port = settings.controller_port + 4  # kafka-3's controller
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", port))
+        held.listen()
+        made = real_stack_that_starts_nothing(settings, monkeypatch, started)
+        with pytest.raises(BoardstreamError) as refused:
+            made.up(postgres=True)
+    assert str(refused.value).startswith(
+        f"port {port} (kafka-3's controller) is held by pid {os.getpid()} ("
+    )
+    assert str(refused.value).endswith(
+        "; stop it or set BOARDSTREAM_CONTROLLER_PORT (node n takes its port + 2(n-1))"
+    )
+    assert started == []
+
+
+def test_a_service_running_under_our_pid_file_is_not_refused_its_port(
+    tmp_path, monkeypatch
+) -> None:
+    """Airflow's port held by our own Airflow (a process with its marker, listening there): it
+    is reported as running, not refused."""
+    started: list[str] = []
+    settings = isolated_settings(tmp_path, airflow_port=free_port())
+    made = real_stack_that_starts_nothing(settings, monkeypatch, started)
+    code = (
+        "import socket, time\ns = socket.socket()\n"
+        f"s.bind(('127.0.0.1', {settings.airflow_port}))\ns.listen()\ntime.sleep(300)"
+    )
+    ours = made.airflow.process.start(
+        [sys.executable, "-c", code, made.airflow.process.marker], made.airflow.log_file
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (
+            made.airflow.process.pid() != ours.pid or settings.airflow_port not in listeners()
+        ):
+            time.sleep(0.05)
+        lines = made.up(airflow=True)
+        assert lines[-1] == f"airflow already running (pid {ours.pid}) on {made.airflow.address}"
+        assert started == ["kafka"]
+    finally:
+        made.airflow.process.stop_started(ours, timeout_s=5)

@@ -1,8 +1,12 @@
-"""ManagedProcess: a pid file counts only while its process still carries the marker; processes
-started together are awaited together, and stopped together when one fails."""
+"""ManagedProcess: a pid file counts only while its process still carries the marker; stopping it
+stops its whole session (children and grandchildren, those ignoring the signal too) and nothing
+else; processes started together are awaited together, and stopped together when one fails."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,7 +15,13 @@ import pytest
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
-from boardstream.stack.processes import LocalService, ManagedProcess, Starting, await_started
+from boardstream.stack.processes import (
+    LocalService,
+    ManagedProcess,
+    Starting,
+    await_started,
+    session_members,
+)
 
 
 def managed(tmp_path: Path, marker: str) -> ManagedProcess:
@@ -51,6 +61,54 @@ def test_a_pid_file_naming_someone_elses_process_is_stale(tmp_path: Path) -> Non
     process.pid_file.write_text("1")  # init: alive, but not ours
     assert process.pid() is None
     assert not process.pid_file.exists()
+
+
+# The leader (sh) runs a sleep, a subshell that ignores SIGTERM and SIGINT and runs a sleep of its
+# own (which inherits that), and a sleep in the foreground: five processes in one session.
+FAMILY = 'sleep 300 & (trap "" TERM INT; sleep 300; :) & sleep 300; wait'
+
+
+def members_once_started(session: int, count: int) -> list[int]:
+    deadline = time.monotonic() + 10
+    while len(members := session_members(session)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return members
+
+
+def test_stop_stops_the_whole_session_and_nothing_else(tmp_path: Path) -> None:
+    marker = str(tmp_path / "marker")
+    process = managed(tmp_path, marker)
+    bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    handle = process.start(["sh", "-c", FAMILY, marker], tmp_path / "log")
+    try:
+        members = members_once_started(handle.pid, 5)
+        assert len(members) == 5 and handle.pid in members, members
+        assert process.stop(timeout_s=1) is True
+        assert session_members(handle.pid) == []
+        assert bystander.poll() is None, "a process of another session is not touched"
+        assert not process.pid_file.exists()
+    finally:
+        for pid in session_members(handle.pid):  # left by a broken stop
+            os.kill(pid, signal.SIGKILL)
+        handle.wait()
+        os.kill(bystander.pid, signal.SIGKILL)
+        bystander.wait()
+
+
+def test_a_started_leader_that_exited_leaves_no_session_behind(tmp_path: Path) -> None:
+    """``stop_started`` (a service that failed to start): its leader gone, its children are
+    stopped all the same."""
+    marker = str(tmp_path / "marker")
+    process = managed(tmp_path, marker)
+    handle = process.start(["sh", "-c", "sleep 300 & exit 3", marker], tmp_path / "log")
+    try:
+        assert handle.wait(timeout=10) == 3
+        assert len(members_once_started(handle.pid, 1)) == 1
+        process.stop_started(handle, timeout_s=1)
+        assert session_members(handle.pid) == []
+    finally:
+        for pid in session_members(handle.pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 class Sleeper(LocalService):
