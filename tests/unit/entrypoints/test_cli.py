@@ -524,7 +524,10 @@ def test_output_piped_into_head_is_not_an_error(monkeypatch) -> None:
 
 
 def test_verbose_is_passed_on_to_the_jobs_it_starts(monkeypatch, submitted) -> None:
-    monkeypatch.delenv(VERBOSE_ENV, raising=False)
+    # Set, then deleted: monkeypatch then restores the variable's absence afterwards, which a
+    # delenv of an absent variable alone does not (main's "1" leaked into the later tests).
+    monkeypatch.setenv(VERBOSE_ENV, "")
+    monkeypatch.delenv(VERBOSE_ENV)
     try:
         assert main(["job", "run", "reconcile"]) == 3
         assert VERBOSE_ENV not in os.environ
