@@ -10,6 +10,8 @@ import sys
 import pytest
 import sqlalchemy
 
+from boardstream.stack.ports import listeners
+from boardstream.stack.processes import session_members
 from tests.fixtures import cli, free_port, isolated_settings, world_readable_dir
 
 
@@ -95,3 +97,35 @@ def test_produce_to_missing_topics_is_refused(kafka) -> None:
     result = cli(kafka, "produce", "--members", "5", "--boards", "5", extra_env=missing)
     assert result.returncode == 1
     assert "unknown topic(s) absent-member, absent-board" in result.stderr
+
+
+def test_down_stops_every_airflow_process_and_up_refuses_its_held_port(own_stack) -> None:
+    """Airflow standalone starts its scheduler, DAG processor, triggerer and api-server as
+    processes of its own: `down` must leave none of them (a listing of its session before and
+    after), and a second stack on the same port must be refused, naming the api-server. (On a
+    quiet machine standalone stops its components itself within the stop timeout, so stopping
+    the leader alone passes here too; tests/unit/stack/test_processes.py holds a session member
+    that ignores the stop signal, which that variant leaves running.)"""
+    port = str(free_port())
+    env = {"BOARDSTREAM_AIRFLOW_PORT": port}
+    up = cli(own_stack, "stack", "up", "--airflow", extra_env=env, timeout=600)
+    assert up.returncode == 0, up.stdout + up.stderr
+    leader = int(up.stdout.split("airflow started (pid ")[1].split(")")[0])
+    before = session_members(leader)
+    assert leader in before and len(before) >= 5, before  # standalone and its components
+
+    other = isolated_settings(world_readable_dir("boardstream-stack-"))
+    try:
+        refused = cli(other, "stack", "up", "--airflow", extra_env=env)
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert refused.stderr.startswith(f"boardstream: error: port {port} (airflow's api) is held")
+        assert refused.stderr.count("\n") == 1
+        assert "kafka started" not in refused.stdout  # nothing was started
+    finally:
+        cli(other, "stack", "down")
+        shutil.rmtree(other.var_dir, ignore_errors=True)
+
+    down = cli(own_stack, "stack", "down", extra_env=env, timeout=120)
+    assert down.stdout.splitlines() == ["airflow stopped", "kafka stopped"]
+    assert session_members(leader) == []
+    assert int(port) not in listeners()
