@@ -73,8 +73,8 @@ MUTANTS = (
         {
             "boardstream/reconcile/checks/positions.py": [
                 (
-                    'conflict = (held > 1) | (F.col("joined_versions") > 1)',
-                    "conflict = F.lit(False)",
+                    "n_held > 1 OR joined_versions > 1 AS conflicted",
+                    "FALSE AS conflicted",
                 )
             ]
         },
@@ -87,8 +87,8 @@ MUTANTS = (
         {
             "boardstream/reconcile/checks/table_checks.py": [
                 (
-                    '[F.col(f"row_{c}") == F.col(f"newest_{c}") for c in (*_POSITION, "digest")],',
-                    '[F.col(f"row_{c}") == F.col(f"newest_{c}") for c in ("digest",)],',
+                    'for c in (*_POSITION, "digest"))]',
+                    'for c in ("digest",))]',
                 ),
             ]
         },

@@ -152,15 +152,8 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
         )
 
     def facts(inputs: checks.CheckInputs) -> list[tuple]:
-        boards = table_checks.per_board(
-            inputs.details,
-            inputs.table,
-            end["board-detail"],
-            inputs.sink_dead_letters,
-            (end["board-detail"], inputs.table_read.detail_end),
-        )
-        found = checks.facts(inputs, boards, settings, snapshot, None, 0, options)
-        return sorted(tuple(r) for r in found.collect())
+        bounds = checks.bounds(inputs.table_read, False, settings, snapshot, None, 0, options)
+        return sorted(tuple(r) for r in checks.facts(inputs, bounds).collect())
 
     whole = facts(frames(spark, settings, [BASE, NEW], table))
     found = arrow_checks.evaluate(partial, settings, snapshot, None, 0, options)

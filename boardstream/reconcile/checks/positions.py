@@ -23,126 +23,150 @@ a batch under way, such an output is ``extra`` and such a board ``conflicting``.
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.window import Window
-
+from boardstream.reconcile.checks.sql import any_of, below, flag
 from boardstream.reconcile.reads.expired import EXPIRED
-from boardstream.spark.columns import any_of, below
 
 OUTCOMES = ("joined", "unmatched", "dead_lettered", "pending")
 HOLDERS = ("source", *OUTCOMES)
+# The views each holder's records come from (:class:`.spark_checks.CheckInputs`' fields).
+_VIEWS = {
+    "source": "sources",
+    "joined": "details",
+    "unmatched": "unmatched",
+    "dead_lettered": "board_dead_letters",
+    "pending": "waiting",
+}
+# Which holders' records carry the board fields' digest, the whole record's, an expired flag.
+_BOARD_DIGEST = ("source", "joined", "unmatched")
+_FLAGGED = ("joined", "unmatched", "dead_lettered")
 
 
-def holdings(holders: dict[str, DataFrame]) -> DataFrame:
+def holdings() -> str:
     """Every record of every holder (holder, board_id, source position, and where the holder
     has them the board fields' digest and the whole record's), with how many records each
     holder has at its position (``n_<holder>``), the source's board id and digest there,
     whether the record is its holder's first at that position, and how many different joined
-    records the position has."""
-    holder = F.col("holder")
-    position = Window.partitionBy("source_partition", "source_offset").orderBy("holder")
-    whole = position.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    records the position has: a query over the holders' views."""
 
-    def column(frame: DataFrame, name: str) -> Column | str:
-        return name if name in frame.columns else F.lit(None).cast("bigint").alias(name)
-
-    def expired(frame: DataFrame) -> Column:
-        """Whether the record is evidence of one its topic deleted (:mod:`.expired`)."""
-        flag = F.col(EXPIRED) if EXPIRED in frame.columns else F.lit(None)
-        return F.coalesce(flag.cast("boolean"), F.lit(False)).alias(EXPIRED)
-
-    tagged = [
-        frame.select(
-            F.lit(name).alias("holder"),
-            "board_id",
-            "source_partition",
-            "source_offset",
-            column(frame, "board_digest"),
-            column(frame, "digest"),
-            expired(frame),
+    def tagged(name: str) -> str:
+        board_digest = "board_digest" if name in _BOARD_DIGEST else "CAST(NULL AS BIGINT)"
+        digest = "digest" if name == "joined" else "CAST(NULL AS BIGINT)"
+        expired = f"coalesce(CAST({EXPIRED} AS BOOLEAN), FALSE)" if name in _FLAGGED else "FALSE"
+        return (
+            f"SELECT '{name}' AS holder, board_id, source_partition, source_offset, "
+            f"{board_digest} AS board_digest, {digest} AS digest, {expired} AS {EXPIRED} "
+            f"FROM {_VIEWS[name]}"
         )
-        for name, frame in holders.items()
-    ]
+
+    counts = ", ".join(f"count_if(holder = '{name}') OVER whole AS n_{name}" for name in HOLDERS)
+    union = " UNION ALL ".join(tagged(name) for name in HOLDERS)
     # A dead letter names no board (its record could not be parsed): label it by position.
-    label = F.concat(
-        F.lit("board["), F.col("source_partition"), F.lit("]@"), F.col("source_offset")
-    )
-    return reduce(DataFrame.unionByName, tagged).select(
-        "holder",
-        F.coalesce("board_id", label).alias("board_id"),
-        "source_partition",
-        "source_offset",
-        "board_digest",
-        *[F.count_if(holder == name).over(whole).alias(f"n_{name}") for name in HOLDERS],
-        F.count_if(EXPIRED).over(whole).alias("n_expired"),
-        F.max(F.when(holder == "source", F.col("board_id"))).over(whole).alias("source_board"),
-        F.max(F.when(holder == "source", F.col("board_digest"))).over(whole).alias("source_digest"),
-        (~F.lag("holder").over(position).eqNullSafe(holder)).alias("first"),
-        # Replays of a join are exact copies: distinct joined contents at one position are not.
-        F.size(F.collect_set(F.when(holder == "joined", F.col("digest"))).over(whole)).alias(
-            "joined_versions"
-        ),
-    )
+    return f"""
+        SELECT
+            holder,
+            coalesce(board_id, concat('board[', source_partition, ']@', source_offset))
+                AS board_id,
+            source_partition,
+            source_offset,
+            board_digest,
+            {counts},
+            count_if({EXPIRED}) OVER whole AS n_expired,
+            max(CASE WHEN holder = 'source' THEN tagged.board_id END) OVER whole
+                AS source_board,
+            max(CASE WHEN holder = 'source' THEN board_digest END) OVER whole
+                AS source_digest,
+            NOT (lag(holder) OVER ordered <=> holder) AS is_first,
+            -- Replays of a join are exact copies: distinct joined contents at one position
+            -- are not.
+            coalesce(
+                size(collect_set(CASE WHEN holder = 'joined' THEN digest END) OVER whole), 0
+            ) AS joined_versions
+        FROM ({union}) AS tagged
+        WINDOW
+            ordered AS (PARTITION BY source_partition, source_offset ORDER BY holder),
+            whole AS (
+                PARTITION BY source_partition, source_offset ORDER BY holder
+                ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+            )
+    """
 
 
-def checks(
+def classed(
     join_end: dict[int, int],
     earliest: dict[int, int],
     under_way_to: dict[int, int] | None,
-    unseen: bool = False,
-) -> dict[str, Column]:
-    """Conditions on the holdings' rows: the balance's classes (on source rows) and the
-    position findings. ``under_way_to``: how far the batch under way reads (None: none is);
-    ``unseen``: output records were deleted before any run read them (:mod:`.expired`)."""
-    holder = F.col("holder")
-    partition, offset = F.col("source_partition"), F.col("source_offset")
-    read = below(partition, offset, join_end)
-    outputs = [F.col(f"n_{name}") > 0 for name in ("joined", "unmatched", "dead_lettered")]
-    held_by_outputs = reduce(lambda a, b: a + b, [o.cast("int") for o in outputs])
-    waiting = F.col("n_pending") > 0
-    held = held_by_outputs + waiting.cast("int")
+) -> str:
+    """The terms the checks are written in, on the rows of :func:`holdings` (the view
+    ``holdings``). ``under_way_to``: how far the batch under way reads (None: none is)."""
+    read = below("source_partition", "source_offset", join_end)
+    by_outputs = " + ".join(
+        f"CAST(n_{name} > 0 AS INT)" for name in ("joined", "unmatched", "dead_lettered")
+    )
+    held = f"({by_outputs}) + CAST(n_pending > 0 AS INT)"
     if under_way_to is not None:  # a board pending in the snapshot's state may be resolved since
-        held = F.when(waiting & (held_by_outputs == 1), 1).otherwise(held)
-    source = holder == "source"
-    # Replays of a join are exact copies: different joined records at one position conflict.
-    conflict = (held > 1) | (F.col("joined_versions") > 1)
-    single = source & read & (held == 1) & ~conflict
-    is_output = holder.isin("joined", "unmatched", "dead_lettered")
+        held = f"CASE WHEN n_pending > 0 AND ({by_outputs}) = 1 THEN 1 ELSE {held} END"
     # A source board below the topic's earliest offset was deleted by retention: its outputs
     # can no longer be checked against it, which is reported, not called extra.
-    retained = any_of((partition == p) & (offset >= start) for p, start in earliest.items())
-    other_board = holder.isin("joined", "unmatched") & ~F.col("board_id").eqNullSafe(
-        F.col("source_board")
+    retained = any_of(
+        f"source_partition = {int(p)} AND source_offset >= {int(start)}"
+        for p, start in sorted(earliest.items())
     )
     # Positions past what the join has read, and past the batch under way: no output yet.
-    unread = ~below(partition, offset, join_end if under_way_to is None else under_way_to)
-    # An output whose board fields are not its source board's: the join copies them verbatim.
-    altered = (
-        holder.isin("joined", "unmatched")
-        & (F.col("n_source") > 0)
-        & ~other_board
-        & ~F.col("board_digest").eqNullSafe(F.col("source_digest"))
+    unread = below(
+        "source_partition",
+        "source_offset",
+        join_end if under_way_to is None else under_way_to,
     )
+    return f"""
+        SELECT
+            *,
+            is_source AND is_read AND n_held = 1 AND NOT conflicted AS single
+        FROM (
+            SELECT
+                *,
+                -- Different joined records at one position conflict.
+                n_held > 1 OR joined_versions > 1 AS conflicted
+            FROM (
+                SELECT
+                    *,
+                    holder = 'source' AS is_source,
+                    {read} AS is_read,
+                    {by_outputs} AS held_by_outputs,
+                    {held} AS n_held,
+                    holder IN ('joined', 'unmatched', 'dead_lettered') AS is_output,
+                    {retained} AS retained,
+                    holder IN ('joined', 'unmatched') AND NOT (board_id <=> source_board)
+                        AS other_board,
+                    NOT {unread} AS unread
+                FROM holdings
+            ) AS terms
+        ) AS conflicts
+    """
+
+
+def checks(unseen: bool = False) -> dict[str, str]:
+    """Conditions on :func:`classed` rows: the balance's classes (on source rows) and the
+    position findings. ``unseen``: output records were deleted before any run read them
+    (:mod:`.expired`)."""
     return {
-        "source": source,
-        "read": source & read,
-        "not_yet_read": source & ~read,
-        "joined": single & (F.col("n_joined") > 0),
-        "unmatched": single & (F.col("n_unmatched") > 0),
-        "dead_lettered": single & (F.col("n_dead_lettered") > 0),
-        "pending": single & waiting & (held_by_outputs == 0),
-        "missing": source & read & (held == 0) & F.lit(not unseen),
-        "expired_unseen": source & read & (held == 0) & F.lit(unseen),
-        "conflicting": source & read & conflict,
-        "extra": (is_output | (holder == "pending"))
-        & retained
-        & ((F.col("first") & ((F.col("n_source") == 0) | (is_output & unread))) | other_board),
-        "altered_output": altered,
-        "source_expired": is_output & ~retained & F.col("first"),
+        "source": "is_source",
+        "read": "is_source AND is_read",
+        "not_yet_read": "is_source AND NOT is_read",
+        "joined": "single AND n_joined > 0",
+        "unmatched": "single AND n_unmatched > 0",
+        "dead_lettered": "single AND n_dead_lettered > 0",
+        "pending": "single AND n_pending > 0 AND held_by_outputs = 0",
+        "missing": f"is_source AND is_read AND n_held = 0 AND {flag(not unseen)}",
+        "expired_unseen": f"is_source AND is_read AND n_held = 0 AND {flag(unseen)}",
+        "conflicting": "is_source AND is_read AND conflicted",
+        "extra": "(is_output OR holder = 'pending') AND retained AND ("
+        "(is_first AND (n_source = 0 OR (is_output AND unread))) OR other_board)",
+        # An output whose board fields are not its source board's: the join copies them
+        # verbatim.
+        "altered_output": "holder IN ('joined', 'unmatched') AND n_source > 0 "
+        "AND NOT other_board AND NOT (board_digest <=> source_digest)",
+        "source_expired": "is_output AND NOT retained AND is_first",
         # An outcome that rests on a record its topic deleted: reported, not failed.
-        "expired_evidence": single & (F.col("n_expired") > 0),
-        "topic_replays": is_output & ~F.col("first") & ~other_board,
+        "expired_evidence": "single AND n_expired > 0",
+        "topic_replays": "is_output AND NOT is_first AND NOT other_board",
     }

@@ -1,16 +1,17 @@
 """The exact checks of one snapshot, as a Spark batch job over the Kafka connector.
 
-Three frames carry them, each built with one shuffle: the positions' holdings (the join's balance:
-every source position it read in exactly one outcome, :mod:`.positions`), the per-board frame
-(every ``board_detail`` row against ``board-detail``, :mod:`.table_checks`) and the waiting boards
-of the join's state. Every count and finding is a row filter on one of them, all evaluated in one
-Spark action; liveness (:mod:`.liveness`) and the table's types are checked beside it. A run
+A full run reads its inputs (:class:`CheckInputs`) from the topics, the join's state and the
+whole table, and has Spark run the checks' one query (:mod:`.facts`) over them in one action:
+the positions' holdings (the join's balance: every source position it read in exactly one
+outcome, :mod:`.positions`), the per-board frame (every ``board_detail`` row against
+``board-detail``, :mod:`.table_checks`) and the waiting boards of the join's state, each built
+with one shuffle. Liveness (:mod:`.liveness`) and the table's types are checked beside it. A run
 fails on anything it cannot prove: loss, a position in two outcomes, an output or a row nothing
 accounts for, a stall, content or types that differ.
 
-The checks read only their inputs (:class:`CheckInputs`): a full run reads them from the topics
-and the table; the incremental runs of issue #22 are to give them the records of the positions
-and boards new data touches.
+The checks read only their inputs: any set of frames that holds every record of the positions
+and boards it names is checked exactly alike, which is how an incremental run checks the
+records new data touches (:mod:`.arrow_checks`).
 """
 
 from __future__ import annotations
@@ -18,17 +19,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import reduce
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from boardstream.joins.job import QUERY_NAME as JOIN
-from boardstream.joins.member_table import LATEST, JoinOptions
+from boardstream.joins.member_table import JoinOptions
+from boardstream.reconcile.checks import facts as facts_query
 from boardstream.reconcile.checks import liveness, positions, table_checks
 from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.expired import EXPIRED
@@ -38,7 +39,6 @@ from boardstream.reconcile.reads.waiting import waiting_lines
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_guard import recorded_identity
-from boardstream.spark.columns import below
 from boardstream.timing import phase
 
 EXAMPLES = 20  # ids kept per finding
@@ -419,17 +419,35 @@ def evaluate(
 ) -> pa.Table:
     """Every check on ``inputs`` in one Spark action: the facts (FACT_COLUMNS and ``detail``),
     the table's type mismatches among them (a board fact each, its example as ``detail``)."""
-    detail_topic = settings.board_detail_topic
-    boards = table_checks.per_board(
-        inputs.details,
-        inputs.table,
-        snapshot.sink.of(detail_topic),
-        inputs.sink_dead_letters,
-        (snapshot.latest[detail_topic], inputs.table_read.detail_end),
-    ).cache()  # read by its checks and the drill
-    found = facts(inputs, boards, settings, snapshot, join_mode, now_ms, options).toArrow()
-    boards.unpersist()
+    found = facts(
+        inputs,
+        bounds(
+            inputs.table_read, bool(inputs.unseen), settings, snapshot, join_mode, now_ms, options
+        ),
+    ).toArrow()
     return with_type_mismatches(found, inputs.table_read)
+
+
+def bounds(
+    table_read: TableRead,
+    unseen: bool,
+    settings: Settings,
+    snapshot: Snapshot,
+    join_mode: str | None,
+    now_ms: int,
+    options: ReconcileOptions,
+) -> facts_query.Bounds:
+    """What the checks' query needs of a run besides its inputs."""
+    return facts_query.Bounds.of(
+        settings,
+        snapshot,
+        table_read.detail_end,
+        unseen,
+        join_mode,
+        now_ms,
+        options.unmatched_timeout_ms,
+        options.stall_after_ms,
+    )
 
 
 def with_type_mismatches(found: pa.Table, table_read: TableRead) -> pa.Table:
@@ -493,127 +511,22 @@ def summarize(
     return found, balance
 
 
-def facts(
-    inputs: CheckInputs,
-    boards: DataFrame,
-    settings: Settings,
-    snapshot: Snapshot,
-    join_mode: str | None,
-    now_ms: int,
-    options: ReconcileOptions,
-) -> DataFrame:
-    """Every check that holds, one row each (FACT_COLUMNS): keyed by the source position a
-    position check holds on, else by board. ``boards`` is :func:`table_checks.per_board` of
-    the inputs. What a run counts is an aggregate of these; an incremental run keeps them per
-    key."""
-    board, detail_topic = settings.board_topic, settings.board_detail_topic
-    details, waiting = inputs.details, inputs.waiting
-    holdings = positions.holdings(
-        {
-            "source": inputs.sources,
-            "joined": details.select(
-                "board_id",
-                "source_partition",
-                "source_offset",
-                "board_digest",
-                "digest",
-                expired.EXPIRED,
-            ),
-            "unmatched": inputs.unmatched,
-            "dead_lettered": inputs.board_dead_letters,
-            "pending": waiting.drop("member_id", "arrived_ms"),
-        }
-    )
-    cutoff = liveness.overdue_cutoff_ms(
-        now_ms, options.unmatched_timeout_ms, options.stall_after_ms
-    )
-    join_end = snapshot.join.of(board)
-    checked = [
-        _emit(
-            holdings,
-            positions.checks(
-                join_end,
-                snapshot.earliest[board],
-                snapshot.join.under_way_of(board),
-                bool(inputs.unseen),
-            ),
-            ("source_partition", "source_offset"),
-        ),
-        _emit(boards, table_checks.board_checks()),
-        table_checks.drilled_rows(
-            boards,
-            inputs.table,
-            details,
-            snapshot.earliest[detail_topic],
-            snapshot.latest[detail_topic],
-        ).select("kind", *_no_position(), "board_id"),
-        _member_checks(details, inputs.members),
-        _kind(waiting.where(F.col("arrived_ms") < cutoff), "overdue_pending"),
-        *(
-            [_stuck(waiting, inputs.members, inputs.refused_members, settings, snapshot)]
-            if join_mode == LATEST
-            else []
-        ),
-    ]
-    return reduce(DataFrame.unionByName, checked)
+def facts(inputs: CheckInputs, bounds: facts_query.Bounds) -> DataFrame:
+    """Every check that holds on ``inputs``, one row each (FACT_COLUMNS): the query of
+    :mod:`.facts`, over the inputs' frames as its views."""
+    spark = inputs.sources.sparkSession
+    for field_name, view in facts_query.VIEWS.items():
+        getattr(inputs, field_name).createOrReplaceTempView(view)
+    try:
+        return spark.sql(facts_query.query(bounds))  # analysed now: the views may go
+    finally:
+        for view in facts_query.VIEWS.values():
+            spark.catalog.dropTempView(view)
 
 
 def join_mode(checkpoint: str) -> str | None:
     """The join mode the join's checkpoint was written with (its recorded identity)."""
     return recorded_identity(Path(checkpoint)).get("join_mode")
-
-
-def _stuck(
-    waiting: DataFrame,
-    versions: DataFrame,
-    refused: DataFrame,
-    settings: Settings,
-    snapshot: Snapshot,
-) -> DataFrame:
-    """Boards waiting for a member the join has read and holds alive (``stuck_pending``): in
-    latest mode a board waits only while its member is missing or deleted, so such a board
-    means the join lost its member, and its timer would send it to board-unmatched wrongly.
-    A waiting board without a member id is stuck too."""
-    position = ["member_partition", "member_offset"]
-    read = versions.where(
-        below(
-            F.col("member_partition"),
-            F.col("member_offset"),
-            snapshot.join.of(settings.member_topic),
-        )
-    ).join(refused, position, "left_anti")
-    # A member's records share a partition (the key), so its newest is its highest offset.
-    alive = (
-        read.groupBy("member_id")
-        .agg(F.max_by("tombstone", "member_offset").alias("deleted"))
-        .where(~F.col("deleted"))
-        .select("member_id", F.lit(True).alias("alive"))
-    )
-    stuck = waiting.join(alive, "member_id", "left").where(
-        F.col("member_id").isNull() | F.col("alive").isNotNull()
-    )
-    return _kind(stuck, "stuck_pending")
-
-
-def _member_checks(details: DataFrame, versions: DataFrame) -> DataFrame:
-    """Each board-detail record against the member version it names: a profile other than
-    that version's is ``altered_output``; a version compaction has removed cannot be compared,
-    but its member must still exist (else ``referential``)."""
-    version = ["member_partition", "member_offset"]
-    named = details.select("board_id", "member_id", *version, "member_digest").join(
-        versions.select(*version, F.col("member_digest").alias("version_digest")), version, "left"
-    )
-    exists = versions.select("member_id").distinct()
-    kind = F.when(
-        F.col("version_digest").isNotNull()
-        & ~F.col("member_digest").eqNullSafe(F.col("version_digest")),
-        "altered_output",
-    ).when(F.col("version_digest").isNull() & F.col("known").isNull(), "referential")
-    return (
-        named.join(exists.withColumn("known", F.lit(True)), "member_id", "left")
-        .select(kind.alias("kind"), *_no_position(), "board_id")
-        .where(F.col("kind").isNotNull())
-    )
 
 
 def _stalls(settings: Settings, snapshot: Snapshot, now_ms: int, stall_after_ms: int) -> list[str]:
@@ -637,27 +550,3 @@ def _unbalanced(balance: dict[int, dict[str, int]]) -> list[str]:
         if c["read"] != outcomes or c["source"] != c["read"] + c["not_yet_read"]:
             wrong.append(f"board[{p}]: read {c['read']} vs {outcomes} classed")
     return wrong
-
-
-def _emit(
-    frame: DataFrame, checks: dict[str, Column], position: tuple[str, str] | None = None
-) -> DataFrame:
-    """Facts (FACT_COLUMNS): for every row of ``frame``, one per check that holds on it, keyed
-    by the row's ``position`` columns (a source position) where given, and its board id. One
-    pass over ``frame`` for them all."""
-    holding = F.array_compact(F.array(*[F.when(holds, F.lit(k)) for k, holds in checks.items()]))
-    where = (
-        [F.col(c).alias(a) for c, a in zip(position, ("partition", "offset"), strict=True)]
-        if position
-        else _no_position()
-    )
-    return frame.select(F.explode(holding).alias("kind"), *where, "board_id")
-
-
-def _no_position() -> list[Column]:
-    """The position columns of a fact keyed by board alone."""
-    return [F.lit(None).cast("int").alias("partition"), F.lit(None).cast("bigint").alias("offset")]
-
-
-def _kind(frame: DataFrame, kind: str) -> DataFrame:
-    return frame.select(F.lit(kind).alias("kind"), *_no_position(), "board_id")

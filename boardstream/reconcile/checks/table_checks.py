@@ -19,12 +19,7 @@ that record; a row past the later end names no record at all and stays ``extra_i
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
-from boardstream.spark.columns import below
+from boardstream.reconcile.checks.sql import below
 
 NULL_BOARD_ID = "(null board_id)"
 _POSITION = ("detail_partition", "detail_offset")
@@ -40,131 +35,147 @@ DRILLED = (
 
 
 def per_board(
-    details: DataFrame,
-    table: DataFrame,
     sink_end: dict[int, int],
-    sink_dead_letters: DataFrame,
     detail_ends: tuple[dict[int, int], dict[int, int]],
-) -> DataFrame:
-    """Per board: its records and rows, its newest record (``settled`` when the sink had
-    committed it; ``sink_dead_lettered`` when the sink put it in the DLQ), for a board with one
-    row that row's position and digest, and whether a row of it was loaded ahead of the run
-    (``ahead``: at or past the first of ``detail_ends``, the snapshot's, below the second, listed
-    after the table was read). Fixed-width aggregates only, so Spark aggregates in a hash map
-    rather than by sorting."""
-    marked = details.join(
-        F.broadcast(sink_dead_letters.withColumn("sink_dead_lettered", F.lit(True))),
-        list(_POSITION),
-        "left",
-    ).select(
-        F.lit("detail").alias("holder"),
-        "board_id",
-        *_POSITION,
-        "digest",
-        F.coalesce("sink_dead_lettered", F.lit(False)).alias("sink_dead_lettered"),
-        F.lit(False).alias("ahead"),
-    )
+) -> str:
+    """Per board of the views ``details`` and ``table_rows`` (with ``sink_dead_letters``):
+    its records and rows, its newest record (``settled`` when the sink had committed it
+    (``sink_end``); ``sink_dead_lettered`` when the sink put it in the DLQ), for a board with
+    one row that row's position and digest, and whether a row of it was loaded ahead of the
+    run (``ahead``: at or past the first of ``detail_ends``, the snapshot's, below the second,
+    listed after the table was read). Fixed-width aggregates only, so Spark aggregates in a
+    hash map rather than by sorting."""
     snapshot_end, listed_end = detail_ends
-    partition, offset = F.col("detail_partition"), F.col("detail_offset")
-    rows = table.select(
-        F.lit("table").alias("holder"),
-        "board_id",
-        *_POSITION,
-        "digest",
-        F.lit(False).alias("sink_dead_lettered"),
-        F.coalesce(
-            ~below(partition, offset, snapshot_end) & below(partition, offset, listed_end),
-            F.lit(False),  # a row without a position is drilled
-        ).alias("ahead"),
+    ahead = (
+        f"NOT {below('detail_partition', 'detail_offset', snapshot_end)} "
+        f"AND {below('detail_partition', 'detail_offset', listed_end)}"
     )
-    holder = F.col("holder")
-    is_detail, is_row = holder == "detail", holder == "table"
-
-    def newest(column: str) -> Column:
-        return F.max_by(F.when(is_detail, F.col(column)), F.when(is_detail, F.col("detail_offset")))
-
-    def of_row(column: str) -> Column:
-        return F.min(F.when(is_row, F.col(column)))
-
-    boards = (
-        marked.unionByName(rows)
-        .groupBy("board_id")
-        .agg(
-            F.count_if(is_detail).alias("n_detail"),
-            F.count_if(is_row).alias("n_table"),
-            F.bool_or("ahead").alias("ahead"),
-            *[newest(c).alias(f"newest_{c}") for c in (*_POSITION, "digest", "sink_dead_lettered")],
-            *[of_row(c).alias(f"row_{c}") for c in (*_POSITION, "digest")],
-        )
+    # The newest record is the one at the highest offset; of equal offsets (another partition,
+    # only where records were forged) the higher partition, then digest: one answer in any
+    # engine.
+    newest = (
+        "CASE WHEN holder = 'detail' AND detail_offset IS NOT NULL THEN "
+        "struct(detail_offset, coalesce(detail_partition, -1), "
+        "coalesce(digest, -9223372036854775808)) END"
     )
-    newest_position = F.col("newest_detail_partition"), F.col("newest_detail_offset")
-    settled = (F.col("n_detail") > 0) & below(*newest_position, sink_end)
-    row_is_newest = (F.col("n_table") == 1) & reduce(
-        lambda a, b: a & b,
-        [F.col(f"row_{c}") == F.col(f"newest_{c}") for c in (*_POSITION, "digest")],
+    newest_columns = ", ".join(
+        f"max_by(CASE WHEN holder = 'detail' THEN {c} END, {newest}) AS newest_{c}"
+        for c in (*_POSITION, "digest", "sink_dead_lettered")
     )
-    drill = (F.col("n_table") > 0) & ~F.coalesce(row_is_newest, F.lit(False)) & ~F.col("ahead")
-    return boards.select("*", settled.alias("settled"), drill.alias("drill"))
+    row_columns = ", ".join(
+        f"min(CASE WHEN holder = 'table' THEN {c} END) AS row_{c}" for c in (*_POSITION, "digest")
+    )
+    row_is_newest = " AND ".join(
+        ["n_table = 1", *(f"row_{c} = newest_{c}" for c in (*_POSITION, "digest"))]
+    )
+    settled = below("newest_detail_partition", "newest_detail_offset", sink_end)
+    return f"""
+        SELECT
+            *,
+            n_detail > 0 AND {settled} AS settled,
+            n_table > 0 AND NOT coalesce({row_is_newest}, FALSE) AND NOT ahead AS drill
+        FROM (
+            SELECT
+                board_id,
+                count_if(holder = 'detail') AS n_detail,
+                count_if(holder = 'table') AS n_table,
+                bool_or(ahead) AS ahead,
+                {newest_columns},
+                {row_columns}
+            FROM (
+                SELECT /*+ BROADCAST(dead) */
+                    'detail' AS holder,
+                    details.board_id,
+                    details.detail_partition,
+                    details.detail_offset,
+                    details.digest,
+                    coalesce(dead.sink_dead_lettered, FALSE) AS sink_dead_lettered,
+                    FALSE AS ahead
+                FROM details
+                LEFT JOIN (
+                    SELECT detail_partition, detail_offset, TRUE AS sink_dead_lettered
+                    FROM sink_dead_letters
+                ) AS dead
+                    ON details.detail_partition = dead.detail_partition
+                    AND details.detail_offset = dead.detail_offset
+                UNION ALL
+                SELECT
+                    'table' AS holder,
+                    board_id,
+                    detail_partition,
+                    detail_offset,
+                    digest,
+                    FALSE AS sink_dead_lettered,
+                    -- a row without a position is drilled
+                    coalesce({ahead}, FALSE) AS ahead
+                FROM table_rows
+            ) AS both_sides
+            GROUP BY board_id
+        ) AS counted
+    """
 
 
-def board_checks() -> dict[str, Column]:
+def board_checks() -> dict[str, str]:
     """Conditions on :func:`per_board` rows. A board loaded ahead is one row the table
     holds (``loaded_ahead``, among the rows Great Expectations counts), checked next run."""
-    n_table, n_detail, settled = F.col("n_table"), F.col("n_detail"), F.col("settled")
-    ahead = F.col("ahead")
-    loadable = settled & ~F.col("newest_sink_dead_lettered")
+    loadable = "settled AND NOT newest_sink_dead_lettered"
     return {
-        "duplicates": n_table > 1,
-        "missing_in_table": loadable & (n_table == 0),
-        "expected_table_rows": (n_detail > 0) & (loadable | (n_table > 0)) & ~ahead,
-        "sink_dead_lettered": settled & F.col("newest_sink_dead_lettered"),
-        "not_yet_loaded": (n_detail > 0) & ~settled & ~ahead,
-        "loaded_ahead": ahead,
+        "duplicates": "n_table > 1",
+        "missing_in_table": f"{loadable} AND n_table = 0",
+        "expected_table_rows": f"n_detail > 0 AND ({loadable} OR n_table > 0) AND NOT ahead",
+        "sink_dead_lettered": "settled AND newest_sink_dead_lettered",
+        "not_yet_loaded": "n_detail > 0 AND NOT settled AND NOT ahead",
+        "loaded_ahead": "ahead",
     }
 
 
-def drilled_rows(
-    boards: DataFrame,
-    table: DataFrame,
-    details: DataFrame,
-    earliest: dict[int, int],
-    latest: dict[int, int],
-) -> DataFrame:
-    """(kind, board_id) for each row of a drilled board that is wrong: it claims a record
-    retention has deleted and no evidence keeps, of a board with no record left
-    (``unverifiable_in_table``: reported, as a board whose records all expired is not
-    foreign; a kept copy is checked as the record; with a newer record the sink committed,
-    the row is stale whatever became of its own), a position that does not exist or a board
-    board-detail does not hold (``extra_in_table``), a record that is not this row
-    (``mismatched``: other board or content), or an older record of its board than the
-    newest one the sink committed (``stale_in_table``)."""
-    drilled = boards.where("drill").select(*DRILLED)
-    records = details.select(
-        *_POSITION,
-        F.col("board_id").alias("record_board_id"),
-        F.col("digest").alias("record_digest"),
-        F.lit(True).alias("record_found"),
-    )
-    rows = table.join(drilled, "board_id").join(records, list(_POSITION), "left")
-    partition, offset = F.col("detail_partition"), F.col("detail_offset")
-    exists = (offset >= 0) & below(partition, offset, latest)
+def drilled_rows(earliest: dict[int, int], latest: dict[int, int]) -> str:
+    """(kind, board_id) for each row of a drilled board (of the view ``boards``:
+    :func:`per_board`) that is wrong: it claims a record retention has deleted and no evidence
+    keeps, of a board with no record left (``unverifiable_in_table``: reported, as a board
+    whose records all expired is not foreign; a kept copy is checked as the record; with a
+    newer record the sink committed, the row is stale whatever became of its own), a position
+    that does not exist or a board board-detail does not hold (``extra_in_table``), a record
+    that is not this row (``mismatched``: other board or content), or an older record of its
+    board than the newest one the sink committed (``stale_in_table``)."""
+    partition, offset = "table_rows.detail_partition", "table_rows.detail_offset"
+    exists = f"{offset} >= 0 AND {below(partition, offset, latest)}"
     expired = below(partition, offset, earliest)
-    same_record = F.col("record_board_id").eqNullSafe(F.col("board_id")) & F.col(
-        "record_digest"
-    ).eqNullSafe(F.col("digest"))
-    newest = (partition == F.col("newest_detail_partition")) & (
-        offset == F.col("newest_detail_offset")
-    )
-    stale = F.col("settled") & ~F.col("newest_sink_dead_lettered") & ~newest
-    unverifiable = F.when(F.col("n_detail") == 0, "unverifiable_in_table").when(
-        stale, "stale_in_table"
-    )
-    kind = (
-        # A type_mismatch already: its nulled values would differ from anything.
-        F.when(~F.col("typed"), F.lit(None).cast("string"))
-        .when(exists & expired & F.col("record_found").isNull(), unverifiable)
-        .when(~exists | (F.col("n_detail") == 0), "extra_in_table")
-        .when(~same_record, "mismatched")
-        .when(stale, "stale_in_table")
-    )
-    return rows.select(kind.alias("kind"), "board_id").where(F.col("kind").isNotNull())
+    same_record = "record_board_id <=> table_rows.board_id AND record_digest <=> table_rows.digest"
+    newest = f"{partition} = newest_detail_partition AND {offset} = newest_detail_offset"
+    stale = f"settled AND NOT newest_sink_dead_lettered AND NOT ({newest})"
+    drilled = ", ".join(DRILLED)
+    return f"""
+        SELECT kind, board_id
+        FROM (
+            SELECT
+                CASE
+                    -- A type_mismatch already: its nulled values would differ from anything.
+                    WHEN NOT table_rows.typed THEN CAST(NULL AS STRING)
+                    WHEN ({exists}) AND {expired} AND record_found IS NULL THEN
+                        CASE
+                            WHEN n_detail = 0 THEN 'unverifiable_in_table'
+                            WHEN {stale} THEN 'stale_in_table'
+                        END
+                    WHEN NOT ({exists}) OR n_detail = 0 THEN 'extra_in_table'
+                    WHEN NOT ({same_record}) THEN 'mismatched'
+                    WHEN {stale} THEN 'stale_in_table'
+                END AS kind,
+                table_rows.board_id
+            FROM table_rows
+            JOIN (SELECT {drilled} FROM boards WHERE drill) AS drilled
+                ON table_rows.board_id = drilled.board_id
+            LEFT JOIN (
+                SELECT
+                    detail_partition,
+                    detail_offset,
+                    board_id AS record_board_id,
+                    digest AS record_digest,
+                    TRUE AS record_found
+                FROM details
+            ) AS records
+                ON {partition} = records.detail_partition
+                AND {offset} = records.detail_offset
+        ) AS drilled_rows
+        WHERE kind IS NOT NULL
+    """

@@ -206,7 +206,7 @@ def empty_details() -> pa.Table:
 
 
 def below(rows: pa.Table, position: tuple[str, str], ends: dict[int, int]) -> pa.Array:
-    """:func:`boardstream.spark.columns.below` on Arrow columns (NULL positions: false)."""
+    """:func:`boardstream.reconcile.checks.sql.below` on Arrow columns (NULL positions: false)."""
     partition, offset = rows[position[0]], rows[position[1]]
     result = pa.array([False] * rows.num_rows, pa.bool_())
     for p, end in ends.items():
