@@ -255,6 +255,7 @@ def _errored(engine: Engine, run_id: int, error: Exception) -> NoReturn:
 class _Outcome:
     reconciliation: Reconciliation
     validated_rows: int  # the rows of ``reconciliation.table_snapshot`` the checks expect
+    rechecked_boards: int | None  # an incremental run's: the boards whose rows it read
     covered: dict[str, dict[str, list[int]]]  # per topic and partition, the offsets read
     table_slice: dict[str, Any]  # the rows of board_detail it looked at (ids, count)
 
@@ -289,7 +290,7 @@ def _full(
     result.facts, result.records = None, None
     whole = table_watch.slice_record(WHOLE, len(result.table_snapshot))
     covered = ledger.covered(snapshot.earliest, snapshot.latest)
-    return _Outcome(result, result.expected_table_rows, covered, whole)
+    return _Outcome(result, result.expected_table_rows, None, covered, whole)
 
 
 def _incremental(
@@ -318,7 +319,13 @@ def _incremental(
             checked.table_snapshot,
             checked.waiting,
         )
-    return _Outcome(result, checked.expected_rows, checked.covered, checked.table_slice)
+    return _Outcome(
+        result,
+        checked.expected_rows,
+        len(checked.keys.boards),
+        checked.covered,
+        checked.table_slice,
+    )
 
 
 def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationReport:
@@ -331,4 +338,5 @@ def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationR
             settings.data_docs,
             f"reconciliation-{run_id}",
             settings.data_docs_retention,
+            outcome.rechecked_boards,
         )

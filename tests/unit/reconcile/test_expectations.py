@@ -164,3 +164,39 @@ def test_difference_set_may_not_shadow_the_table(tmp_path: Path) -> None:
         validate_reconciliation(
             _table(), 5, {TABLE: pd.DataFrame()}, tmp_path, "clash", keep_runs=1
         )
+
+
+def _table_page(report: ValidationReport) -> str:
+    site = report.data_docs_index.parent
+    (page,) = (site / "validations" / "reconcile" / TABLE).rglob("*.html")
+    return page.read_text()
+
+
+def test_an_incremental_run_says_its_rows_are_not_the_whole_table(tmp_path: Path) -> None:
+    """Issue #48: an incremental run's Data Docs said "board_detail must have exactly 0 rows.
+    Observed 0" and "NaN% not null" while the table held thousands of rows."""
+    empty = _table().iloc[0:0]
+    report = validate_reconciliation(
+        empty, 0, _differences(), tmp_path / "a", "run-a", keep_runs=1, rechecked_boards=0
+    )
+    page = _table_page(report)
+    assert "the 0 rows of board_detail of the 0 boards this incremental run re-checked" in page
+    assert "exactly 0 rows" not in page and "NaN" not in page
+    assert [o.expectation for o in report.outcomes if o.target == TABLE] == [ROW_COUNT]
+
+    report = validate_reconciliation(
+        _table(), 5, _differences(), tmp_path / "b", "run-b", keep_runs=1, rechecked_boards=4
+    )
+    page = _table_page(report)
+    assert "the 5 rows of board_detail of the 4 boards this incremental run re-checked" in page
+    assert "exactly 5, as their records call for" in page
+    assert "board_id unique among the 5 rows" in page
+    assert len([o for o in report.outcomes if o.target == TABLE]) == 4 and report.success
+
+
+def test_a_full_run_states_the_rule_for_the_whole_table(tmp_path: Path) -> None:
+    """The broken variant of the above: a full run's page has GX's own sentence, which names
+    the whole table, and an empty table gives the NaN the incremental page leaves out."""
+    report = _run(tmp_path, _table().iloc[0:0], 0)
+    page = _table_page(report)
+    assert "exactly" in page and "re-checked" not in page and "NaN" in page
