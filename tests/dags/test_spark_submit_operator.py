@@ -1,8 +1,10 @@
 """The catch-up jobs' operator on a checkpoint a live stream owns: skipped when scheduled,
-failed when run explicitly, before any spark-submit, naming the stream's driver."""
+failed when run explicitly, before any spark-submit, naming the stream's driver; and the same
+when the stream took the checkpoint after that check, refusing the job itself."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from types import SimpleNamespace
 
 import pytest
@@ -38,6 +40,43 @@ def test_a_live_checkpoint_refuses_the_catch_up_run(operator, tmp_path, run_type
         "and backfill run when it is stopped (board_detail_stream_request, action=stop)."
     )
     assert "app-3" in driver.describe()
+
+
+@pytest.mark.parametrize(
+    ("run_type", "refusal", "lease_taken"),
+    [
+        ("scheduled", "AirflowSkipException", True),
+        ("manual", "AirflowFailException", True),
+        ("scheduled", "AirflowException", False),  # failed for another reason: it stands
+    ],
+)
+def test_a_stream_that_took_the_checkpoint_meanwhile_refuses_the_run_alike(
+    operator, tmp_path, monkeypatch, run_type, refusal, lease_taken
+) -> None:
+    """Issue #48: a retried catch-up run raced the stream's start and failed ("checkpoint ...
+    is in use") instead of being skipped. The check before spark-submit saw no stream; the
+    stream then took the lease and the job, refused, failed spark-submit. At the provider's
+    execute, the seam where spark-submit would run, the stream takes the lease and the job
+    fails as spark-submit reports it."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk.exceptions import AirflowException
+
+    connection = '{"conn_type": "kafka", "extra": {"bootstrap.servers": "localhost:1"}}'
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", connection)
+    monkeypatch.setenv("BOARDSTREAM_CHECKPOINT_ROOT", str(tmp_path / "checkpoints"))
+    checkpoint = tmp_path / "checkpoints" / "board-detail-join"
+    with ExitStack() as stream:
+
+        def refused_job(self, context) -> None:
+            if lease_taken:
+                stream.enter_context(hold(checkpoint, "board-detail-join", {}))
+            raise AirflowException("Cannot execute: spark-submit ... Error code is: 2.")
+
+        monkeypatch.setattr(SparkSubmitOperator, "execute", refused_job)
+        with pytest.raises(Exception) as refused:
+            operator.execute({"dag_run": SimpleNamespace(run_type=run_type)})
+    assert type(refused.value).__name__ == refusal
+    assert ("a live stream owns its checkpoint" in str(refused.value)) == lease_taken
 
 
 @pytest.mark.parametrize(

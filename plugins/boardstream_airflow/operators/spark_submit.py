@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from boardstream.aggregations.presets import preset as aggregation_preset
 from boardstream.spark.submit import application
@@ -74,7 +74,13 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
         if self.preset is not None:
             preset_args = aggregation_preset(self.preset).job_args(settings)
             self.application_args = [*preset_args, *(self.application_args or [])]
-        super().execute(context)
+        try:
+            super().execute(context)
+        except AirflowException:
+            # A stream started between the check above and the job's own lease: the job was
+            # refused for it, and the run is skipped or failed as if it had been seen first.
+            self._refuse_a_live_checkpoint(settings, context)
+            raise
 
     def _refuse_a_live_checkpoint(self, settings: Any, context: Any) -> None:
         """Refused before spark-submit when a live stream (board_detail_stream) owns this job's
