@@ -56,6 +56,16 @@ def test_parsing_does_no_heavy_work(airflow_home, dag_file: str) -> None:
     assert result.stdout.strip() == "", f"{dag_file} imports {result.stdout.strip()} at parse time"
 
 
+def test_only_scheduled_dags_start_paused(dagbag) -> None:
+    """Issue #48: a stop requested on a fresh stack stayed queued, its DAG paused."""
+    on_request = {
+        d for d, dag in dagbag.dags.items() if type(dag.timetable).__name__ == "NullTimetable"
+    }
+    assert on_request == {"board_detail_repair", "board_detail_stream_request", "demo_data"}
+    for dag_id, dag in dagbag.dags.items():
+        assert dag.is_paused_upon_creation is (dag_id not in on_request), dag_id
+
+
 def test_pipeline_hands_the_asset_to_reconciliation(dagbag) -> None:
     """The sink's outlet is the Asset reconciliation is scheduled on."""
     from boardstream_airflow.assets import BOARD_DETAIL
