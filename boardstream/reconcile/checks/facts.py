@@ -34,6 +34,8 @@ VIEWS = {
     "table": "table_rows",
     "waiting": "waiting",
 }
+# The names of :func:`steps`.
+STEPS = ("holdings", "classed", "boards")
 _NO_POSITION = "CAST(NULL AS INT) AS `partition`, CAST(NULL AS BIGINT) AS `offset`"
 
 
@@ -65,17 +67,29 @@ class Bounds:
         return cls(settings, snapshot, detail_end, unseen, join_mode, cutoff)
 
 
-def query(bounds: Bounds) -> str:
-    """Every check that holds, one row each (kind, partition, offset, board_id), in Spark SQL."""
+def steps(bounds: Bounds) -> dict[str, str]:
+    """The query's named steps, in order, each reading the views and the steps before it:
+    the holdings of every source position, their classes, and the per-board frame (read by two
+    checks: Spark caches it)."""
     settings, snapshot = bounds.settings, bounds.snapshot
     board, detail_topic = settings.board_topic, settings.board_detail_topic
-    join_end = snapshot.join.of(board)
-    per_board = table_checks.per_board(
-        snapshot.sink.of(detail_topic), (snapshot.latest[detail_topic], bounds.detail_end)
+    queries = (
+        positions.holdings(),
+        positions.classed(
+            snapshot.join.of(board), snapshot.earliest[board], snapshot.join.under_way_of(board)
+        ),
+        table_checks.per_board(
+            snapshot.sink.of(detail_topic), (snapshot.latest[detail_topic], bounds.detail_end)
+        ),
     )
-    classed = positions.classed(
-        join_end, snapshot.earliest[board], snapshot.join.under_way_of(board)
-    )
+    return dict(zip(STEPS, queries, strict=True))
+
+
+def found(bounds: Bounds) -> str:
+    """Every check that holds, one row each (kind, partition, offset, board_id), over the
+    views and :func:`steps`."""
+    settings, snapshot = bounds.settings, bounds.snapshot
+    detail_topic = settings.board_detail_topic
     parts = [
         f"SELECT {explode_kinds(positions.checks(bounds.unseen))} AS kind, "
         "source_partition AS `partition`, source_offset AS `offset`, board_id FROM classed",
@@ -94,14 +108,16 @@ def query(bounds: Bounds) -> str:
         parts.append(_board_facts(_stuck(snapshot.join.of(settings.member_topic))))
     union = "\nUNION ALL\n".join(f"SELECT * FROM ({part}) AS p{i}" for i, part in enumerate(parts))
     return f"""
-        WITH
-            holdings AS ({positions.holdings()}),
-            classed AS ({classed}),
-            boards AS ({per_board})
         SELECT CAST(kind AS STRING) AS kind, CAST(`partition` AS INT) AS `partition`,
             CAST(`offset` AS BIGINT) AS `offset`, CAST(board_id AS STRING) AS board_id
         FROM ({union}) AS found
     """
+
+
+def query(bounds: Bounds) -> str:
+    """:func:`found` with its steps, as one query."""
+    named = ",\n".join(f"{name} AS ({step})" for name, step in steps(bounds).items())
+    return f"WITH {named}\n{found(bounds)}"
 
 
 def _board_facts(kinds: str) -> str:
@@ -140,12 +156,8 @@ def _stuck(member_end: dict[int, int]) -> str:
     deleted, so such a board means the join lost its member, and its timer would send it to
     board-unmatched wrongly. A waiting board without a member id is stuck too."""
     read = below("members.member_partition", "members.member_offset", member_end)
-    # A member's records share a partition (the key), so its newest is its highest offset;
-    # of equal ones (forged) the higher partition, then a tombstone: one answer in any engine.
-    newest = (
-        "CASE WHEN member_offset IS NOT NULL THEN "
-        "struct(member_offset, coalesce(member_partition, -1), coalesce(tombstone, FALSE)) END"
-    )
+    # A member's records share a partition (the key), so its newest is its highest offset.
+    newest = "member_offset"
     return f"""
         SELECT 'stuck_pending' AS kind, waiting.board_id
         FROM waiting

@@ -319,12 +319,13 @@ def _positions(rows: pa.Table, columns: tuple[str, str]) -> list[tuple[int, int]
 
 
 def release(inputs: CheckInputs) -> None:
-    """Drop the inputs' cached frames, then the checks' views of them: dropping a view
-    uncaches its frame, so before the checks' action had run the views' inputs were read again
-    (a run at production scale lost 38 s that way)."""
+    """Drop the inputs' cached frames, then the checks' views of them and of their steps
+    (the cached one with its view): dropping a view uncaches its frame, so before the checks'
+    action had run the views' inputs were read again (a run at production scale lost 38 s that
+    way)."""
     for frame in inputs.cached:
         frame.unpersist()
-    for view in facts_query.VIEWS.values():
+    for view in (*facts_query.VIEWS.values(), *facts_query.STEPS):
         inputs.sources.sparkSession.catalog.dropTempView(view)
 
 
@@ -517,10 +518,16 @@ def summarize(
 
 def facts(inputs: CheckInputs, bounds: facts_query.Bounds) -> DataFrame:
     """Every check that holds on ``inputs``, one row each (FACT_COLUMNS): the query of
-    :mod:`.facts`, over the inputs' frames as its views, which stay until :func:`release`."""
+    :mod:`.facts`, over the inputs' frames as its views and its steps as views of their own,
+    the one read twice cached; they stay until :func:`release`."""
+    spark = inputs.sources.sparkSession
     for field_name, view in facts_query.VIEWS.items():
         getattr(inputs, field_name).createOrReplaceTempView(view)
-    return inputs.sources.sparkSession.sql(facts_query.query(bounds))
+    for name, step in facts_query.steps(bounds).items():
+        frame = spark.sql(step)
+        # Spark would compute a step read twice twice: each check prunes it differently.
+        (frame.cache() if name == "boards" else frame).createOrReplaceTempView(name)
+    return spark.sql(facts_query.found(bounds))
 
 
 def join_mode(checkpoint: str) -> str | None:
