@@ -1,11 +1,12 @@
-"""The incremental run's checks in pandas (``arrow_checks``) against the full run's in Spark
-(``checks``): the same facts on the same inputs, random ones included (NULLs in every nullable
-column, replays, conflicts, forged positions and rows, dead letters, waiting boards, outputs
-taken from evidence of deleted records, outputs deleted unread).
+"""The checks' one query run by DuckDB (``arrow_checks``, an incremental run's engine) against
+the same query run by Spark (``spark_checks``, a full run's): the same facts on the same inputs,
+random ones included (NULLs in every nullable column, replays, conflicts, forged positions and
+rows, dead letters, waiting boards, outputs taken from evidence of deleted records, outputs
+deleted unread). Where the engines' SQL differs (NULL handling, ``max_by``, windows, arrays),
+this is what finds it.
 
-The only freedom the Spark definition leaves is which of two records with the same holder,
-position and ordering comes first; the inputs here give such records the same board id and
-distinct offsets, so the facts are fully determined."""
+The inputs give a holder's records at one position the same board id and distinct offsets, so
+the facts are fully determined."""
 
 from __future__ import annotations
 
