@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from boardstream.joins.member_table import LATEST
 from boardstream.reconcile.checks import liveness, positions, table_checks
-from boardstream.reconcile.checks.sql import below, explode_kinds
+from boardstream.reconcile.checks.sql import below, explode_kinds, same_position
 from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.settings import Settings
 
@@ -130,7 +130,7 @@ def _member_checks() -> str:
     """Each board-detail record against the member version it names: a profile other than
     that version's is ``altered_output``; a version compaction has removed cannot be compared,
     but its member must still exist (else ``referential``)."""
-    return """
+    return f"""
         SELECT
             CASE
                 WHEN version_digest IS NOT NULL
@@ -143,8 +143,7 @@ def _member_checks() -> str:
             SELECT member_partition, member_offset, member_digest AS version_digest
             FROM members
         ) AS versions
-            ON details.member_partition = versions.member_partition
-            AND details.member_offset = versions.member_offset
+            ON {same_position("details", "versions", "member")}
         LEFT JOIN (SELECT DISTINCT member_id, TRUE AS known FROM members) AS existing
             ON details.member_id = existing.member_id
     """
@@ -169,8 +168,7 @@ def _stuck(member_end: dict[int, int]) -> str:
                     SELECT members.*
                     FROM members
                     LEFT ANTI JOIN refused_members
-                        ON members.member_partition = refused_members.member_partition
-                        AND members.member_offset = refused_members.member_offset
+                        ON {same_position("members", "refused_members", "member")}
                     WHERE {read}
                 ) AS read_versions
                 GROUP BY member_id

@@ -28,6 +28,12 @@ def below(partition: str, offset: str, ends: dict[int, int]) -> str:
     )
 
 
+def same_position(left: str, right: str, kind: str) -> str:
+    """A join condition: the ``<kind>_partition``, ``<kind>_offset`` of ``left`` and ``right``
+    are equal (a NULL matches nothing)."""
+    return " AND ".join(f"{left}.{kind}_{c} = {right}.{kind}_{c}" for c in ("partition", "offset"))
+
+
 def flag(value: bool) -> str:
     return "TRUE" if value else "FALSE"
 

@@ -19,7 +19,7 @@ that record; a row past the later end names no record at all and stays ``extra_i
 
 from __future__ import annotations
 
-from boardstream.reconcile.checks.sql import below
+from boardstream.reconcile.checks.sql import below, same_position
 
 NULL_BOARD_ID = "(null board_id)"
 _POSITION = ("detail_partition", "detail_offset")
@@ -91,8 +91,7 @@ def per_board(
                     SELECT detail_partition, detail_offset, TRUE AS sink_dead_lettered
                     FROM sink_dead_letters
                 ) AS dead
-                    ON details.detail_partition = dead.detail_partition
-                    AND details.detail_offset = dead.detail_offset
+                    ON {same_position("details", "dead", "detail")}
                 UNION ALL
                 SELECT
                     'table' AS holder,
@@ -169,8 +168,7 @@ def drilled_rows(earliest: dict[int, int], latest: dict[int, int]) -> str:
                     TRUE AS record_found
                 FROM details
             ) AS records
-                ON {partition} = records.detail_partition
-                AND {offset} = records.detail_offset
+                ON {same_position("table_rows", "records", "detail")}
         ) AS drilled_rows
         WHERE kind IS NOT NULL
     """
