@@ -39,27 +39,47 @@ _VIEWS = {
 # Which holders' records carry the board fields' digest, the whole record's, an expired flag.
 _BOARD_DIGEST = ("source", "joined", "unmatched")
 _FLAGGED = ("joined", "unmatched", "dead_lettered")
+# Each holder's own position of a record (a waiting board has none): a holder's records at one
+# source position in the order its topic has them, so which is first (and which a replay or an
+# extra) does not depend on the order an engine happens to read them in.
+_RECORD = {
+    "source": "source",
+    "joined": "detail",
+    "unmatched": "record",
+    "dead_lettered": "record",
+}
 
 
 def holdings() -> str:
     """Every record of every holder (holder, board_id, source position, and where the holder
     has them the board fields' digest and the whole record's), with how many records each
     holder has at its position (``n_<holder>``), the source's board id and digest there,
-    whether the record is its holder's first at that position, and how many different joined
-    records the position has: a query over the holders' views."""
+    whether the record is its holder's first there (by its own position in its topic), and how
+    many different joined records the position has: a query over the holders' views."""
 
     def tagged(name: str) -> str:
         board_digest = "board_digest" if name in _BOARD_DIGEST else "CAST(NULL AS BIGINT)"
         digest = "digest" if name == "joined" else "CAST(NULL AS BIGINT)"
         expired = f"coalesce(CAST({EXPIRED} AS BOOLEAN), FALSE)" if name in _FLAGGED else "FALSE"
+        record = _RECORD.get(name)
+        at = (
+            f"{record}_partition AS record_partition, {record}_offset AS record_offset"
+            if record
+            else "CAST(NULL AS INT) AS record_partition, CAST(NULL AS BIGINT) AS record_offset"
+        )
         return (
             f"SELECT '{name}' AS holder, board_id, source_partition, source_offset, "
-            f"{board_digest} AS board_digest, {digest} AS digest, {expired} AS {EXPIRED} "
-            f"FROM {_VIEWS[name]}"
+            f"{board_digest} AS board_digest, {digest} AS digest, {expired} AS {EXPIRED}, "
+            f"{at} FROM {_VIEWS[name]}"
         )
 
     counts = ", ".join(f"count_if(holder = '{name}') OVER whole AS n_{name}" for name in HOLDERS)
     union = " UNION ALL ".join(tagged(name) for name in HOLDERS)
+    # One order for both windows, so one sort serves them.
+    order = (
+        "PARTITION BY source_partition, source_offset "
+        "ORDER BY holder, record_partition, record_offset"
+    )
     # A dead letter names no board (its record could not be parsed): label it by position.
     return f"""
         SELECT
@@ -83,11 +103,8 @@ def holdings() -> str:
             ) AS joined_versions
         FROM ({union}) AS tagged
         WINDOW
-            ordered AS (PARTITION BY source_partition, source_offset ORDER BY holder),
-            whole AS (
-                PARTITION BY source_partition, source_offset ORDER BY holder
-                ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
-            )
+            ordered AS ({order}),
+            whole AS ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
     """
 
 
