@@ -143,6 +143,14 @@ class Settings(BaseSettings):
         "rows: a larger table is watched in slices of this many rows, one per run, so a change "
         "to an old row is found within ceil(rows / this) runs instead of the next one.",
     )
+    reconcile_in_process_max_records: int = Field(
+        default=200_000,
+        ge=0,
+        description="A full reconciliation whose topics and table hold at most this many records "
+        "and rows runs its checks in DuckDB, in process, on the inputs collected to the driver; "
+        "a larger one in Spark (0: always Spark). Below it Spark's fixed cost per job is most of "
+        "a run's time (docs/BENCHMARKS.md).",
+    )
     reconcile_heartbeat_timeout_s: float = Field(
         default=300,
         gt=0,

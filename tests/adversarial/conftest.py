@@ -33,10 +33,20 @@ def populate(pipeline: Pipeline) -> None:
 
 @pytest.fixture(scope="module")
 def table_world(kafka, spark, postgres, tmp_path_factory) -> Iterator[Pipeline]:
-    """One pipeline whose table every test may tamper with; restored after each test."""
+    """One pipeline whose table every test may tamper with; restored after each test. Its
+    full runs check in Spark, as a large one does (the other worlds' in DuckDB, as a small
+    one does), so each tampering of the table is caught by both engines: Spark's full run and
+    DuckDB's incremental one (:func:`.world.reconcile`)."""
     workdir = tmp_path_factory.mktemp("table-world")
     url = new_database(postgres)
-    pipeline = Pipeline(kafka, spark, workdir, var_dir=workdir, database_url=url)
+    pipeline = Pipeline(
+        kafka,
+        spark,
+        workdir,
+        var_dir=workdir,
+        database_url=url,
+        reconcile_in_process_max_records=0,
+    )
     populate(pipeline)
     pipeline.join()
     pipeline.sink()

@@ -269,14 +269,18 @@ def inputs(draw: st.DrawFn) -> tuple[ArrowInputs, Snapshot, str]:
     return arrow, snapshot, draw(st.sampled_from([LATEST, AS_OF, None]))
 
 
-def spark_evaluate(spark, arrow: ArrowInputs, snapshot: Snapshot, mode: str | None) -> pa.Table:
+def spark_evaluate(
+    spark, arrow: ArrowInputs, snapshot: Snapshot, mode: str | None, in_process: bool = False
+) -> pa.Table:
+    """The full run's checks of ``arrow`` as Spark frames: in Spark, or ``in_process``, the
+    frames collected as Arrow and checked by DuckDB (a small full run's way)."""
     frame = spark.createDataFrame
     spark_inputs = CheckInputs(
         **{name: frame(getattr(arrow, name)) for name in SCHEMAS},
         table_read=arrow.table_read,
         unseen=arrow.unseen,
     )
-    return checks.evaluate(spark_inputs, SETTINGS, snapshot, mode, NOW_MS, OPTIONS)
+    return checks.evaluate(spark_inputs, SETTINGS, snapshot, mode, NOW_MS, OPTIONS, in_process)
 
 
 def _facts(table: pa.Table) -> Counter:
@@ -299,6 +303,8 @@ def test_the_two_engines_find_the_same_facts(spark, case) -> None:
     assert (
         _facts(arrow_checks.evaluate(arrow, SETTINGS, snapshot, mode, NOW_MS, OPTIONS)) == expected
     )
+    # A small full run's: its Spark frames collected and checked in process.
+    assert _facts(spark_evaluate(spark, arrow, snapshot, mode, in_process=True)) == expected
 
 
 def test_the_oldest_waiting_boards_are_listed_alike(spark) -> None:

@@ -4,6 +4,7 @@ counts; each injected fault is reported with exactly the affected ids."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 import pytest
@@ -84,8 +85,20 @@ def test_a_run_leaves_nothing_cached_in_its_session(pipeline: Pipeline) -> None:
     assert pipeline.spark._jsparkSession.sharedState().cacheManager().isEmpty()
 
 
-def test_clean_run_passes_with_exact_counts(pipeline: Pipeline) -> None:
-    result = reconcile(pipeline)
+@pytest.mark.parametrize("engine", ["DuckDB, in process", "Spark"])
+def test_clean_run_passes_with_exact_counts(pipeline: Pipeline, engine: str, caplog) -> None:
+    """Alike in either engine of a full run's checks: DuckDB up to the size setting, Spark
+    above it (0: always Spark)."""
+    limit = 0 if engine == "Spark" else 1_000
+    settings = pipeline.settings.model_copy(update={"reconcile_in_process_max_records": limit})
+    with caplog.at_level(logging.INFO, "boardstream.reconcile.checks.spark_checks"):
+        result = reconcile(pipeline, settings)
+    [chosen] = [r.getMessage() for r in caplog.records if "records and rows run in" in r.message]
+    # 10 board, 8 board-detail, 1 DLQ, 4 member records; 8 rows
+    assert chosen == (
+        f"the checks over 31 records and rows run in {engine} (in process up to {limit:,}: "
+        "BOARDSTREAM_RECONCILE_IN_PROCESS_MAX_RECORDS)"
+    )
     assert result.passed, "\n".join(result.summary())
     counts = result.reconciliation.counts
     assert {k: counts[k] for k in BALANCE} == {

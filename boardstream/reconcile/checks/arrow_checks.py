@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import duckdb
 import pyarrow as pa
 
 from boardstream.reconcile.checks import facts, sql
@@ -71,8 +70,5 @@ def evaluate(
             inputs.table_read, bool(inputs.unseen), settings, snapshot, join_mode, now_ms, options
         )
     )
-    with duckdb.connect() as connection:
-        for field_name, view in facts.VIEWS.items():
-            connection.register(view, getattr(inputs, field_name))
-        found = connection.sql(sql.for_duckdb(query)).to_arrow_table()
-    return with_type_mismatches(found, inputs.table_read)
+    tables = {view: getattr(inputs, field_name) for field_name, view in facts.VIEWS.items()}
+    return with_type_mismatches(sql.in_duckdb(query, tables), inputs.table_read)

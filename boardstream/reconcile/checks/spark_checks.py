@@ -1,7 +1,8 @@
 """The exact checks of one snapshot, as a Spark batch job over the Kafka connector.
 
 A full run reads its inputs (:class:`CheckInputs`) from the topics, the join's state and the
-whole table, and has Spark run the checks' one query (:mod:`.facts`) over them in one action:
+whole table, and has Spark run the checks' one query (:mod:`.facts`) over them in one action
+(or, up to ``reconcile_in_process_max_records``, DuckDB over them collected as Arrow):
 the positions' holdings (the join's balance: every source position it read in exactly one
 outcome, :mod:`.positions`), the per-board frame (every ``board_detail`` row against
 ``board-detail``, :mod:`.table_checks`) and the waiting boards of the join's state, each built
@@ -16,6 +17,7 @@ records new data touches (:mod:`.arrow_checks`).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +32,7 @@ from pyspark.sql import functions as F
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import JoinOptions
 from boardstream.reconcile.checks import facts as facts_query
-from boardstream.reconcile.checks import liveness, positions, table_checks
+from boardstream.reconcile.checks import liveness, positions, sql, table_checks
 from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.expired import EXPIRED
 from boardstream.reconcile.reads.readers import TableRead
@@ -40,6 +42,8 @@ from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.timing import phase
+
+logger = logging.getLogger(__name__)
 
 EXAMPLES = 20  # ids kept per finding
 # The balance's classes, per partition: source = read + not_yet_read, and read = the outcomes
@@ -349,8 +353,20 @@ def reconcile(
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     now_ms = int(time.time() * 1000)
     inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read, kept, read)
+    held = snapshot.records() + table_read.rows.num_rows
+    in_process = readers.in_process(settings, snapshot, table_read)
+    engine = "DuckDB, in process" if in_process else "Spark"
+    logger.info(
+        "the checks over %s records and rows run in %s (in process up to %s: "
+        "BOARDSTREAM_RECONCILE_IN_PROCESS_MAX_RECORDS)",
+        f"{held:,}",
+        engine,
+        f"{settings.reconcile_in_process_max_records:,}",
+    )
     with phase("reconcile: the balance, the table and every check"):
-        found = evaluate(inputs, settings, snapshot, join_mode(join_checkpoint), now_ms, options)
+        found = evaluate(
+            inputs, settings, snapshot, join_mode(join_checkpoint), now_ms, options, in_process
+        )
     waiting = waiting_now(inputs.waiting, now_ms, options)
     with phase("reconcile: the records for the digest ledger"):
         records = Records.of(inputs, settings)
@@ -421,15 +437,20 @@ def evaluate(
     join_mode: str | None,
     now_ms: int,
     options: ReconcileOptions,
+    in_process: bool = False,
 ) -> pa.Table:
-    """Every check on ``inputs`` in one Spark action: the facts (FACT_COLUMNS and ``detail``),
-    the table's type mismatches among them (a board fact each, its example as ``detail``)."""
-    found = facts(
-        inputs,
-        bounds(
-            inputs.table_read, bool(inputs.unseen), settings, snapshot, join_mode, now_ms, options
-        ),
-    ).toArrow()
+    """Every check on ``inputs``: the facts (FACT_COLUMNS and ``detail``), the table's type
+    mismatches among them (a board fact each, its example as ``detail``). Spark runs the
+    query in one action; ``in_process``, DuckDB runs it over the inputs collected as Arrow,
+    without Spark's fixed cost per job and stage, which is most of a small run's time."""
+    query_bounds = bounds(
+        inputs.table_read, bool(inputs.unseen), settings, snapshot, join_mode, now_ms, options
+    )
+    if in_process:
+        tables = {view: getattr(inputs, name).toArrow() for name, view in facts_query.VIEWS.items()}
+        found = sql.in_duckdb(facts_query.query(query_bounds), tables)
+    else:
+        found = facts(inputs, query_bounds).toArrow()
     return with_type_mismatches(found, inputs.table_read)
 
 

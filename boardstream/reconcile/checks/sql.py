@@ -1,16 +1,18 @@
-"""The checks' SQL: written once in Spark's dialect, run by Spark on a full run's frames and by
-DuckDB on an incremental run's Arrow tables.
+"""The checks' SQL: written once in Spark's dialect, run by Spark on a large full run's frames
+and by DuckDB on a small one's and on an incremental run's Arrow tables.
 
-Spark runs the text as it is. For DuckDB, sqlglot translates it; the one difference sqlglot
-does not carry is ``max_by``'s NULL values: Spark returns the value at the greatest ordering
-even when it is NULL, DuckDB's ``arg_max`` skips NULL values, ``arg_max_null`` does not.
-Spark's join hints have no DuckDB form and are dropped.
+Spark runs the text as it is. For DuckDB (:func:`in_duckdb`), sqlglot translates it; the one
+difference sqlglot does not carry is ``max_by``'s NULL values: Spark returns the value at the
+greatest ordering even when it is NULL, DuckDB's ``arg_max`` skips NULL values,
+``arg_max_null`` does not. Spark's join hints have no DuckDB form and are dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+import duckdb
+import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
@@ -58,3 +60,11 @@ def for_duckdb(query: str) -> str:
         )
     )
     return tree.sql(dialect="duckdb")
+
+
+def in_duckdb(query: str, tables: Mapping[str, pa.Table]) -> pa.Table:
+    """``query`` (Spark SQL) run by DuckDB in process, over ``tables`` as its views."""
+    with duckdb.connect() as connection:
+        for view, table in tables.items():
+            connection.register(view, table)
+        return connection.sql(for_duckdb(query)).to_arrow_table()

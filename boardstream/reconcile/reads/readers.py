@@ -127,23 +127,41 @@ def read_run(
     with phase("reconcile: read board_detail"):
         table_read = read_live_table(settings, snapshot)
     with phase("reconcile: read the topics"):
-        read, snapshot = read_snapshot(spark, settings, snapshot)
+        by_driver = in_process(settings, snapshot, table_read)
+        read, snapshot = read_snapshot(spark, settings, snapshot, by_driver)
     return read, snapshot, table_read
 
 
+def in_process(settings: Settings, snapshot: Snapshot, table_read: TableRead) -> bool:
+    """Whether a full run holds its inputs in the driver: its topics read by the driver's
+    consumer, its checks run by DuckDB. Up to ``reconcile_in_process_max_records`` records and
+    rows, Spark's fixed cost per job and per source task is most of a run's time."""
+    return snapshot.records() + table_read.rows.num_rows <= (
+        settings.reconcile_in_process_max_records
+    )
+
+
 def read_snapshot(
-    spark: SparkSession, settings: Settings, snapshot: Snapshot
+    spark: SparkSession, settings: Settings, snapshot: Snapshot, by_driver: bool = False
 ) -> tuple[dict[str, DataFrame], Snapshot]:
-    """Every topic of ``snapshot`` read once and held (``localCheckpoint``: no check reads
-    Kafka again, and none sees other records than another), and the snapshot with the start
-    offsets listed after that read (:func:`snapshot.retained`), its records below them left
-    out."""
-    held = {
-        name: read_topic(
-            spark, settings, name, snapshot.earliest.get(name, {}), end
-        ).localCheckpoint(eager=True)
-        for name, end in snapshot.latest.items()
-    }
+    """Every topic of ``snapshot`` read once and held (``localCheckpoint``, or ``by_driver``
+    the driver's consumer's local relation, :func:`consume_topics`: no check reads Kafka
+    again, and none sees other records than another), and the snapshot with the start offsets
+    listed after that read (:func:`snapshot.retained`), its records below them left out."""
+    if by_driver:
+        every = consume_topics(
+            spark,
+            settings,
+            {name: (snapshot.earliest.get(name, {}), end) for name, end in snapshot.latest.items()},
+        )
+        held = {name: every.where(F.col("topic") == name) for name in snapshot.latest}
+    else:
+        held = {
+            name: read_topic(
+                spark, settings, name, snapshot.earliest.get(name, {}), end
+            ).localCheckpoint(eager=True)
+            for name, end in snapshot.latest.items()
+        }
     after = retained(admin_client(settings), settings, snapshot)
     frames = {
         name: at_or_after(frame, after.earliest[name], snapshot.earliest.get(name, {}))

@@ -84,6 +84,14 @@ class Snapshot:
     # The newest earlier run's, taken at least the stall age before this one (liveness).
     earlier: EarlierSnapshot | None = None
 
+    def records(self) -> int:
+        """The records its topics hold, from the earliest offsets to the latest."""
+        return sum(
+            end - self.earliest.get(topic, {}).get(partition, 0)
+            for topic, ends in self.latest.items()
+            for partition, end in ends.items()
+        )
+
     def to_json(self) -> dict:
         return json.loads(json.dumps(asdict(self), default=str))
 
