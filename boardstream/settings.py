@@ -110,10 +110,24 @@ class Settings(BaseSettings):
     spark_worker_ui_port: int = Field(
         default=8091, description="Port of the local Spark worker's web UI."
     )
-    spark_worker_cores: int = Field(
-        default_factory=lambda: os.cpu_count() or 2,
+    stream_join_cores: int = Field(
+        default=2,
         ge=1,
-        description="Cores the local Spark worker offers its executors; default: this machine's.",
+        description="Cores the live join takes on a Spark cluster (spark.cores.max); a standalone "
+        "app takes every free core otherwise, and the sink would get none.",
+    )
+    stream_sink_cores: int = Field(
+        default=1, ge=1, description="Cores the live sink takes on a Spark cluster."
+    )
+    spark_worker_cores: int = Field(
+        # Cores are task slots, not CPUs: a worker may offer more than the machine has.
+        default_factory=lambda data: max(
+            os.cpu_count() or 2,
+            data.get("stream_join_cores", 0) + data.get("stream_sink_cores", 0),
+        ),
+        ge=1,
+        description="Cores the local Spark worker offers its executors; default: this machine's, "
+        "or the live streams' (join and sink) when they take more, so that both can run.",
     )
     spark_worker_memory: str = Field(
         default="2g", description="Memory the local Spark worker offers its executors."
@@ -123,15 +137,6 @@ class Settings(BaseSettings):
     )
     airflow_user: str = Field(
         default="admin", description="The local Airflow's user; its password is generated."
-    )
-    stream_join_cores: int = Field(
-        default=2,
-        ge=1,
-        description="Cores the live join takes on a Spark cluster (spark.cores.max); a standalone "
-        "app takes every free core otherwise, and the sink would get none.",
-    )
-    stream_sink_cores: int = Field(
-        default=1, ge=1, description="Cores the live sink takes on a Spark cluster."
     )
     data_docs_retention: int = Field(
         default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."

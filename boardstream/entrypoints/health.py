@@ -21,6 +21,7 @@ from boardstream.kafka.retention import read_retention, reconciliation_overdue
 from boardstream.reconcile.checks.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
 from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import Settings
+from boardstream.spark import standalone
 from boardstream.spark.checkpoint_lease import last_holder
 from boardstream.spark.progress import read_progress
 from boardstream.spark.slo import StreamSlo
@@ -154,10 +155,10 @@ def live_streams(settings: Settings, now: datetime) -> dict[str, dict[str, Any]]
 def spark_ui(settings: Settings, application_id: str) -> str | None:
     """The application's page on its standalone master's web UI (local mode has no master;
     the drivers' own UI is off)."""
-    match = re.match(r"^spark://([^:/,]+)", settings.spark_master)
-    if match is None:
+    host = standalone.master_host(settings)
+    if host is None:
         return None
-    return f"http://{match[1]}:{settings.spark_master_ui_port}/app/?appId={application_id}"
+    return f"http://{host}:{settings.spark_master_ui_port}/app/?appId={application_id}"
 
 
 def airflow_run(run_by: str) -> tuple[str, str, str] | None:

@@ -15,18 +15,19 @@ Python (``spark.pyspark.python``, see ``spark/submit.py``).
 
 from __future__ import annotations
 
-import json
+import logging
 import subprocess
-import urllib.error
-import urllib.request
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
+from boardstream.spark import standalone
 from boardstream.spark.submit import spark_home
 from boardstream.stack.ports import ListenPort, env_var
 from boardstream.stack.processes import LocalService
+
+logger = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 # The daemons' own heap (spark-class's default is 1g); executors are JVMs of their own.
@@ -34,14 +35,8 @@ DAEMON_MEMORY = "512m"
 
 
 def master_state(settings: Settings) -> dict[str, Any] | None:
-    """The master's state as its web UI serves it (``/json/``: status, workers, applications),
-    or None while nothing answers there."""
-    url = f"http://{HOST}:{settings.spark_master_ui_port}/json/"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return json.load(response)
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
+    """The local master's state (:func:`.standalone.master_state`)."""
+    return standalone.master_state(HOST, settings.spark_master_ui_port)
 
 
 class SparkDaemon(LocalService, ABC):
@@ -195,6 +190,20 @@ class SparkWorker(SparkDaemon):
             str(self.work_dir),
         ]
 
+    def short_of_streams(self) -> str | None:
+        """What the live streams (join and sink, each with its own cores) would lack on this
+        worker alone, and the setting to change; None when they fit."""
+        s = self.settings
+        needed = s.stream_join_cores + s.stream_sink_cores
+        if s.spark_worker_cores >= needed:
+            return None
+        return (
+            f"the Spark worker offers {s.spark_worker_cores} cores and the live streams take "
+            f"{needed} (join {s.stream_join_cores}, sink {s.stream_sink_cores}): the second "
+            f"would be refused. Set {env_var('spark_worker_cores')}={needed} (cores are task "
+            "slots: more than the machine has is allowed)"
+        )
+
     def ready(self, state: dict[str, Any]) -> bool:
         """Registered: the master lists it as an ALIVE worker."""
         return any(
@@ -203,7 +212,11 @@ class SparkWorker(SparkDaemon):
         )
 
     def start(self, timeout_s: float = 120.0) -> int:
-        """Refused at once without a master to register with (it would retry for minutes)."""
+        """Refused at once without a master to register with (it would retry for minutes);
+        a worker too small for both live streams is said before it starts."""
+        short = self.short_of_streams()
+        if short:
+            logger.warning("%s", short)
         state = master_state(self.settings)
         if state is None or not self.master.ready(state):
             raise BoardstreamError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from boardstream.settings import Settings
+from boardstream.spark import standalone
 from boardstream.spark.progress import read_idle, read_progress
 from boardstream.spark.slo import StreamSlo
 from boardstream.supervision import health as _health
@@ -56,16 +57,20 @@ def health(settings: Settings, now_ms: int | None = None) -> list[StreamHealth]:
     """Each stream against the settings' SLO."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     slo = StreamSlo.from_settings(settings)
+    cluster = standalone.state_of(settings)
     verdicts = []
     for stream in board_detail_streams(settings, StreamOptions()):
         newest = read_progress(settings.progress, stream.job, last=1)
+        status = supervisor.status(settings, stream)
+        app = status.holder.details.get("application_id") if status.holder else None
         verdicts.append(
             _health.evaluate(
-                supervisor.status(settings, stream),
+                status,
                 newest[0] if newest else None,
                 read_idle(settings.progress, stream.job),
                 now_ms,
                 slo,
+                standalone.granted_cores(cluster, app) if cluster and app else None,
             )
         )
     return verdicts

@@ -5,7 +5,11 @@ and the SLO in (:mod:`boardstream.spark.slo`, the one Pipeline health holds ever
 verdict with its reasons and the figures behind it out, for the watching sensor and the UI page
 alike. A stream's activity is the end of its newest batch, its newest idle heartbeat (Spark
 reports an idle query every few seconds instead of running empty batches), or its start,
-whichever is newest: a stream just started has until the batch-age SLO to report.
+whichever is newest: a stream just started has until the batch-age SLO to report. On a
+standalone cluster, a stream whose application holds no executor (0 cores granted: starved by
+other applications, or its workers lost) is unhealthy once the master has had
+``EXECUTOR_GRACE_S`` to grant it some: it would only breach the batch age later, with its
+driver alive and nothing loaded meanwhile.
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ from typing import Any
 from boardstream.spark.slo import StreamSlo, batch_ended
 from boardstream.supervision.register import RUNNING
 from boardstream.supervision.supervisor import StreamStatus
+
+# A master grants a registering application its executors within seconds when cores are free;
+# this leaves a loaded machine room before an application without any is called starved.
+EXECUTOR_GRACE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -45,8 +53,10 @@ def evaluate(
     idle_ms: int | None,
     now_ms: int,
     slo: StreamSlo,
+    cores_granted: int | None = None,
 ) -> StreamHealth:
-    """The verdict on one stream (``progress``: its newest progress line, if any)."""
+    """The verdict on one stream (``progress``: its newest progress line, if any;
+    ``cores_granted``: its application's on a standalone cluster, None when unknown)."""
     wanted = status.record.desired == RUNNING
     owner = status.holder
     batch_ms = _ended_ms(progress) if progress else None
@@ -60,6 +70,8 @@ def evaluate(
         age_s = max(0.0, (now_ms - newest) / 1000)
         if age_s > slo.max_batch_age_s:
             reasons.append(f"no batch for {age_s:,.0f} s (SLO {slo.max_batch_age_s:,.0f} s)")
+        if cores_granted == 0 and uptime_s > EXECUTOR_GRACE_S:
+            reasons.append("no executor: the cluster has granted its application 0 cores")
         if since_run is not None:
             lag = int(progress["max_offsets_behind_latest"])
             rows = float(progress["processed_rows_per_s"] or 0.0)

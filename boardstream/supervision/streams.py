@@ -16,6 +16,7 @@ from boardstream.spark.triggers import (
     REAL_TIME,
     require_interval,
 )
+from boardstream.stack.ports import env_var
 
 LIVE_TRIGGERS = (PROCESSING_TIME, REAL_TIME)
 
@@ -51,6 +52,7 @@ class Stream:
     args: tuple[str, ...]
     checkpoint: Path
     cores: int  # its share of a Spark cluster (local mode ignores it)
+    cores_setting: str  # the setting of ``cores`` (BOARDSTREAM_STREAM_<JOB>_CORES)
 
     def conf(self) -> dict[str, str]:
         """Its spark-submit settings of its own: a standalone application otherwise takes every
@@ -69,6 +71,13 @@ def board_detail_streams(settings: Settings, options: StreamOptions) -> tuple[St
             (*join_args, *options.join_args),
             settings.checkpoints / JOIN,
             settings.stream_join_cores,
+            env_var("stream_join_cores"),
         ),
-        Stream(SINK, sink_args, settings.checkpoints / SINK, settings.stream_sink_cores),
+        Stream(
+            SINK,
+            sink_args,
+            settings.checkpoints / SINK,
+            settings.stream_sink_cores,
+            env_var("stream_sink_cores"),
+        ),
     )

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
+from boardstream.spark import standalone
 from boardstream.spark.checkpoint_lease import Holder, holder
 from boardstream.spark.submit import submit_command, submit_env
+from boardstream.stack.ports import env_var
 from boardstream.stack.processes import ManagedProcess, log_tail
 from boardstream.supervision import register
 from boardstream.supervision.register import RUNNING, STOPPED
@@ -63,6 +65,7 @@ def ensure_running(settings: Settings, stream: Stream, timeout_s: float = 300.0)
         current = status(settings, stream)
         if current.running:
             return current
+        _require_cores(settings, stream)
         log = register.log_file(settings, stream.job)
         process = ManagedProcess(
             stream.job, register.directory(settings) / f"{stream.job}.pid", stream.job
@@ -95,6 +98,30 @@ def ensure_running(settings: Settings, stream: Stream, timeout_s: float = 300.0)
             owner.describe(),
         )
         return StreamStatus(stream.job, owner, record)
+
+
+def _require_cores(settings: Settings, stream: Stream) -> None:
+    """Refuse ``stream`` when its standalone cluster has fewer cores free than it takes: it
+    would wait with none, alive and loading nothing. Local mode, or a master whose web UI does
+    not answer here, is not checked (said at INFO)."""
+    cores = standalone.free_cores(settings)
+    if cores is None:
+        logger.info(
+            "%s: cores not checked (%s is local mode, or its master's web UI on port %s does "
+            "not answer)",
+            stream.job,
+            settings.spark_master,
+            settings.spark_master_ui_port,
+        )
+        return
+    if cores.free < stream.cores:
+        raise StreamStartError(
+            f"{stream.job} takes {stream.cores} cores ({stream.cores_setting}) and the Spark "
+            f"cluster at {settings.spark_master} has {cores.describe()}: it would wait with "
+            "none and load nothing. Give the cluster more (the local stack's worker: "
+            f"{env_var('spark_worker_cores')}, then stack down and up --spark-cluster) or the "
+            f"stream fewer ({stream.cores_setting})"
+        )
 
 
 def request(settings: Settings, stream: Stream, desired: str) -> None:

@@ -10,6 +10,7 @@ the Kafka connector shipped by ``--jars``.
 
 from __future__ import annotations
 
+import logging
 import socket
 import subprocess
 import sys
@@ -18,9 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from boardstream import supervision
 from boardstream.errors import BoardstreamError
+from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.settings import Settings
 from boardstream.stack.spark_cluster import SparkMaster, SparkWorker, master_state
+from boardstream.supervision import register
+from boardstream.supervision.supervisor import StreamStartError
 from tests.fixtures import cli, isolated_settings
 from tests.pipeline import Pipeline
 
@@ -175,3 +180,33 @@ def test_a_master_that_cannot_start_says_why_and_where_its_log_is(tmp_path) -> N
     assert last.startswith("java.net.BindException: ")
     assert f"Service 'sparkMaster' failed after 0 retries (starting from {port})!" in last
     assert master.process.pid() is None
+
+
+def test_a_stream_the_cluster_has_too_few_cores_for_is_refused_before_it_starts(
+    tmp_path, caplog
+) -> None:
+    """A worker of 1 core and a join that takes 2: the worker's start says so, and supervision
+    refuses the join, naming both, rather than start a driver that would wait with no executor
+    and load nothing while it looks alive (#48)."""
+    settings = isolated_settings(tmp_path / "var", spark_worker_cores=1)
+    master, worker = SparkMaster(settings), SparkWorker(settings)
+    try:
+        master.start()
+        with caplog.at_level(logging.WARNING, "boardstream.stack.spark_cluster"):
+            worker.start()
+        assert [r.getMessage() for r in caplog.records] == [worker.short_of_streams()]
+        on_cluster = settings.model_copy(update={"spark_master": master.address})
+        with pytest.raises(StreamStartError) as refused:
+            supervision.start(on_cluster)
+        assert str(refused.value) == (
+            f"board-detail-join takes 2 cores (BOARDSTREAM_STREAM_JOIN_CORES) and the Spark "
+            f"cluster at {master.address} has 1 free of 1 (1 live worker): it would wait with "
+            "none and load nothing. Give the cluster more (the local stack's worker: "
+            "BOARDSTREAM_SPARK_WORKER_CORES, then stack down and up --spark-cluster) or the "
+            "stream fewer (BOARDSTREAM_STREAM_JOIN_CORES)"
+        )
+        assert not register.log_file(on_cluster, JOIN).exists()  # no driver was started
+        assert master_state(settings)["activeapps"] == []
+    finally:
+        worker.process.stop()
+        master.process.stop()

@@ -135,3 +135,9 @@ def test_spark_kafka_source_and_sink_options(options: str, own: dict[str, str]) 
     settings = Settings(_env_file=None, bootstrap_servers="k:1")
     connection = {"kafka.bootstrap.servers": "k:1", "kafka.security.protocol": "PLAINTEXT"}
     assert getattr(settings, options)() == {**connection, **own}
+
+
+def test_the_worker_offers_the_streams_cores_unless_told_otherwise() -> None:
+    machine = os.cpu_count() or 2
+    assert Settings(stream_join_cores=machine + 4).spark_worker_cores == machine + 5
+    assert Settings(spark_worker_cores=1).spark_worker_cores == 1

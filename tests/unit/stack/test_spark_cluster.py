@@ -37,7 +37,7 @@ def test_settings_defaults_and_env_vars(monkeypatch: pytest.MonkeyPatch, tmp_pat
         defaults.spark_worker_ui_port,
         defaults.spark_worker_cores,
         defaults.spark_worker_memory,
-    ) == ("local[2]", 7077, 8090, 8091, os.cpu_count() or 2, "2g")
+    ) == ("local[2]", 7077, 8090, 8091, max(os.cpu_count() or 2, 3), "2g")  # the streams: 2 + 1
     assert defaults.spark_master_ui_port != defaults.airflow_port  # both in one stack
     for name, value in {
         "SPARK_MASTER": "spark://127.0.0.1:7177",
@@ -153,3 +153,12 @@ def test_a_worker_without_a_master_is_refused_at_once(settings: Settings) -> Non
         "stack up --spark-cluster starts both"
     )
     assert not worker.process.pid_file.exists() and not worker.log_file.exists()
+
+
+def test_a_worker_short_of_the_streams_says_so_and_the_setting() -> None:
+    assert SparkWorker(Settings(spark_worker_cores=3)).short_of_streams() is None
+    assert SparkWorker(Settings(spark_worker_cores=2)).short_of_streams() == (
+        "the Spark worker offers 2 cores and the live streams take 3 (join 2, sink 1): the "
+        "second would be refused. Set BOARDSTREAM_SPARK_WORKER_CORES=3 (cores are task slots: "
+        "more than the machine has is allowed)"
+    )

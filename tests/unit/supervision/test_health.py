@@ -6,7 +6,7 @@ import pytest
 
 from boardstream.spark.checkpoint_lease import Holder
 from boardstream.spark.slo import StreamSlo
-from boardstream.supervision.health import evaluate
+from boardstream.supervision.health import EXECUTOR_GRACE_S, evaluate
 from boardstream.supervision.register import STOPPED, Start, StreamRecord
 from boardstream.supervision.supervisor import StreamStatus
 
@@ -98,3 +98,15 @@ def test_a_real_time_stream_reports_once_per_checkpoint_interval() -> None:
         assert healthy.healthy and healthy.last_activity_age_s == allowed_s
         late = evaluate(status, progress, None, SINCE + 60_000 + (allowed_s + 1) * 1000, SLO)
         assert late.reasons == (f"no batch for {allowed_s + 1} s (SLO {allowed_s} s)",)
+
+
+def test_a_stream_with_no_executor_is_unhealthy_once_the_master_had_time_to_grant_one() -> None:
+    """Starved of cores (or its workers lost), a driver lives on with its lease and loads
+    nothing; it would breach the batch age only much later."""
+    recent = batch("2026-11-25T10:00:20.000Z")
+    within = SINCE + int(EXECUTOR_GRACE_S * 1000)
+    assert evaluate(running(), recent, None, within, SLO, cores_granted=0).healthy
+    starved = evaluate(running(), recent, None, within + 1_000, SLO, cores_granted=0)
+    assert starved.reasons == ("no executor: the cluster has granted its application 0 cores",)
+    for known in (None, 1):  # local mode or a master that does not answer; an executor
+        assert evaluate(running(), recent, None, within + 1_000, SLO, cores_granted=known).healthy

@@ -40,7 +40,13 @@ FAILING = "import sys; print('bad settings: no broker', flush=True); sys.exit(2)
 def stand_in(monkeypatch, tmp_path) -> Iterator[SimpleNamespace]:
     """The stream and settings, the supervisor's spark-submit replaced by ``python -c script``
     (the driver above unless a test sets another), and the commands it was given."""
-    stream = Stream("board-detail-sink", ("--trigger=processing-time",), tmp_path / "ckpt", 1)
+    stream = Stream(
+        "board-detail-sink",
+        ("--trigger=processing-time",),
+        tmp_path / "ckpt",
+        1,
+        "BOARDSTREAM_STREAM_SINK_CORES",
+    )
     ns = SimpleNamespace(
         settings=isolated_settings(tmp_path), stream=stream, commands=[], script=DRIVER
     )
