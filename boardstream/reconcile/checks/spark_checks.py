@@ -353,13 +353,12 @@ def reconcile(
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     now_ms = int(time.time() * 1000)
     inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read, kept, read)
-    held = snapshot.records() + table_read.rows.num_rows
     in_process = readers.in_process(settings, snapshot, table_read)
     engine = "DuckDB, in process" if in_process else "Spark"
     logger.info(
         "the checks over %s records and rows run in %s (in process up to %s: "
         "BOARDSTREAM_RECONCILE_IN_PROCESS_MAX_RECORDS)",
-        f"{held:,}",
+        f"{readers.held(snapshot, table_read):,}",
         engine,
         f"{settings.reconcile_in_process_max_records:,}",
     )

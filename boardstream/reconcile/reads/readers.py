@@ -132,13 +132,17 @@ def read_run(
     return read, snapshot, table_read
 
 
+def held(snapshot: Snapshot, table_read: TableRead) -> int:
+    """The records and rows a full run reads: its topics' and the table's."""
+    return snapshot.records() + table_read.rows.num_rows
+
+
 def in_process(settings: Settings, snapshot: Snapshot, table_read: TableRead) -> bool:
     """Whether a full run holds its inputs in the driver: its topics read by the driver's
     consumer, its checks run by DuckDB. Up to ``reconcile_in_process_max_records`` records and
-    rows, Spark's fixed cost per job and per source task is most of a run's time."""
-    return snapshot.records() + table_read.rows.num_rows <= (
-        settings.reconcile_in_process_max_records
-    )
+    rows (:func:`held`), Spark's fixed cost per job and per source task is most of a run's
+    time."""
+    return held(snapshot, table_read) <= settings.reconcile_in_process_max_records
 
 
 def read_snapshot(
