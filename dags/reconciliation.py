@@ -14,6 +14,8 @@ Repair a failed run with the `board_detail_repair` DAG (param `run_id`).
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, task
 
 from boardstream_airflow.assets import BOARD_DETAIL
@@ -25,8 +27,16 @@ from boardstream_airflow.dags import boardstream_dag
     "reconciliation",
     dag_id="reconciliation",
     schedule=AssetOrTimeSchedule(
-        timetable=CronTriggerTimetable("*/15 * * * *", timezone="UTC"), assets=BOARD_DETAIL
+        # Unpaused, it waits for the next quarter hour. With a start date and no catchup,
+        # Airflow runs the quarter hour just past at once, and the demo's first run checked
+        # topics the pipeline had not loaded yet (every board "not yet read"); without one,
+        # run_immediately decides, and 0 means never.
+        timetable=CronTriggerTimetable(
+            "*/15 * * * *", timezone="UTC", run_immediately=timedelta(0)
+        ),
+        assets=BOARD_DETAIL,
     ),
+    start_date=None,
     default_args={"retries": 0},  # a failed reconciliation is a verdict, not a glitch
 )
 def reconciliation() -> None:

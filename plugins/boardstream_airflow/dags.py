@@ -20,8 +20,8 @@ def boardstream_dag(doc: str | None, *tags: str, **kwargs: Any) -> Callable:
     """``@dag`` with boardstream's defaults; ``kwargs`` (dag_id, schedule, params, ...) as
     ``@dag`` takes them."""
     kwargs.setdefault("is_paused_upon_creation", kwargs.get("schedule") is not None)
+    kwargs.setdefault("start_date", START_DATE)
     return dag(
-        start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
         doc_md=doc,

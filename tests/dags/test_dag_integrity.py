@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -87,3 +88,21 @@ def test_stream_intervals_are_taken_only_in_the_form_spark_reads(dagbag, dag_id:
         for refused in ("30s", "500ms", "5m"):
             with pytest.raises(ParamValidationError):
                 params.get_param(name).resolve(refused)
+
+
+def test_reconciliation_unpaused_waits_for_the_next_quarter_hour(dagbag) -> None:
+    """Issue #48: the demo's first reconciliation ran at once when the demo unpaused the DAG,
+    before the pipeline had loaded anything: its first scheduled run is the next quarter hour,
+    never the one just past (its asset still triggers a run whenever the sink loads)."""
+    from airflow.serialization.serialized_objects import DagSerialization
+    from airflow.timetables.base import TimeRestriction
+
+    reconciliation = dagbag.get_dag("reconciliation")
+    # As the scheduler holds it: the serialized DAG's timetable.
+    timetable = DagSerialization.from_dict(DagSerialization.to_dict(reconciliation)).timetable
+    restriction = TimeRestriction(reconciliation.start_date, None, catchup=False)
+    before = datetime.now(UTC)
+    first = timetable.next_dagrun_info(last_automated_data_interval=None, restriction=restriction)
+    assert first is not None and first.run_after > before
+    assert first.run_after - before <= timedelta(minutes=15)
+    assert (first.run_after.minute % 15, first.run_after.second) == (0, 0)

@@ -254,3 +254,26 @@ def test_a_run_without_counts_prints_zeros(runs, settings, capsys) -> None:
     out = capsys.readouterr().out
     assert "  source                  0\n" in out
     assert "pending boards" not in out
+
+
+def test_a_run_that_came_first_during_the_demo_is_named_with_why(
+    runs, settings, monkeypatch, capsys
+) -> None:
+    """The ledger held run 3 before the demo; the schedule's quarter hour made run 4 while the
+    data loaded; run 5 is the demo's: run 4 is named, run 3 is not."""
+    scheduled = {**ledger_run("airflow:reconciliation/scheduled__q/reconcile"), "run_id": 4}
+    runs[1:] = [scheduled, {**ledger_run("cli"), "run_id": 3}]
+    demo_started = []
+    monkeypatch.setattr(
+        demo.ledger,
+        "recent_runs",
+        lambda _engine, limit: list(runs) if demo_started else demo_started.append(1) or runs[2:],
+    )
+    assert demo.run_demo(settings, {}) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:3] == [
+        "reconciliation run 5: PASSED",
+        "  (run 4 came first, by airflow:reconciliation/scheduled__q/reconcile: it began before "
+        "the pipeline had loaded the demo's data, so it checked the topics as they were then; "
+        "the 15-minute schedule can fall while the demo runs)",
+    ]
