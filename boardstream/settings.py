@@ -177,7 +177,8 @@ class Settings(BaseSettings):
         default=100_000,
         ge=0,
         description="The streams' SLO: a streaming job's last batch at most this many "
-        "offsets behind the latest (default: one sink micro-batch, its max offsets per trigger).",
+        "offsets behind the latest; a live stream's, at most this many records its checkpoint "
+        "has not committed (default: one sink micro-batch, its max offsets per trigger).",
     )
     connect_timeout_s: float = Field(
         default=10.0, gt=0, description="How long to wait for the broker before giving up."

@@ -28,8 +28,9 @@ from boardstream.spark.slo import StreamSlo
 
 # "airflow:<dag id>/<run id>/<task id>", as the DAGs' tasks record who ran a reconciliation.
 _AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[\w.-]+)")
-# The page asks the broker for the outputs' retention; with the broker down it still answers
-# within this many seconds (or the settings' connect timeout, if shorter), retention unknown.
+# The page asks the broker for the outputs' retention and the live streams' lag; with the
+# broker down it still answers within this many seconds (or the settings' connect timeout, if
+# shorter) per question, retention and lag unknown.
 _BROKER_WAIT_S = 2.0
 
 
@@ -51,13 +52,18 @@ def pipeline_health(
     }
 
 
+def _quick(settings: Settings) -> Settings:
+    """``settings`` whose broker calls give up within the page's wait."""
+    return settings.model_copy(
+        update={"connect_timeout_s": min(settings.connect_timeout_s, _BROKER_WAIT_S)}
+    )
+
+
 def evidence(settings: Settings, last_verdict: datetime | None, now: datetime) -> dict[str, Any]:
     """The output topics' shortest retention (None: forever), the outputs that may expire
     before ``board`` and whether reconciliation is overdue against that retention; or, with
     the broker not answering, why the retention is unknown."""
-    quick = settings.model_copy(
-        update={"connect_timeout_s": min(settings.connect_timeout_s, _BROKER_WAIT_S)}
-    )
+    quick = _quick(settings)
     found: dict[str, Any] = {
         "last_verdict_at": last_verdict,
         "error": None,
@@ -135,7 +141,7 @@ def live_streams(settings: Settings, now: datetime) -> dict[str, dict[str, Any]]
     restarts, and its health (the watch's own verdict) with the reasons. A job never started
     or stopped by a supervisor (the available-now pipeline's) is not listed."""
     live = {}
-    for health in supervision.health(settings, int(now.timestamp() * 1000)):
+    for health in supervision.health(_quick(settings), int(now.timestamp() * 1000)):
         if not health.supervised:
             continue
         app = health.application_id
@@ -148,6 +154,7 @@ def live_streams(settings: Settings, now: datetime) -> dict[str, dict[str, Any]]
             "spark_ui": spark_ui(settings, app) if app else None,
             "uptime_s": health.uptime_s,
             "restarts": health.restarts,
+            "lag": health.lag,
         }
     return live
 

@@ -177,14 +177,16 @@ def describe_topics(
             TopicDescription(
                 topic,
                 configs[topic],
-                end_offsets=_offsets(admin, settings, topic, partitions, OffsetSpec.latest()),
-                start_offsets=_offsets(admin, settings, topic, partitions, OffsetSpec.earliest()),
+                end_offsets=list_offsets(admin, settings, topic, partitions, OffsetSpec.latest()),
+                start_offsets=list_offsets(
+                    admin, settings, topic, partitions, OffsetSpec.earliest()
+                ),
             )
         )
     return descriptions
 
 
-def _offsets(
+def list_offsets(
     admin: AdminClient, settings: Settings, topic: str, partitions: list[int], spec: OffsetSpec
 ) -> dict[int, int]:
     """Offsets per partition; retriable errors (a leader still moving in) are retried."""

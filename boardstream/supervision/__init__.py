@@ -17,6 +17,7 @@ from boardstream.spark.slo import StreamSlo
 from boardstream.supervision import health as _health
 from boardstream.supervision import supervisor
 from boardstream.supervision.health import StreamHealth
+from boardstream.supervision.lag import source_lag
 from boardstream.supervision.register import RUNNING
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from boardstream.supervision.supervisor import StreamStatus
@@ -71,6 +72,7 @@ def health(settings: Settings, now_ms: int | None = None) -> list[StreamHealth]:
                 now_ms,
                 slo,
                 standalone.granted_cores(cluster, app) if cluster and app else None,
+                source_lag(settings, stream.checkpoint, stream.sources) if status.holder else None,
             )
         )
     return verdicts

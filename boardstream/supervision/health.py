@@ -9,7 +9,9 @@ whichever is newest: a stream just started has until the batch-age SLO to report
 standalone cluster, a stream whose application holds no executor (0 cores granted: starved by
 other applications, or its workers lost) is unhealthy once the master has had
 ``EXECUTOR_GRACE_S`` to grant it some: it would only breach the batch age later, with its
-driver alive and nothing loaded meanwhile.
+driver alive and nothing loaded meanwhile. Its lag is counted at the broker against its
+checkpoint (:mod:`.lag`), not taken from its last progress line, which a stream that runs no
+batch keeps repeating.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class StreamHealth:
     uptime_s: float | None
     restarts: int
     last_activity_age_s: float | None
-    lag: int | None
+    lag: int | None  # records its checkpoint has not committed, counted at the broker
     rows_per_s: float | None
 
 
@@ -54,9 +56,12 @@ def evaluate(
     now_ms: int,
     slo: StreamSlo,
     cores_granted: int | None = None,
+    behind: int | None = None,
 ) -> StreamHealth:
     """The verdict on one stream (``progress``: its newest progress line, if any;
-    ``cores_granted``: its application's on a standalone cluster, None when unknown)."""
+    ``cores_granted``: its application's on a standalone cluster, None when unknown;
+    ``behind``: the records its checkpoint has not committed (:mod:`.lag`), None when
+    unknown)."""
     wanted = status.record.desired == RUNNING
     owner = status.holder
     batch_ms = _ended_ms(progress) if progress else None
@@ -73,10 +78,10 @@ def evaluate(
         if cores_granted == 0 and uptime_s > EXECUTOR_GRACE_S:
             reasons.append("no executor: the cluster has granted its application 0 cores")
         if since_run is not None:
-            lag = int(progress["max_offsets_behind_latest"])
             rows = float(progress["processed_rows_per_s"] or 0.0)
-            if lag > slo.max_lag:
-                reasons.append(f"{lag:,} offsets behind the latest (SLO {slo.max_lag:,})")
+        lag = behind
+        if lag is not None and lag > slo.max_lag:
+            reasons.append(f"{lag:,} offsets behind the latest (SLO {slo.max_lag:,})")
     elif wanted:
         reasons.append("not running")
     return StreamHealth(

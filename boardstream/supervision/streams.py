@@ -53,6 +53,7 @@ class Stream:
     checkpoint: Path
     cores: int  # its share of a Spark cluster (local mode ignores it)
     cores_setting: str  # the setting of ``cores`` (BOARDSTREAM_STREAM_<JOB>_CORES)
+    sources: tuple[str, ...] = ()  # the topics it reads: its lag is counted on them
 
     def conf(self) -> dict[str, str]:
         """Its spark-submit settings of its own: a standalone application otherwise takes every
@@ -72,6 +73,7 @@ def board_detail_streams(settings: Settings, options: StreamOptions) -> tuple[St
             settings.checkpoints / JOIN,
             settings.stream_join_cores,
             env_var("stream_join_cores"),
+            (settings.member_topic, settings.board_topic),
         ),
         Stream(
             SINK,
@@ -79,5 +81,6 @@ def board_detail_streams(settings: Settings, options: StreamOptions) -> tuple[St
             settings.checkpoints / SINK,
             settings.stream_sink_cores,
             env_var("stream_sink_cores"),
+            (settings.board_detail_topic,),
         ),
     )

@@ -14,6 +14,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.joins.job import ENGINES, JoinJobConfig
 from boardstream.reconcile.reads.readers import pending
+from boardstream.supervision.lag import source_lag
 from tests.pipeline import Pipeline, consume_all, query
 
 
@@ -303,3 +304,22 @@ def test_the_join_refuses_to_start_when_a_dead_letter_could_not_fit(pipeline) ->
     # Said in the domain's words, which the job's command line turns into its flag.
     assert message.endswith("Raise the limit, or lower the max record bytes.")
     assert flag_message(refused.value).endswith("or lower the --max-record-bytes.")
+
+
+def test_the_lag_health_counts_is_what_the_join_has_not_committed(pipeline, t0: int) -> None:
+    """Counted at the broker against the join's real checkpoint: 0 once a run committed
+    everything, each record produced since, and 0 again when the next run reads them."""
+    settings = pipeline.settings
+    sources = (settings.member_topic, settings.board_topic)
+    checkpoint = pipeline.workdir / f"{settings.board_topic}-join"
+    pipeline.member(1, "m1", t0)
+    assert source_lag(settings, checkpoint, sources) == 1  # nothing committed yet
+    pipeline.board("c" * 24, 1, t0 + 1)
+    pipeline.join()
+    assert source_lag(settings, checkpoint, sources) == 0
+    pipeline.member(2, "m2", t0 + 2)
+    for i in range(3):
+        pipeline.board(f"{i}" * 24, 2, t0 + 3 + i)
+    assert source_lag(settings, checkpoint, sources) == 4
+    pipeline.join()
+    assert source_lag(settings, checkpoint, sources) == 0

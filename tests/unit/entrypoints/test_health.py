@@ -459,6 +459,7 @@ def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_
             "spark_ui": f"http://10.0.0.5:{cluster.spark_master_ui_port}/app/?appId=app-9",
             "uptime_s": 30.0,
             "restarts": 1,
+            "lag": None,  # no broker here to count it at
         },
         "board-detail-sink": {
             "wanted": False,
@@ -469,6 +470,7 @@ def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_
             "spark_ui": None,
             "uptime_s": None,
             "restarts": 0,
+            "lag": None,
         },
     }
     assert health.spark_ui(settings, "app-9") is None  # local mode: no master UI

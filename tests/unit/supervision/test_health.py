@@ -20,18 +20,29 @@ def batch(at: str, lag: int = 0, rate: float = 950.0) -> dict:
     return {"timestamp": at, "max_offsets_behind_latest": lag, "processed_rows_per_s": rate}
 
 
+def test_lag_is_what_the_checkpoint_has_not_committed_not_what_the_last_batch_saw() -> None:
+    """A starved stream runs no batch: its last progress line keeps saying 0 behind while
+    records wait; the lag counted at the broker says how many."""
+    last = batch("2026-11-25T10:00:05.000Z", lag=0)
+    starved = evaluate(running(), last, None, SINCE + 6_000, SLO, behind=5_000)
+    assert starved.lag == 5_000
+    assert starved.reasons == ("5,000 offsets behind the latest (SLO 1,000)",)
+    unknown = evaluate(running(), last, None, SINCE + 6_000, SLO, behind=None)
+    assert unknown.healthy and unknown.lag is None
+
+
 def running(record: StreamRecord = STARTED) -> StreamStatus:
     return StreamStatus("board-detail-join", DRIVER, record)
 
 
 def test_a_recent_batch_within_the_lag_slo_is_healthy() -> None:
     health = evaluate(
-        running(), batch("2026-11-25T10:01:00.000Z", lag=900), None, SINCE + 70_000, SLO
+        running(), batch("2026-11-25T10:01:00.000Z"), None, SINCE + 70_000, SLO, behind=1_000
     )
     assert health.healthy and health.reasons == ()
     assert (health.running, health.wanted, health.application_id) == (True, True, "app-7")
     assert (health.uptime_s, health.last_activity_age_s) == (70.0, 10.0)
-    assert (health.lag, health.rows_per_s, health.restarts) == (900, 950.0, 1)
+    assert (health.lag, health.rows_per_s, health.restarts) == (1_000, 950.0, 1)
 
 
 def test_no_batch_within_the_slo_is_unhealthy_but_an_idle_heartbeat_is_activity() -> None:
@@ -45,7 +56,7 @@ def test_no_batch_within_the_slo_is_unhealthy_but_an_idle_heartbeat_is_activity(
 
 def test_lag_past_the_slo_is_unhealthy() -> None:
     health = evaluate(
-        running(), batch("2026-11-25T10:00:05.000Z", lag=1_001), None, SINCE + 6_000, SLO
+        running(), batch("2026-11-25T10:00:05.000Z"), None, SINCE + 6_000, SLO, behind=1_001
     )
     assert health.reasons == ("1,001 offsets behind the latest (SLO 1,000)",)
 
@@ -53,7 +64,7 @@ def test_lag_past_the_slo_is_unhealthy() -> None:
 def test_a_new_driver_has_the_batch_age_slo_from_its_start_and_ignores_older_batches() -> None:
     before_restart = batch("2026-11-25T09:59:00.000Z", lag=50_000)
     young = evaluate(running(), before_restart, None, SINCE + 20_000, SLO)
-    assert young.healthy and young.lag is None and young.last_activity_age_s == 20.0
+    assert young.healthy and young.rows_per_s is None and young.last_activity_age_s == 20.0
     old = evaluate(running(), before_restart, None, SINCE + 40_000, SLO)
     assert old.reasons == ("no batch for 40 s (SLO 30 s)",)
 
