@@ -156,6 +156,7 @@ def run(
         else nullcontext()
     )
     listener = JsonlProgressListener(settings.progress)
+    propagate_java_errors(spark)
     with lease:
         spark.streams.addListener(listener)
         stop_requested = threading.Event()
@@ -192,6 +193,11 @@ def _run_restarting_late_workers(
                     query.stop()
             return query
         except StreamingQueryException as error:
+            if stop_requested.is_set():
+                # Spark takes a foreachBatch whose job the stop cancelled for a failed batch
+                # (it recognises only its own code's interruptions): the stop, all the same.
+                logger.info("%s stopped mid-batch: %s", query.name, str(error).split("\n")[0])
+                return query
             restarts += 1
             if restarts > LATE_WORKER_RESTARTS or not late_python_worker(error):
                 raise
@@ -225,18 +231,34 @@ def late_python_worker(error: BaseException) -> bool:
     return LATE_WORKER_MESSAGE in str(error)
 
 
+def propagate_java_errors(spark: SparkSession) -> None:
+    """A JVM error raised in a Python callback (a ``foreachBatch`` function's Spark job) goes
+    back to the JVM as itself, not as the text of its Python traceback.
+
+    Spark matches a callback's traceback text against a regular expression that recurses once
+    per character (``StreamExecution.PROXY_ERROR``, Spark 4.3.0), to tell an interrupted batch
+    from a failed one: a sink's traceback of a few thousand characters overflowed the stream
+    thread's stack (a ``java.lang.StackOverflowError`` in the driver's log, on a stop while the
+    batch waited for executors, #48). py4j's ``propagate_java_exceptions`` sends the original
+    instead; an error of Python's own still goes back as its traceback."""
+    spark.sparkContext._gateway.python_parameters.propagate_java_exceptions = True
+
+
 def quiet_jvm_logging(spark: SparkSession) -> None:
-    """Every log4j logger of the driver's JVM (and of local mode's executors, which share it) at
-    FATAL from a requested stop to the driver's end. Stopping cancels the batch under way, and
-    whatever Spark was doing then reports its interruption at ERROR under its own logger (the
-    sink's write, the state store's changelog, a broadcast, the real-time shuffle's reader),
-    also while the driver tears down: none of it is a failure, the batch is replayed at the next
-    start. The stop's outcome is not silenced: a query that failed still raises, and the job says
-    so through Python's logging and its exit code. A cluster's executors log to their own files.
+    """Every log4j logger of the driver's JVM (and of local mode's executors, which share it),
+    and py4j's Python one, at FATAL from a requested stop to the driver's end. Stopping cancels
+    the batch under way, and whatever Spark was doing then reports its interruption at ERROR
+    under its own logger (the sink's write, the state store's changelog, a broadcast, the
+    real-time shuffle's reader; py4j, the sink's cancelled ``foreachBatch`` call with its
+    traceback), also while the driver tears down: none of it is a failure, the batch is
+    replayed at the next start. The stop's outcome is not silenced: a query that failed before
+    the stop still raises, and the job says so through Python's logging and its exit code. A
+    cluster's executors log to their own files.
     """
     log4j = spark.sparkContext._jvm.org.apache.logging.log4j
     configurator = log4j.core.config.Configurator
     configurator.setAllLevels(log4j.LogManager.ROOT_LOGGER_NAME, log4j.Level.FATAL)
+    logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
 
 
 def _driver_details(spark: SparkSession, config: QueryConfig) -> dict[str, object]:

@@ -5,6 +5,7 @@ query starts, and ``run``'s SIGTERM handling and listener lifetime."""
 
 from __future__ import annotations
 
+import logging
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -277,6 +278,31 @@ class FakeQuery:
         return self.stops > 0
 
 
+class CancelledByStop(StreamingQueryException):
+    """Spark's failure of a batch whose foreachBatch job the stop cancelled, without a JVM."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "[STREAM_FAILED] ... [FOREACH_BATCH_USER_FUNCTION_ERROR]")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class StoppedMidBatch(FakeQuery):
+    """Its stop cancels the batch under way, and the query ends with the batch's failure."""
+
+    def awaitTermination(self, timeout: float) -> bool:
+        if self.stops:
+            raise CancelledByStop()
+        return super().awaitTermination(timeout)
+
+
+def fake_spark(streams: FakeStreams) -> Any:
+    """A session with its streams and py4j's callback parameters."""
+    gateway = SimpleNamespace(python_parameters=SimpleNamespace(propagate_java_exceptions=False))
+    return SimpleNamespace(streams=streams, sparkContext=SimpleNamespace(_gateway=gateway))
+
+
 @pytest.fixture
 def sigterm() -> Any:
     """A recognizable SIGTERM handler in place during the test, the original after it."""
@@ -298,10 +324,11 @@ def test_run_stops_the_query_on_sigterm_and_restores_the_handler(
     streams = FakeStreams()
     query = FakeQuery(streams)
     config = settings(tmp_path)
-    spark = SimpleNamespace(streams=streams)
+    spark = fake_spark(streams)
     assert streaming.run(spark, config, lambda: query) is query
     assert query.stops == 1
     assert quieted == [spark]
+    assert spark.sparkContext._gateway.python_parameters.propagate_java_exceptions is True
     assert query.waits == [streaming.STOP_POLL_S] * 2
     assert signal.getsignal(signal.SIGTERM) is sigterm
     (listener,) = streams.added
@@ -310,11 +337,27 @@ def test_run_stops_the_query_on_sigterm_and_restores_the_handler(
     assert streams.removed == [listener]
 
 
+def test_a_query_that_fails_once_a_stop_is_requested_has_stopped(
+    tmp_path: Path, sigterm: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """Spark takes a foreachBatch job the stop cancelled for a failed batch (#48): the stop."""
+    monkeypatch.setattr(streaming, "quiet_jvm_logging", lambda spark: None)
+    streams = FakeStreams()
+    query = StoppedMidBatch(streams)
+    with caplog.at_level(logging.INFO, logger=streaming.logger.name):
+        assert streaming.run(fake_spark(streams), settings(tmp_path), lambda: query) is query
+    assert query.stops == 1 and streams.removed == streams.added
+    assert caplog.messages[-1] == (
+        "board_detail_join stopped mid-batch: "
+        "[STREAM_FAILED] ... [FOREACH_BATCH_USER_FUNCTION_ERROR]"
+    )
+
+
 def test_run_cleans_up_when_the_query_fails(tmp_path: Path, sigterm: Any) -> None:
     streams = FakeStreams()
     query = FakeQuery(streams, fails=RuntimeError("query failed"))
     with pytest.raises(RuntimeError, match=r"^query failed$"):
-        streaming.run(SimpleNamespace(streams=streams), settings(tmp_path), lambda: query)
+        streaming.run(fake_spark(streams), settings(tmp_path), lambda: query)
     assert signal.getsignal(signal.SIGTERM) is sigterm
     assert streams.removed == streams.added
     assert query.stops == 0
@@ -338,7 +381,7 @@ def test_run_restarts_a_query_whose_python_worker_connected_late(
     streams = FakeStreams()
     queries = [FakeQuery(streams, fails=LateWorker()), FakeQuery(streams)]
     started = iter(queries)
-    spark = SimpleNamespace(streams=streams)
+    spark = fake_spark(streams)
     assert streaming.run(spark, settings(tmp_path), lambda: next(started)) is queries[1]
     assert queries[1].stops == 1
     assert streams.removed == streams.added
@@ -356,5 +399,5 @@ def test_run_gives_up_on_late_workers_after_its_restarts(
         return starts[-1]
 
     with pytest.raises(LateWorker):
-        streaming.run(SimpleNamespace(streams=streams), settings(tmp_path), start)
+        streaming.run(fake_spark(streams), settings(tmp_path), start)
     assert len(starts) == 1 + streaming.LATE_WORKER_RESTARTS
