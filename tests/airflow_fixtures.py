@@ -135,7 +135,8 @@ def browser() -> Iterator:
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
         options.add_argument(argument)
-    options.add_argument("--window-size=1500,1000")
+    # A laptop's width: the pages must fit it without scrolling sideways.
+    options.add_argument("--window-size=1280,1000")
     # Every request the page makes (DevTools' Network events) and its console, for assertions.
     options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     service = webdriver.ChromeService(executable_path=shutil.which("chromedriver"))

@@ -114,9 +114,13 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         assert set(shown) >= {"source", "joined", "unmatched", "dead_lettered", "missing"}
         verdict = row.find_element(By.CSS_SELECTOR, "[data-field=verdict]").text
         assert verdict == ("PASSED" if stored["passed"] else "FAILED")
-        kind = row.find_element(By.CSS_SELECTOR, "[data-field=kind]").text.split("\n")
-        assert kind == [
+        # What a run read (offset lists) waits behind a disclosure, so the row stays one line.
+        kind = row.find_element(By.CSS_SELECTOR, "[data-field=kind]")
+        assert kind.text.split("\n") == [result.kind, "what it read"]
+        kind.find_element(By.TAG_NAME, "summary").click()
+        assert kind.text.split("\n") == [
             result.kind,
+            "what it read",
             f"read {ledger.describe_covered(stored['covered'])}",
             f"looked at {ledger.describe_table_slice(stored['table_slice'])}",
         ]
@@ -156,8 +160,11 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         "stacked": [True, True],
         "axes": ["reconciliation run", "source positions"],
         "datasets": [[part, [run["counts"][part] for run in recorded]] for part in PARTS],
-        "legend": list(PARTS),
+        # Each part's count in the newest run, readable however thin its bar.
+        "legend": [f"{part} {recorded[-1]['counts'][part]:,}" for part in PARTS],
     }
+    bar_floor = browser.execute_script(f"return {CHART}.data.datasets.map(d => d.minBarLength)")
+    assert bar_floor == [4] * len(PARTS)
     assert [dataset[1] for dataset in drawn["datasets"][1:3]] == [[30, 41, 6, 6], [3, 4, 0, 0]]
 
     # Hovering the failed earlier run's bar: its verdict, finish time and every part's count.
@@ -240,7 +247,23 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
     assert [url for url in urls if not url.startswith(local)] == []
     assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
 
+    # At 1,280 px (the browser's width) nothing scrolls sideways, in the page or in Airflow's
+    # frame around it, and every run's evidence links are in view.
+    widths = (
+        "const d = document.documentElement; return [d.scrollWidth - d.clientWidth,"
+        " ...Array.from(document.querySelectorAll('.scroll'), e => e.scrollWidth - e.clientWidth)]"
+    )
+    assert browser.execute_script("return window.outerWidth") == 1280
+    assert browser.execute_script(widths) == [0, 0, 0]
+    frame_width = browser.execute_script("return document.documentElement.clientWidth")
+    links = browser.find_elements(By.CSS_SELECTOR, "td.links a")
+    assert len(links) == 4 + 2  # each run's task log; the two reconciled here, Data Docs
+    for link in links:
+        right = browser.execute_script("return arguments[0].getBoundingClientRect().right", link)
+        assert link.is_displayed() and right <= frame_width, link.text
     browser.switch_to.default_content()  # the tooltip still shown
+    assert browser.execute_script(widths)[0] == 0
+
     ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "pipeline-health.png"))
     browser.switch_to.frame(frame)

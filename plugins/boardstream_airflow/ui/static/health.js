@@ -34,6 +34,9 @@
         borderColor: "#ffffff",
         borderWidth: { top: 1 },
         maxBarThickness: 56,
+        // A part of a few positions beside thousands would be no bar at all: every part that
+        // is not 0 gets a few pixels, and the legend states the newest run's counts.
+        minBarLength: 4,
       })),
     },
     options: {
@@ -56,7 +59,18 @@
         },
       },
       plugins: {
-        legend: { position: "bottom", labels: { boxWidth: 12, boxHeight: 12 } },
+        legend: {
+          position: "bottom",
+          labels: {
+            boxWidth: 12,
+            boxHeight: 12,
+            generateLabels: (c) =>
+              Chart.defaults.plugins.legend.labels.generateLabels(c).map((label) => {
+                const counts = c.data.datasets[label.datasetIndex].data;
+                return { ...label, text: `${label.text} ${number(counts[counts.length - 1])}` };
+              }),
+          },
+        },
         tooltip: {
           callbacks: {
             title: (items) => {
