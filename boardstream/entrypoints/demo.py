@@ -90,12 +90,12 @@ def _waited(api: AirflowApi, address: str, dag_id: str, run_id: str, how: str) -
     return False
 
 
-def _print_reconciliation(settings: Settings, run_by: str, before: int = 0) -> bool:
+def _print_reconciliation(settings: Settings, run_by: str, before: int | None = None) -> bool:
     """The ledger's record of the run the task made, as the task log shows it: the balance,
     then the findings it has, under the summary's names and in its order (docs/RECONCILIATION.md,
-    "What a run checks"). Runs after ``before`` that came first are named, with why: the
-    schedule's quarter hour can fall while the demo loads its data, and the Pipeline health
-    page then shows that run before the demo's."""
+    "What a run checks"). Runs after ``before`` (the ledger's newest when the demo began) that
+    came first are named last, with why: the schedule's quarter hour can fall while the demo
+    loads its data, and the Pipeline health page then shows that run before the demo's."""
     runs = ledger.recent_runs(database.engine(settings.database), limit=50)
     run = next((run for run in runs if run["run_by"] == run_by), None)
     if run is None:
@@ -103,14 +103,6 @@ def _print_reconciliation(settings: Settings, run_by: str, before: int = 0) -> b
         return False
     counts = run["counts"] or {}
     print(f"\nreconciliation run {run['run_id']}: {'PASSED' if run['passed'] else 'FAILED'}")
-    for first in sorted(
-        (r for r in runs if before < r["run_id"] < run["run_id"]), key=lambda r: r["run_id"]
-    ):
-        print(
-            f"  (run {first['run_id']} came first, by {first['run_by']}: it began before the "
-            "pipeline had loaded the demo's data, so it checked the topics as they were then; "
-            "the 15-minute schedule can fall while the demo runs)"
-        )
     for name in BALANCE:
         print(f"  {name:<14} {counts.get(name, 0):>10,}")
     for kind in SUMMARY_ORDER:
@@ -122,5 +114,14 @@ def _print_reconciliation(settings: Settings, run_by: str, before: int = 0) -> b
             f"  the {counts['pending']:,} pending boards wait for their member: the join sends "
             "each to board-unmatched once it has waited the pipeline's unmatched_timeout (10m "
             "unless set); the reconciliation task log lists the oldest with their age"
+        )
+    for first in sorted(
+        (r for r in runs if before is not None and before < r["run_id"] < run["run_id"]),
+        key=lambda r: r["run_id"],
+    ):
+        print(
+            f"  (run {first['run_id']} came first, by {first['run_by']}: it began before the "
+            "pipeline had loaded the demo's data, so it checked the topics as they were then; "
+            "the 15-minute schedule can fall while the demo runs)"
         )
     return bool(run["passed"])

@@ -73,7 +73,7 @@ def test_the_page_shows_the_balance_and_stacked_bars_in_the_checks_names(
 
     page = templates.get_template("health.html").render(health=pipeline_health(settings))
     runs = page.split('<table id="reconciliation-runs">', 1)[1].split("</table>", 1)[0]
-    header = runs.split("</tr>", 1)[0]
+    header = runs.split("</tr>", 1)[0].replace("<wbr>", "")  # a name may break after a "_"
     assert re.findall(r"<th>([a-z_]+)</th>", header) == ["run", *BALANCE]
     for run_id, counts in ((1, PASSED_COUNTS), (2, FAILED_COUNTS)):
         row = runs.split(f'<tr data-run="{run_id}">', 1)[1].split("</tr>", 1)[0]
