@@ -155,6 +155,7 @@ def live_streams(settings: Settings, now: datetime) -> dict[str, dict[str, Any]]
             "uptime_s": health.uptime_s,
             "restarts": health.restarts,
             "lag": health.lag,
+            "lag_breached": health.lag_breached,
         }
     return live
 

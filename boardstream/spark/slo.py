@@ -44,13 +44,21 @@ class StreamSlo:
         allowance_ms = real_time_allowance_ms(interval_ms, self.max_batch_age_s * 1000)
         return replace(self, max_batch_age_s=self.max_batch_age_s + allowance_ms / 1000)
 
+    def lag_breached(self, lag: int) -> bool:
+        """Whether ``lag`` offsets behind the latest breaks the bound (the one rule, for a
+        progress line's lag and a live stream's counted at the broker alike)."""
+        return lag > self.max_lag
+
     def evaluate(self, batch: dict[str, Any], now: datetime) -> dict[str, Any]:
         """The batch's end, age (seconds) and lag, and the bounds it breaks (``age``, ``lag``).
         A batch with no time breaks the age bound: nothing shows it is recent."""
         ended = batch_ended(batch)
         age_s = None if ended is None else max((now - ended).total_seconds(), 0.0)
         lag = batch.get("max_offsets_behind_latest") or 0
-        broken = {"age": age_s is None or age_s > self.max_batch_age_s, "lag": lag > self.max_lag}
+        broken = {
+            "age": age_s is None or age_s > self.max_batch_age_s,
+            "lag": self.lag_breached(lag),
+        }
         breaches = [bound for bound, is_broken in broken.items() if is_broken]
         return {
             "ended_at": ended.isoformat() if ended else None,

@@ -41,6 +41,7 @@ class StreamHealth:
     restarts: int
     last_activity_age_s: float | None
     lag: int | None  # records its checkpoint has not committed, counted at the broker
+    lag_breached: bool  # that lag breaks the SLO (one of ``reasons``)
     rows_per_s: float | None
 
 
@@ -80,7 +81,7 @@ def evaluate(
         if since_run is not None:
             rows = float(progress["processed_rows_per_s"] or 0.0)
         lag = behind
-        if lag is not None and lag > slo.max_lag:
+        if lag is not None and slo.lag_breached(lag):
             reasons.append(f"{lag:,} offsets behind the latest (SLO {slo.max_lag:,})")
     elif wanted:
         reasons.append("not running")
@@ -96,5 +97,6 @@ def evaluate(
         restarts=status.record.restarts,
         last_activity_age_s=age_s,
         lag=lag,
+        lag_breached=lag is not None and slo.lag_breached(lag),
         rows_per_s=rows,
     )

@@ -99,6 +99,7 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
                     "uptime_s": 600.0,
                     "restarts": 1,
                     "lag": 12,  # counted at the broker: the page shows it, not the 0 above
+                    "lag_breached": False,
                 }
             },
             "stream_slo": {"max_batch_age_s": 1_200, "max_lag": 100},

@@ -460,6 +460,7 @@ def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_
             "uptime_s": 30.0,
             "restarts": 1,
             "lag": None,  # no broker here to count it at
+            "lag_breached": False,
         },
         "board-detail-sink": {
             "wanted": False,
@@ -471,6 +472,7 @@ def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_
             "uptime_s": None,
             "restarts": 0,
             "lag": None,
+            "lag_breached": False,
         },
     }
     assert health.spark_ui(settings, "app-9") is None  # local mode: no master UI

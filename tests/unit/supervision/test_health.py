@@ -25,10 +25,10 @@ def test_lag_is_what_the_checkpoint_has_not_committed_not_what_the_last_batch_sa
     records wait; the lag counted at the broker says how many."""
     last = batch("2026-11-25T10:00:05.000Z", lag=0)
     starved = evaluate(running(), last, None, SINCE + 6_000, SLO, behind=5_000)
-    assert starved.lag == 5_000
+    assert (starved.lag, starved.lag_breached) == (5_000, True)
     assert starved.reasons == ("5,000 offsets behind the latest (SLO 1,000)",)
     unknown = evaluate(running(), last, None, SINCE + 6_000, SLO, behind=None)
-    assert unknown.healthy and unknown.lag is None
+    assert unknown.healthy and (unknown.lag, unknown.lag_breached) == (None, False)
 
 
 def running(record: StreamRecord = STARTED) -> StreamStatus:
