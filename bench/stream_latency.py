@@ -4,6 +4,7 @@ boards at a steady rate, latency from each board's timestamp to its row committe
 
     .venv/bin/boardstream stack up --spark-cluster     # BOARDSTREAM_SPARK_WORKER_CORES >= 3
     .venv/bin/python bench/stream_latency.py --rate 1000 --seconds 300
+    .venv/bin/python bench/stream_latency.py --attach     # the streams Airflow runs (README)
 
 Live: the join and the sink started by the supervisor (as the ``board_detail_stream`` DAG does),
 each a long-lived application on the cluster; boards are sent at ``--rate`` for ``--seconds`` and
@@ -11,7 +12,9 @@ a poller notes when each board's row is first seen in the table (every ``--poll-
 are upper bounds by that much). Available-now: the same kind of load for the same time with no
 job running, then the join and the sink spark-submitted once each, as one run of the
 ``board_detail_pipeline`` DAG does (it runs every 10 minutes, so a board waits up to 10 minutes
-more for it to start: not counted here).
+more for it to start: not counted here). With ``--attach``, the streams already running on the
+stack the settings name (as the README's live stream starts them, under Airflow) are measured on
+the platform's own topics and table: nothing is started or stopped.
 """
 
 from __future__ import annotations
@@ -112,40 +115,62 @@ def main() -> int:
     parser.add_argument(
         "--live-only", action="store_true", help="leave out the available-now comparison"
     )
+    parser.add_argument(
+        "--attach",
+        action="store_true",
+        help="measure the live streams already running on the settings' stack (started by "
+        "Airflow), on its own topics and table; implies --live-only",
+    )
     args = parser.parse_args()
 
-    base = backlog_settings("bench-stream", time.strftime("%Y%m%d%H%M%S"))
-    settings = base.model_copy(update={"spark_master": f"spark://{HOST}:{base.spark_master_port}"})
+    if args.attach:
+        settings = Settings()
+    else:
+        base = backlog_settings("bench-stream", time.strftime("%Y%m%d%H%M%S"))
+        port = base.spark_master_port
+        settings = base.model_copy(update={"spark_master": f"spark://{HOST}:{port}"})
     state = master_state(settings)
     if state is None or not state["workers"]:
         parser.error("no Spark cluster answers: run `boardstream stack up --spark-cluster`")
-    create_topics(admin_client(settings), settings, platform_topics(settings))
-    load = LoadProducer(settings, "stream", 1, members=1_000)
+    if not args.attach:
+        create_topics(admin_client(settings), settings, platform_topics(settings))
+    # Attached, the table may hold an earlier run's boards: this run's ids are its own.
+    system = f"attached{time.strftime('%H%M%S')}" if args.attach else "stream"
+    load = LoadProducer(settings, system, 1, members=1_000)
 
-    print(f"live: starting the streams on {settings.spark_master}", flush=True)
     options = StreamOptions(args.trigger, args.interval, args.sink_interval)
     began = time.time()
-    supervision.start(settings, options)
+    if not args.attach:
+        print(f"live: starting the streams on {settings.spark_master}", flush=True)
+        supervision.start(settings, options)
     with TablePoller(settings, load, args.poll_ms) as poller:
         probe = send_steadily(load, "probe", 10, 1)
+        deadline = time.time() + 600
         while not all(key in poller.seen for key in probe):
+            if time.time() > deadline:
+                print("live: the probe boards were not loaded within 600 s", flush=True)
+                return 1
             time.sleep(0.5)
         ready_s = time.time() - began
-        print(f"live: first boards loaded {ready_s:.1f} s after the start; steady load", flush=True)
+        print(f"live: probe boards loaded after {ready_s:.1f} s; steady load", flush=True)
         live_sent = send_steadily(load, "live", args.rate, args.seconds)
         deadline = time.time() + 120
         while not all(k in poller.seen for k in live_sent) and time.time() < deadline:
             time.sleep(0.5)
-    supervision.stop(settings)
+    if not args.attach:
+        supervision.stop(settings)
     live_missing, live = latencies(live_sent, poller.seen)
+    how = (
+        "as Airflow started it"
+        if args.attach
+        else (f"{args.trigger}, join {args.interval}, sink {args.sink_interval}")
+    )
     live_row = (
-        f"| live stream ({args.trigger}, join {args.interval}, sink {args.sink_interval}) | "
-        f"{len(live_sent):,} | "
-        f"{live_missing:,} | {quantiles(live)} |"
+        f"| live stream ({how}) | {len(live_sent):,} | {live_missing:,} | {quantiles(live)} |"
     )
     print(live_row, flush=True)
 
-    if args.live_only:
+    if args.live_only or args.attach:
         return 0 if live_missing == 0 else 1
     print("available-now: the same load with no job running, then one pipeline run", flush=True)
     with TablePoller(settings, load, args.poll_ms) as poller:
