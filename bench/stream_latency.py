@@ -78,9 +78,11 @@ class TablePoller:
 
 
 def send_steadily(load: LoadProducer, kind: str, rate: float, seconds: float) -> dict[str, int]:
-    began, sent = time.time(), 0
-    while (elapsed := time.time() - began) < seconds:
-        while sent < rate * elapsed:
+    """``rate * seconds`` boards, each sent when it is due."""
+    total, began, sent = round(rate * seconds), time.time(), 0
+    while sent < total:
+        due = min(total, rate * (time.time() - began))
+        while sent < due:
             load.board(kind)
             sent += 1
         time.sleep(0.01)

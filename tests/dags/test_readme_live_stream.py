@@ -167,6 +167,7 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
 
 
+@pytest.mark.timeout(3_600)  # setup, 5 minutes of load, a starving, a stop: about 20 minutes
 def test_the_readme_live_stream_loads_every_board_and_breaches_when_starved(
     clone: Clone, browser
 ) -> None:
