@@ -100,16 +100,25 @@ class LocalStack:
 
     def down(self) -> list[str]:
         """Stop only the processes this stack's pid files name, in reverse start order (the
-        Spark worker before its master)."""
+        Spark worker before its master), and the live streams' drivers: after Airflow, whose
+        supervisor would restart them, and before the services they need to stop cleanly."""
+        from boardstream import supervision
+
         running = [service for service in reversed(self.services) if service.process.pid()]
+        self.airflow.process.stop()
+        streams = supervision.halt(self.settings)
         if any(broker in running for broker in self.more_brokers):
             # A cluster's nodes are told at once: stopped one by one, the last would be left
             # without a quorum to shut down with and wait out the stop timeout (30 s).
             for broker in (self.kafka, *self.more_brokers):
                 broker.process.signal()
         for service in reversed(self.services):
-            service.process.stop()
-        return [f"{service.name} stopped" for service in running] or ["nothing was running"]
+            if service is not self.airflow:
+                service.process.stop()
+        lines = [f"{service.name} stopped" for service in running]
+        after_airflow = 1 if self.airflow in running else 0
+        lines[after_airflow:after_airflow] = streams  # in the order they were stopped
+        return lines or ["nothing was running"]
 
     def status(self) -> list[ServiceStatus]:
         statuses = [

@@ -1,9 +1,10 @@
 """Live streams: the join and the sink kept running as long-lived Spark applications.
 
 The front door, for the CLI, the supervising DAG and the tests alike: :func:`ensure` (each
-stream wanted running runs), :func:`start` and :func:`stop` (requests that last), and
-:func:`health` (each stream against its SLO). A stream's checkpoint lease says whether it runs;
-the register remembers what was asked of it (:mod:`.register`).
+stream wanted running runs), :func:`start` and :func:`stop` (requests that last), :func:`halt`
+(the drivers stopped, what is wanted kept) and :func:`health` (each stream against its SLO). A
+stream's checkpoint lease says whether it runs; the register remembers what was asked of it
+(:mod:`.register`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,19 @@ def stop(settings: Settings) -> list[StreamStatus]:
         supervisor.stop(settings, stream)
         for stream in board_detail_streams(settings, StreamOptions())
     ]
+
+
+def halt(settings: Settings, timeout_s: float = 60.0) -> list[str]:
+    """Stop the drivers running here, the join first, as a stop does, killing one still
+    running after ``timeout_s``; what each stream wants is left as it is, so a supervisor
+    resumes the wanted ones from their checkpoints. For ``stack down``: a detached driver
+    outlives whatever started it, and would be left behind without its services."""
+    lines = []
+    for stream in board_detail_streams(settings, StreamOptions()):
+        owner = supervisor.halt(settings, stream, timeout_s, then_kill=True)
+        if owner is not None:
+            lines.append(f"{stream.job} stopped (pid {owner.pid})")
+    return lines
 
 
 def health(settings: Settings, now_ms: int | None = None) -> list[StreamHealth]:

@@ -142,26 +142,49 @@ def stop(settings: Settings, stream: Stream, timeout_s: float = 120.0) -> Stream
     """Ask ``stream``'s driver to stop after its current batch (SIGTERM) and wait until its
     lease is free; the stream stays stopped until it is started again on request."""
     request(settings, stream, STOPPED)
-    owner = holder(stream.checkpoint)
+    owner = halt(settings, stream, timeout_s)
     if owner is not None:
-        if owner.pid <= 0:  # locked, its record not written yet: kill(-1) would signal all
-            raise StreamStopError(
-                f"{stream.job}'s driver has taken its lease but not yet said who it is; "
-                "ask again in a moment"
-            )
-        if owner.host != socket.gethostname():
-            raise StreamStopError(
-                f"{stream.job} runs on {owner.host}, not here: stop it there ({owner.describe()})"
-            )
-        with contextlib.suppress(ProcessLookupError):  # it ended in between: the lease is free
-            os.kill(owner.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while holder(stream.checkpoint) is not None:
-            if time.monotonic() > deadline:
+        logger.info("%s stopped on request: %s", stream.job, owner.describe())
+    return status(settings, stream)
+
+
+def halt(
+    settings: Settings, stream: Stream, timeout_s: float = 120.0, then_kill: bool = False
+) -> Holder | None:
+    """SIGTERM ``stream``'s driver, which stops its query after the current batch, and wait
+    until its lease is free; what it wants is left as it is. The driver that held the lease,
+    or None when none did. Past ``timeout_s`` it is an error, or with ``then_kill`` a SIGKILL
+    (its checkpoint is as safe as after any crash: the next start resumes from it)."""
+    owner = holder(stream.checkpoint)
+    if owner is None:
+        return None
+    if owner.pid <= 0:  # locked, its record not written yet: kill(-1) would signal all
+        raise StreamStopError(
+            f"{stream.job}'s driver has taken its lease but not yet said who it is; "
+            "ask again in a moment"
+        )
+    if owner.host != socket.gethostname():
+        raise StreamStopError(
+            f"{stream.job} runs on {owner.host}, not here: stop it there ({owner.describe()})"
+        )
+    with contextlib.suppress(ProcessLookupError):  # it ended in between: the lease is free
+        os.kill(owner.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while holder(stream.checkpoint) is not None:
+        if time.monotonic() > deadline:
+            if not then_kill:
                 raise StreamStopError(
                     f"{stream.job} did not stop within {timeout_s:g}s of SIGTERM: "
                     f"{owner.describe()}; see {register.log_file(settings, stream.job)}"
                 )
-            time.sleep(POLL_S)
-        logger.info("%s stopped on request: %s", stream.job, owner.describe())
-    return status(settings, stream)
+            logger.warning(
+                "%s did not stop within %g s of SIGTERM: killed (%s)",
+                stream.job,
+                timeout_s,
+                owner.describe(),
+            )
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(owner.pid, signal.SIGKILL)
+            deadline = float("inf")  # the kernel frees the lease as the driver dies
+        time.sleep(POLL_S)
+    return owner

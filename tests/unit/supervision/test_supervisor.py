@@ -14,10 +14,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from boardstream import supervision
 from boardstream.spark.checkpoint_lease import holder
+from boardstream.stack.local import LocalStack
 from boardstream.supervision import register, supervisor
-from boardstream.supervision.register import STOPPED
-from boardstream.supervision.streams import Stream
+from boardstream.supervision.register import RUNNING, STOPPED
+from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from tests.fixtures import isolated_settings
 
 # What a stream's driver does, in the part the supervisor sees: print, take its checkpoint's
@@ -33,6 +35,8 @@ signal.signal(signal.SIGTERM, lambda *_: stop.set())
 with hold(Path(sys.argv[1]), "board-detail-sink", {"application_id": "app-1"}):
     stop.wait(600)
 """
+# A driver deaf to SIGTERM: stuck in a batch that cannot end (its broker gone, say).
+DEAF = DRIVER.replace("lambda *_: stop.set()", "signal.SIG_IGN")
 FAILING = "import sys; print('bad settings: no broker', flush=True); sys.exit(2)"
 
 
@@ -40,16 +44,9 @@ FAILING = "import sys; print('bad settings: no broker', flush=True); sys.exit(2)
 def stand_in(monkeypatch, tmp_path) -> Iterator[SimpleNamespace]:
     """The stream and settings, the supervisor's spark-submit replaced by ``python -c script``
     (the driver above unless a test sets another), and the commands it was given."""
-    stream = Stream(
-        "board-detail-sink",
-        ("--trigger=processing-time",),
-        tmp_path / "ckpt",
-        1,
-        "BOARDSTREAM_STREAM_SINK_CORES",
-    )
-    ns = SimpleNamespace(
-        settings=isolated_settings(tmp_path), stream=stream, commands=[], script=DRIVER
-    )
+    settings = isolated_settings(tmp_path)
+    _, stream = board_detail_streams(settings, StreamOptions())  # the sink, as supervised
+    ns = SimpleNamespace(settings=settings, stream=stream, commands=[], script=DRIVER)
 
     def command(_settings, job, args, conf):
         assert (job, args, conf) == (stream.job, list(stream.args), {"spark.cores.max": "1"})
@@ -133,3 +130,30 @@ def test_a_driver_that_has_not_named_itself_is_never_signalled(stand_in, monkeyp
         with pytest.raises(supervisor.StreamStopError, match="not yet said who it is"):
             supervisor.stop(settings, stream, timeout_s=1)
     assert signalled == []
+
+
+def test_down_stops_the_drivers_it_finds_and_keeps_them_wanted(stand_in) -> None:
+    """A detached driver outlives its services' stop unless ``stack down`` stops it; what the
+    stream wants stays, so the supervisor resumes it after the next ``up``."""
+    settings, stream = stand_in.settings, stand_in.stream
+    supervisor.request(settings, stream, RUNNING)
+    first = supervisor.ensure_running(settings, stream).holder
+    assert first is not None
+    assert LocalStack(settings).down() == [f"board-detail-sink stopped (pid {first.pid})"]
+    assert holder(stream.checkpoint) is None
+    assert register.read(settings, stream.job).desired == RUNNING
+    assert supervisor.ensure_running(settings, stream).running
+
+
+def test_a_driver_deaf_to_sigterm_is_an_error_to_a_stop_and_killed_by_a_halt(stand_in) -> None:
+    settings, stream = stand_in.settings, stand_in.stream
+    stand_in.script = DEAF
+    owner = supervisor.ensure_running(settings, stream).holder
+    assert owner is not None
+    with pytest.raises(supervisor.StreamStopError, match=r"did not stop within 1s of SIGTERM"):
+        supervisor.stop(settings, stream, timeout_s=1)
+    assert holder(stream.checkpoint) == owner
+    assert supervision.halt(settings, timeout_s=1) == [
+        f"board-detail-sink stopped (pid {owner.pid})"
+    ]
+    assert holder(stream.checkpoint) is None
