@@ -32,6 +32,11 @@ logger = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 # The daemons' own heap (spark-class's default is 1g); executors are JVMs of their own.
 DAEMON_MEMORY = "512m"
+# A master removes an application, and so ends its driver, once 10 executor launches in a row
+# failed with none running: a worker shutting down fails each launch at once, and restarting
+# it killed the live join. A stream left without executors waits instead, and its health says
+# so ("no executor"). docker-compose.yml's master is given the same.
+KEEP_APPS = {"spark.deploy.maxExecutorRetries": "-1"}
 
 
 def master_state(settings: Settings) -> dict[str, Any] | None:
@@ -129,7 +134,7 @@ class SparkMaster(SparkDaemon):
     def properties(self) -> dict[str, str]:
         # The REST server serves cluster-mode submissions (not for Python) on a fixed port
         # (6066) that a second local cluster could not get.
-        return {**super().properties(), "spark.master.rest.enabled": "false"}
+        return {**super().properties(), "spark.master.rest.enabled": "false", **KEEP_APPS}
 
     def arguments(self) -> list[str]:
         return [

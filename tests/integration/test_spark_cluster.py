@@ -11,6 +11,8 @@ the Kafka connector shipped by ``--jars``.
 from __future__ import annotations
 
 import logging
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -208,5 +210,53 @@ def test_a_stream_the_cluster_has_too_few_cores_for_is_refused_before_it_starts(
         assert not register.log_file(on_cluster, JOIN).exists()  # no driver was started
         assert master_state(settings)["activeapps"] == []
     finally:
+        worker.process.stop()
+        master.process.stop()
+
+
+# A driver that registers its application, then waits.
+WAITING_DRIVER = """
+import sys, time
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master(sys.argv[1]).config("spark.cores.max", "1").getOrCreate()
+print(spark.sparkContext.applicationId, flush=True)
+time.sleep(600)
+"""
+
+
+def test_an_application_whose_executors_keep_failing_waits_for_them(tmp_path) -> None:
+    """A worker shutting down fails every executor launched on it; after 10 in a row Spark's
+    master removes the application and its driver ends (the live join, when its worker was
+    restarted, #48). The local master keeps it waiting, as a stream must: 12 failed launches
+    here (the worker's work dir made a file, so that no executor directory can be made), and
+    the application is still there."""
+    settings = isolated_settings(tmp_path / "var")
+    master, worker = SparkMaster(settings), SparkWorker(settings)
+    driver = None
+    try:
+        master.start()
+        worker.start()
+        shutil.rmtree(worker.work_dir)
+        worker.work_dir.write_text("not a directory")
+        driver = subprocess.Popen(
+            [sys.executable, "-c", WAITING_DRIVER, master.address],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        app = driver.stdout.readline().strip()
+        failed = re.compile(rf"Removing executor {app}/\d+ because it is FAILED")
+        deadline = time.monotonic() + 120
+        while len(failed.findall(master.log_file.read_text())) < 12:
+            active = [a["id"] for a in master_state(settings)["activeapps"]]
+            assert active == [app], f"the master removed {app}: {master.log_file}"
+            assert time.monotonic() < deadline, master.log_file.read_text()[-3000:]
+            time.sleep(0.5)
+        assert [a["id"] for a in master_state(settings)["activeapps"]] == [app]
+        assert driver.poll() is None
+    finally:
+        if driver is not None:
+            driver.kill()
+            driver.wait()
         worker.process.stop()
         master.process.stop()

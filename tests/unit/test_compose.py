@@ -177,3 +177,10 @@ def test_dockerfile_copies_only_what_exists_and_bakes_the_poms_jars() -> None:
     baked = [c for c in copies if "--from=jars" in c]
     assert [c[-2:] for c in baked] == [["/jars/spark-kafka", "/opt/boardstream/jars/spark-kafka"]]
     assert all((PROJECT_ROOT / "jobs" / job).exists() for job in JOBS.values())
+
+
+def test_the_compose_master_keeps_applications_as_the_local_one_does() -> None:
+    from boardstream.stack.spark_cluster import KEEP_APPS
+
+    options = services()["spark-master"]["environment"]["SPARK_MASTER_OPTS"].split()
+    assert sorted(options) == sorted(f"-D{key}={value}" for key, value in KEEP_APPS.items())

@@ -80,6 +80,7 @@ def test_master_command_line_properties_and_addresses(settings: Settings) -> Non
     assert master.properties() == {
         "spark.port.maxRetries": "0",
         "spark.master.rest.enabled": "false",
+        "spark.deploy.maxExecutorRetries": "-1",
     }
     assert master.env() == {
         "SPARK_HOME": str(spark_home()),
