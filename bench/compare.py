@@ -11,7 +11,10 @@ from fresh state into empty output topics stamped by the broker (LogAppendTime):
 1. **drain**: start the system cold; the clock stops at the broker timestamp of its last output
    record; the process tree's RSS is sampled throughout;
 2. **steady load**: boards of fresh members at half of boardstream's drain rate for
-   ``--steady`` seconds; latency = output append time minus the board's own timestamp.
+   ``--steady`` seconds; latency = output append time minus the board's own timestamp;
+3. **capacity** (boardstream's two triggers, Kafka Streams, the raw pipe): the highest rate
+   it sustains with p99 within 1 s, each rate held ``--capacity-hold`` seconds
+   (``capacity.py``); ``--capacity-systems`` with no name leaves it out.
 
 Every output count is checked against the input. One table, with ratios to boardstream, is
 printed and written with the machine description into docs/BENCHMARKS.md, next to a PNG chart.
@@ -36,6 +39,7 @@ from pathlib import Path
 
 import psutil
 from backlog import drop_state, produce_backlog
+from capacity import P99_BOUND_MS, Capacity, Step, search
 from confluent_kafka import Consumer, TopicPartition
 
 from boardstream.generator.manifest import Manifest
@@ -54,6 +58,9 @@ BOARDSTREAMS = {
     "boardstream-python": ["--engine", "python", *MICRO_BATCHES],
 }
 SYSTEMS = (*BOARDSTREAMS, "kafka-streams", "quix-streams", "raw-pipe")
+CAPACITY_SYSTEMS = ("boardstream", "boardstream-realtime", "kafka-streams", "raw-pipe")
+# After a step's last board, how long its outputs may take: a sustained step's come within 1 s.
+STEP_PATIENCE_S = 15.0
 PEERS = PROJECT_ROOT / "bench" / "peers"
 JAVA_PEER = PEERS / "kafka-streams-join" / "target"
 BENCH_PYTHON = PROJECT_ROOT / "var" / "bench" / "venv" / "bin" / "python"
@@ -102,6 +109,7 @@ class Result:
     duplicates: int = 0
     peak_rss_mb: float = 0.0
     steady: Steady = field(default_factory=Steady)
+    capacity: Capacity | None = None
     note: str = ""
 
     @property
@@ -376,6 +384,66 @@ def steady(
         )
 
 
+def send_for(load: LoadProducer, kind: str, rate: float, seconds: float) -> float:
+    """``rate * seconds`` boards, each sent when due; the rate the producer achieved."""
+    total, began, sent = round(rate * seconds), time.time(), 0
+    while sent < total:
+        due = min(total, rate * (time.time() - began))
+        while sent < due:
+            load.board(kind)
+            sent += 1
+        time.sleep(0.005)
+    return sent / (time.time() - began)
+
+
+def capacity(
+    system: System,
+    index: int,
+    settings: Settings,
+    observer: Observer,
+    result: Result,
+    hold_s: float,
+    start_rate: float,
+    log: Path,
+) -> None:
+    """Restart the system, then search for the highest rate it sustains (``capacity.py``); a
+    failed step's backlog is worked off before the next."""
+    load = LoadProducer(settings, system.name, 70_000_000 + index * 1_000_000, 1_000)
+    process, _ = start(system, log)
+    try:
+        caught_up(system, observer, load, log)
+
+        def hold(rate: float) -> Step:
+            kind = f"cap{len(load.sent)}"
+            before = observer.ends(system.outputs)
+            achieved = send_for(load, kind, rate, hold_s)
+            load.producer.flush(30)
+            sent = {key: stamp for key, stamp in load.sent.items() if key.startswith(f"{kind}-")}
+            latencies = list(
+                await_outputs(system, observer, before, sent, STEP_PATIENCE_S).values()
+            )
+            p99 = (
+                statistics.quantiles(latencies, n=100, method="inclusive")[98]
+                if len(latencies) >= 2
+                else None
+            )
+            step = Step(rate, achieved, len(sent), len(latencies), p99)
+            verdict = "sustained" if step.sustained else "not sustained"
+            print(
+                f"  {system.name}: {rate:,.0f} boards/s asked, {achieved:,.0f} sent, "
+                f"{step.received:,}/{step.sent:,} out, p99 "
+                f"{'-' if p99 is None else f'{p99:,.0f}'} ms: {verdict}",
+                flush=True,
+            )
+            if not step.sustained:
+                caught_up(system, observer, load, log)
+            return step
+
+        result.capacity = search(hold, start_rate, ceiling=start_rate * 64)
+    finally:
+        stop(process)
+
+
 def boardstream_env(settings: Settings, var_dir: Path) -> dict[str, str]:
     """The job's own settings, as the environment spark-submit passes on to it."""
     names = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic", "dlq_topic")
@@ -462,8 +530,8 @@ def table(results: list[Result]) -> str:
         "| system | drain s | first output s | records/s | warm records/s | warm, joined"
         " | vs boardstream"
         " | boards out | dropped | duplicates | peak RSS MB | steady out/sent | p50 ms | p95 ms"
-        " | p99 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | p99 ms | capacity boards/s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         dropped, s = r.boards - r.distinct, r.steady
@@ -481,9 +549,19 @@ def table(results: list[Result]) -> str:
             f"{r.peak_rss_mb:,.0f}",
             f"{s.received:,}/{s.sent:,}",
             *(f"{v:,.0f}" if v is not None else "-" for v in (s.p50_ms, s.p95_ms, s.p99_ms)),
+            capacity_cell(r.capacity),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def capacity_cell(found: Capacity | None) -> str:
+    """The sustained rate: "≥" for a lower bound, "<" when not even the first rate held."""
+    if found is None or not found.steps:
+        return "-"
+    if found.rate is None:
+        return f"< {min(step.rate for step in found.steps):,.0f}"
+    return f"{'≥ ' if found.at_least else ''}{found.rate:,.0f}"
 
 
 def machine() -> str:
@@ -530,6 +608,16 @@ def main() -> int:
         "--real-time-interval",
         default="30 seconds",
         help="boardstream-realtime's checkpoint interval (records do not wait for it)",
+    )
+    parser.add_argument(
+        "--capacity-systems",
+        nargs="*",
+        choices=SYSTEMS,
+        default=list(CAPACITY_SYSTEMS),
+        help="the systems whose capacity is searched (none: no capacity phase)",
+    )
+    parser.add_argument(
+        "--capacity-hold", type=float, default=30.0, help="seconds each rate of the search holds"
     )
     parser.add_argument("--timeout", type=float, default=1_800.0, help="per system drain limit")
     parser.add_argument(
@@ -593,6 +681,10 @@ def compare(args: argparse.Namespace, settings: Settings, manifest: Manifest) ->
         print(f"\n{system.name}: steady load, {rate:,.0f} boards/s for {args.steady:.0f} s")
         log = run_dir / f"{system.name}-steady.log"
         steady(system, index, settings, observer, result, rate, args.steady, log)
+        if system.name in args.capacity_systems:
+            print(f"\n{system.name}: capacity, each rate held {args.capacity_hold:.0f} s")
+            log = run_dir / f"{system.name}-capacity.log"
+            capacity(system, index, settings, observer, result, args.capacity_hold, rate, log)
         print(table([result]).splitlines()[-1], flush=True)
     members = manifest.counts.get("members", 0) + manifest.counts.get("late_members", 0)
     orphans, late = manifest.counts.get("orphan_boards", 0), manifest.counts.get("late_boards", 0)
@@ -600,13 +692,20 @@ def compare(args: argparse.Namespace, settings: Settings, manifest: Manifest) ->
         [
             f"`bench/compare.py`, {time.strftime('%Y-%m-%d %H:%M')}; scale {args.scale:g}: "
             f"{members:,} members, {boards:,} boards ({orphans:,} orphans, {late:,} of late "
-            f"members); steady load {rate:,.0f} boards/s for {args.steady:.0f} s.",
+            f"members); steady load {rate:,.0f} boards/s for {args.steady:.0f} s; capacity: "
+            f"the highest rate sustained with p99 ≤ {P99_BOUND_MS:,.0f} ms, each rate held "
+            f"{args.capacity_hold:.0f} s.",
             "",
             f"Machine: {machine()}.",
             "",
             table(results),
             "",
             *(f"- {r.name}: {r.note}" for r in results if r.note),
+            *(
+                f"- {r.name}'s capacity search: {r.capacity.note}"
+                for r in results
+                if r.capacity and r.capacity.note
+            ),
             f"![throughput and latency]({CHART.name})",
         ]
     )
