@@ -362,12 +362,8 @@ def steady(
     process, _ = start(system, log)
     try:
         caught_up(system, observer, load, log)
-        before, probes = observer.ends(system.outputs), len(load.sent)
-        began = time.time()
-        while (elapsed := time.time() - began) < seconds:
-            while len(load.sent) - probes < rate * elapsed:
-                load.board("steady")
-            time.sleep(0.01)
+        before = observer.ends(system.outputs)
+        send_for(load, "steady", rate, seconds)
         load.producer.flush(30)
         sent = {key: stamp for key, stamp in load.sent.items() if key.startswith("steady-")}
         received = await_outputs(system, observer, before, sent)

@@ -26,7 +26,7 @@ import time
 
 import sqlalchemy as sa
 from backlog import backlog_settings
-from compare import LoadProducer
+from compare import LoadProducer, send_for
 
 from boardstream import database, supervision
 from boardstream.kafka.clients import admin_client
@@ -78,14 +78,7 @@ class TablePoller:
 
 
 def send_steadily(load: LoadProducer, kind: str, rate: float, seconds: float) -> dict[str, int]:
-    """``rate * seconds`` boards, each sent when it is due."""
-    total, began, sent = round(rate * seconds), time.time(), 0
-    while sent < total:
-        due = min(total, rate * (time.time() - began))
-        while sent < due:
-            load.board(kind)
-            sent += 1
-        time.sleep(0.01)
+    send_for(load, kind, rate, seconds)
     load.producer.flush(30)
     return {key: stamp for key, stamp in load.sent.items() if key.startswith(f"{kind}-")}
 
