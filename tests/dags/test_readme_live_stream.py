@@ -13,7 +13,7 @@ machine's cores and every other setting at its default. Then:
 3. the worker given its cores back, the streams stopped on request, and a reconciliation
    PASSED: nothing lost on the way.
 
-It clones the committed HEAD: uncommitted changes are not what it runs. About 20 minutes."""
+It clones the committed HEAD: uncommitted changes are not what it runs. About 10 minutes."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
 
 
-@pytest.mark.timeout(3_600)  # setup, 5 minutes of load, a starving, a stop: about 20 minutes
+@pytest.mark.timeout(3_600)  # setup, 5 minutes of load, a starving, a stop: about 10 minutes
 def test_the_readme_live_stream_loads_every_board_and_breaches_when_starved(
     clone: Clone, browser
 ) -> None:
