@@ -34,7 +34,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 import psutil
@@ -44,7 +46,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from boardstream.generator.manifest import Manifest
 from boardstream.kafka.clients import admin_client, reliable_producer
-from boardstream.kafka.topics import TopicSpec, create_topics
+from boardstream.kafka.topics import TopicSpec, create_topics, platform_topics
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.spark.submit import submit_command, submit_env
 
@@ -440,6 +442,29 @@ def capacity(
         stop(process)
 
 
+def recorded(result: Result, phase: Callable[[], None]) -> None:
+    """Run a phase; a system that fails it gets a note, and the run goes on to the others."""
+    try:
+        phase()
+    except RuntimeError as error:
+        result.note = " ".join(f"{result.note} {str(error).splitlines()[0]}".split())
+        print(f"  {result.name}: {error}", flush=True)
+
+
+def stamped_outputs(settings: Settings, contenders: list[System]) -> list[TopicSpec]:
+    """The contenders' output topics, each record stamped by the broker as it is appended."""
+    return [
+        TopicSpec(
+            topic,
+            settings.partitions,
+            settings.replication_factor,
+            {"message.timestamp.type": "LogAppendTime"},
+        )
+        for system in contenders
+        for topic in system.outputs
+    ]
+
+
 def boardstream_env(settings: Settings, var_dir: Path) -> dict[str, str]:
     """The job's own settings, as the environment spark-submit passes on to it."""
     names = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic", "dlq_topic")
@@ -641,7 +666,7 @@ def main() -> int:
         if args.keep:
             print(f"kept: the topics and state of {settings.var_dir}")
         else:
-            drop_state(settings, SYSTEMS)
+            drop_state(settings, [*SYSTEMS, "capacity"])  # capacity/: each system's own run
 
 
 def compare(args: argparse.Namespace, settings: Settings, manifest: Manifest) -> int:
@@ -653,17 +678,7 @@ def compare(args: argparse.Namespace, settings: Settings, manifest: Manifest) ->
         for s in systems(settings, run_dir, manifest.counts, args.join_arg, args.real_time_interval)
         if s.name in args.systems
     ]
-    outputs = [
-        TopicSpec(
-            t,
-            settings.partitions,
-            settings.replication_factor,
-            {"message.timestamp.type": "LogAppendTime"},
-        )
-        for s in contenders
-        for t in s.outputs
-    ]
-    create_topics(admin_client(settings), settings, outputs)
+    create_topics(admin_client(settings), settings, stamped_outputs(settings, contenders))
     boards = sum(n for kind, n in manifest.counts.items() if kind.endswith("boards"))
     results: list[Result] = []
     for system in contenders:
@@ -676,11 +691,36 @@ def compare(args: argparse.Namespace, settings: Settings, manifest: Manifest) ->
     for index, (system, result) in enumerate(zip(contenders, results, strict=True)):
         print(f"\n{system.name}: steady load, {rate:,.0f} boards/s for {args.steady:.0f} s")
         log = run_dir / f"{system.name}-steady.log"
-        steady(system, index, settings, observer, result, rate, args.steady, log)
-        if system.name in args.capacity_systems:
-            print(f"\n{system.name}: capacity, each rate held {args.capacity_hold:.0f} s")
-            log = run_dir / f"{system.name}-capacity.log"
-            capacity(system, index, settings, observer, result, args.capacity_hold, rate, log)
+        recorded(
+            result,
+            partial(steady, system, index, settings, observer, result, rate, args.steady, log),
+        )
+        print(table([result]).splitlines()[-1], flush=True)
+    for index, result in enumerate(results):
+        if result.name not in args.capacity_systems:
+            continue
+        # Its own topics and fresh state: millions of boards in the shared topics would be a
+        # backlog for every system restarted after it.
+        own = settings.with_topic_prefix(
+            f"{settings.member_topic.removesuffix('-member')}-cap-{result.name}"
+        )
+        [system] = [
+            s
+            for s in systems(
+                own, run_dir / "capacity", manifest.counts, args.join_arg, args.real_time_interval
+            )
+            if s.name == result.name
+        ]
+        admin = admin_client(own)
+        create_topics(admin, own, [*platform_topics(own), *stamped_outputs(own, [system])])
+        print(f"\n{system.name}: capacity, each rate held {args.capacity_hold:.0f} s", flush=True)
+        log = run_dir / f"{system.name}-capacity.log"
+        recorded(
+            result,
+            partial(
+                capacity, system, index, own, Observer(own), result, args.capacity_hold, rate, log
+            ),
+        )
         print(table([result]).splitlines()[-1], flush=True)
     members = manifest.counts.get("members", 0) + manifest.counts.get("late_members", 0)
     orphans, late = manifest.counts.get("orphan_boards", 0), manifest.counts.get("late_boards", 0)
