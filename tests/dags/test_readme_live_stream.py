@@ -118,16 +118,19 @@ class Airflow:
         self.base = f"http://localhost:{clone.env['BOARDSTREAM_AIRFLOW_PORT']}"
         passwords = clone.root / "var" / "airflow" / "passwords.json"
         self.user, self.password = next(iter(json.loads(passwords.read_text()).items()))
+        self.token: str | None = None
         token = self.call("POST", "/auth/token", {"username": self.user, "password": self.password})
         self.token = token["access_token"]
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(
             f"{self.base}{path}",
             method=method,
             data=None if body is None else json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"}
-            | ({"Authorization": f"Bearer {self.token}"} if hasattr(self, "token") else {}),
+            headers=headers,
         )
         with urllib.request.urlopen(request, timeout=60) as response:
             return json.load(response)
