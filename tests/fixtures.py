@@ -21,6 +21,33 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def fresh_clone(parent: Path, *more_ports: str) -> tuple[Path, dict[str, str]]:
+    """A clone of the committed HEAD under ``parent``, and the environment a user's shell would
+    run its commands with: no test session's Airflow or boardstream settings, the jar cache
+    warm, and the stack's ports (and the settings ``more_ports`` names) free ones, so that
+    another stack on this machine is left alone."""
+    root = parent / "boardstream"
+    subprocess.run(["git", "clone", "--quiet", str(PROJECT_ROOT), str(root)], check=True)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AIRFLOW", "BOARDSTREAM_", "VIRTUAL_ENV", "PYTEST", "SPARK"))
+    }
+    ports = (
+        "BOARDSTREAM_CONTROLLER_PORT",
+        "BOARDSTREAM_AIRFLOW_PORT",
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT",
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT",
+        *more_ports,
+    )
+    env |= {
+        "BOARDSTREAM_JAR_CACHE": str(PROJECT_ROOT / "var" / "jars"),
+        "BOARDSTREAM_BOOTSTRAP_SERVERS": f"localhost:{free_port()}",
+        **{name: str(free_port()) for name in ports},
+    }
+    return root, env
+
+
 def free_port_run(count: int) -> int:
     """The first of ``count`` consecutive free ports: a local cluster's nodes take the ports
     after the settings' (stack/kafka_layout.py)."""

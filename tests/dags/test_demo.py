@@ -9,7 +9,6 @@ It clones the committed HEAD: uncommitted changes are not what it runs."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import time
@@ -18,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from boardstream.settings import PROJECT_ROOT
 from tests.airflow_fixtures import ARTIFACTS, assert_data_docs_offline, login
-from tests.fixtures import free_port
+from tests.fixtures import fresh_clone
 
 # bin/demo on a fresh clone: minutes; its DAGs and page are tested one by one in CI.
 pytestmark = pytest.mark.long
@@ -31,22 +29,7 @@ BALANCED = ("joined", "unmatched", "dead_lettered", "pending", "missing", "confl
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
     """The fresh clone and the environment its commands run with; its stack stopped after."""
-    root = tmp_path_factory.mktemp("demo") / "boardstream"
-    subprocess.run(["git", "clone", "--quiet", str(PROJECT_ROOT), str(root)], check=True)
-    # Only what a user's shell has: no test session's Airflow or boardstream settings.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("AIRFLOW", "BOARDSTREAM_", "VIRTUAL_ENV", "PYTEST", "SPARK"))
-    }
-    env |= {
-        "BOARDSTREAM_JAR_CACHE": str(PROJECT_ROOT / "var" / "jars"),  # a warm cache
-        "BOARDSTREAM_BOOTSTRAP_SERVERS": f"localhost:{free_port()}",
-        "BOARDSTREAM_CONTROLLER_PORT": str(free_port()),
-        "BOARDSTREAM_AIRFLOW_PORT": str(free_port()),
-        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
-    }
+    root, env = fresh_clone(tmp_path_factory.mktemp("demo"))
     yield root, env
     subprocess.run(["bin/down"], cwd=root, env=env, capture_output=True, timeout=300, check=False)
 

@@ -18,7 +18,6 @@ It clones the committed HEAD: uncommitted changes are not what it runs. About 10
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import time
@@ -30,9 +29,8 @@ from typing import Any
 
 import pytest
 
-from boardstream.settings import PROJECT_ROOT
 from tests.airflow_fixtures import ARTIFACTS, login
-from tests.fixtures import free_port
+from tests.fixtures import fresh_clone
 
 pytestmark = pytest.mark.long
 
@@ -75,25 +73,12 @@ class Clone:
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clone]:
-    root = tmp_path_factory.mktemp("readme") / "boardstream"
-    subprocess.run(["git", "clone", "--quiet", str(PROJECT_ROOT), str(root)], check=True)
-    # Only what a user's shell has: no test session's Airflow or boardstream settings.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("AIRFLOW", "BOARDSTREAM_", "VIRTUAL_ENV", "PYTEST", "SPARK"))
-    }
-    env |= {
-        "BOARDSTREAM_JAR_CACHE": str(PROJECT_ROOT / "var" / "jars"),  # a warm cache
-        "BOARDSTREAM_BOOTSTRAP_SERVERS": f"localhost:{free_port()}",
-        "BOARDSTREAM_CONTROLLER_PORT": str(free_port()),
-        "BOARDSTREAM_AIRFLOW_PORT": str(free_port()),
-        "BOARDSTREAM_SPARK_MASTER_PORT": str(free_port()),
-        "BOARDSTREAM_SPARK_MASTER_UI_PORT": str(free_port()),
-        "BOARDSTREAM_SPARK_WORKER_UI_PORT": str(free_port()),
-        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
-    }
+    root, env = fresh_clone(
+        tmp_path_factory.mktemp("readme"),
+        "BOARDSTREAM_SPARK_MASTER_PORT",
+        "BOARDSTREAM_SPARK_MASTER_UI_PORT",
+        "BOARDSTREAM_SPARK_WORKER_UI_PORT",
+    )
     found = Clone(root, env, [])
     yield found
     subprocess.run(["bin/down"], cwd=root, env=env, capture_output=True, timeout=300, check=False)
