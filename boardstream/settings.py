@@ -13,6 +13,7 @@ import contextlib
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -205,6 +206,24 @@ class Settings(BaseSettings):
             host, sep, port = server.strip().rpartition(":")
             if not sep or not host or not port.isdigit():
                 raise ValueError(f"expected host:port[,host:port], got {value!r}")
+        return value
+
+    @field_validator("checkpoint_root", mode="before")
+    @classmethod
+    def _checkpoints_on_local_disk(cls, value: object) -> object:
+        """A URI is refused rather than read as a path ("hdfs://nn/c" would become the local
+        directory "hdfs:/nn/c"): the checkpoint's lease and the streams' lag still read it as
+        local files, so another filesystem's checkpoints cannot be offered yet."""
+        text = str(value) if value is not None else ""
+        scheme = urlsplit(text).scheme
+        if scheme == "file":
+            return Path(urlsplit(text).path)
+        if len(scheme) > 1:
+            raise ValueError(
+                f"checkpoints on {scheme}:// are not supported yet (the checkpoint lease and the "
+                f"streams' lag read local files); give a local directory or file:// URI, got "
+                f"{text!r}"
+            )
         return value
 
     @field_validator("topic_retention_ms")

@@ -105,6 +105,14 @@ def spark(kafka):
 
 
 @pytest.fixture(scope="session")
+def checkpoint_files(spark):
+    """Checkpoint files through the test session's Hadoop filesystems."""
+    from boardstream.spark.checkpoint_files import CheckpointFiles
+
+    return CheckpointFiles(spark)
+
+
+@pytest.fixture(scope="session")
 def postgres(stack_settings: Settings) -> Iterator[Settings]:
     server = Postgres(stack_settings)
     server.start()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -44,6 +43,7 @@ from boardstream.kafka.clients import (
 from boardstream.kafka.limits import require_fit, spark_producer_limit
 from boardstream.settings import Settings
 from boardstream.spark import streaming
+from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
 from boardstream.spark.checkpoint_guard import guard_checkpoint, record_identity, recorded_identity
 
 QUERY_NAME = "board-detail-join"
@@ -214,13 +214,13 @@ def send_tick(settings: Settings) -> None:
         )
 
 
-def name_legacy_engine(checkpoint: Path) -> None:
+def name_legacy_engine(files: CheckpointFiles, checkpoint: str) -> None:
     """Checkpoints from before the JVM engine name no engine: their state is the python
     engine's (per bucket). Say so in their identity, so that the guard compares engines by name
     and reconciliation reads the state in the layout it has."""
-    identity = recorded_identity(checkpoint)
+    identity = recorded_identity(files, checkpoint)
     if identity and "engine" not in identity:
-        record_identity(checkpoint, {**identity, "engine": PYTHON})
+        record_identity(files, checkpoint, {**identity, "engine": PYTHON})
 
 
 def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:
@@ -242,11 +242,10 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
     require_output_fits(settings, config)
     if config.trigger == streaming.REAL_TIME:
         require_real_time_slots(spark, settings)
-    name_legacy_engine(config.checkpoint_dir(settings))
+    files, checkpoint = CheckpointFiles(spark), checkpoint_uri(config.checkpoint_dir(settings))
+    name_legacy_engine(files, checkpoint)
     # A checkpoint of another configuration is refused before anything is written (a tick).
-    guard_checkpoint(
-        config.checkpoint_dir(settings), {"query": QUERY_NAME, **identity}, ENGINE_ADVICE
-    )
+    guard_checkpoint(files, checkpoint, {"query": QUERY_NAME, **identity}, ENGINE_ADVICE)
     streaming.configure_no_data_batches(spark, config.trigger)
     if config.trigger == streaming.AVAILABLE_NOW:
         send_tick(settings)

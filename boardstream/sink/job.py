@@ -28,6 +28,7 @@ from boardstream.kafka.limits import librdkafka_producer_limit, require_fit
 from boardstream.settings import Settings
 from boardstream.sink import table
 from boardstream.spark import streaming
+from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 
 QUERY_NAME = "board-detail-sink"
@@ -230,7 +231,8 @@ def start_sink(spark: SparkSession, settings: Settings, config: SinkJobConfig) -
     # Another database on the same checkpoint would never receive the rows loaded before.
     database = make_url(settings.database).render_as_string(hide_password=True)
     guard_checkpoint(
-        checkpoint,
+        CheckpointFiles(spark),
+        checkpoint_uri(checkpoint),
         {"query": QUERY_NAME, "source": settings.board_detail_topic, "database": database},
     )
     raw = streaming.kafka_stream(

@@ -4,17 +4,18 @@ Spark notices some changes on restart (a different stateful operator) but not th
 matter here: another bucket count re-keys the join's state, another join mode reads it with the
 wrong layout, another source topic resumes from offsets of a different topic, another database
 leaves the new one without every row loaded before. Each job names the settings its checkpoint
-depends on; the first start records them next to Spark's own files, every later start compares
-and stops with the difference instead of silently corrupting its output.
+depends on; the first start records them next to Spark's own files (on whatever filesystem they
+are: :mod:`~boardstream.spark.checkpoint_files`), every later start compares and stops with the
+difference instead of silently corrupting its output.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 
 from boardstream.errors import BoardstreamError
+from boardstream.spark.checkpoint_files import CheckpointFiles, child
 
 IDENTITY_FILE = "boardstream-identity.json"
 
@@ -24,16 +25,18 @@ class CheckpointMismatchError(BoardstreamError):
 
 
 def guard_checkpoint(
-    checkpoint: Path, identity: Mapping[str, object], advice: Mapping[str, str] | None = None
+    files: CheckpointFiles,
+    checkpoint: str,
+    identity: Mapping[str, object],
+    advice: Mapping[str, str] | None = None,
 ) -> None:
     """Record ``identity`` in a new checkpoint; in an existing one, raise if it differs.
 
     ``identity`` must hold only JSON values (and no secrets: the file is plain text);
     ``advice`` says, per setting, what to do when that one differs (added to the message)."""
-    path = checkpoint / IDENTITY_FILE
     current = json.loads(json.dumps(dict(identity)))  # tuples → lists, as they will be read
-    if path.exists():
-        stored = json.loads(path.read_text())
+    stored = recorded_identity(files, checkpoint)
+    if stored:
         changed = sorted(
             k for k in stored.keys() | current.keys() if stored.get(k) != current.get(k)
         )
@@ -49,17 +52,18 @@ def guard_checkpoint(
                 "checkpoint (which reprocesses the sources from the beginning)."
             )
         return
-    record_identity(checkpoint, current)
+    record_identity(files, checkpoint, current)
 
 
-def record_identity(checkpoint: Path, identity: Mapping[str, object]) -> None:
+def record_identity(
+    files: CheckpointFiles, checkpoint: str, identity: Mapping[str, object]
+) -> None:
     """Write ``identity`` as the checkpoint's (JSON values only)."""
-    checkpoint.mkdir(parents=True, exist_ok=True)
     text = json.dumps(dict(identity), indent=2, sort_keys=True)
-    (checkpoint / IDENTITY_FILE).write_text(text + "\n")
+    files.write_text(child(checkpoint, IDENTITY_FILE), text + "\n")
 
 
-def recorded_identity(checkpoint: Path) -> dict[str, object]:
+def recorded_identity(files: CheckpointFiles, checkpoint: str) -> dict[str, object]:
     """The identity a checkpoint was written with ({} for none yet)."""
-    path = checkpoint / IDENTITY_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    path = child(checkpoint, IDENTITY_FILE)
+    return json.loads(files.read_text(path)) if files.exists(path) else {}

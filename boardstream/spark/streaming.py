@@ -18,6 +18,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
+from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 from boardstream.spark.progress import JsonlProgressListener
 from boardstream.spark.triggers import (
@@ -115,12 +116,13 @@ def start_to_kafka(
 ) -> StreamingQuery:
     """Start a query writing Kafka rows (topic, key, value), checkpointed, under ``trigger``;
     refused if the checkpoint was written under another ``identity`` (see checkpoint_guard)."""
-    guard_checkpoint(checkpoint, {"query": name, **identity})
+    location = checkpoint_uri(checkpoint)
+    guard_checkpoint(CheckpointFiles(rows.sparkSession), location, {"query": name, **identity})
     writer = (
         rows.writeStream.queryName(name)
         .format("kafka")
         .options(**settings.to_spark_kafka_sink_options())
-        .option("checkpointLocation", str(checkpoint))
+        .option("checkpointLocation", location)
         .outputMode(output_mode(trigger))
     )
     if trigger == REAL_TIME:

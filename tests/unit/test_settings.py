@@ -32,6 +32,16 @@ def test_defaults_live_under_var_dir(tmp_path) -> None:
     assert settings.jars_dir == tmp_path / "jars"
 
 
+def test_a_file_uri_checkpoint_root_is_its_local_directory(tmp_path) -> None:
+    assert Settings(checkpoint_root=(tmp_path / "c").as_uri()).checkpoints == tmp_path / "c"
+
+
+@pytest.mark.parametrize("root", ["hdfs://nn:8020/c", "s3a://bucket/c"])
+def test_a_checkpoint_root_on_another_filesystem_is_refused_not_misread(root: str) -> None:
+    with pytest.raises(ValidationError, match=f"checkpoints on {root[:3]}[a-z]*:// are not sup"):
+        Settings(checkpoint_root=root)
+
+
 @pytest.mark.parametrize("servers", ["localhost", "localhost:abc", ":9092"])
 def test_bootstrap_servers_must_have_ports(servers: str) -> None:
     with pytest.raises(ValidationError, match="host:port"):

@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -40,6 +39,7 @@ from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.reconcile.reads.waiting import waiting_lines
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
+from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
 from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.timing import phase
 
@@ -364,7 +364,13 @@ def reconcile(
     )
     with phase("reconcile: the balance, the table and every check"):
         found = evaluate(
-            inputs, settings, snapshot, join_mode(join_checkpoint), now_ms, options, in_process
+            inputs,
+            settings,
+            snapshot,
+            join_mode(spark, join_checkpoint),
+            now_ms,
+            options,
+            in_process,
         )
     waiting = waiting_now(inputs.waiting, now_ms, options)
     with phase("reconcile: the records for the digest ledger"):
@@ -550,9 +556,9 @@ def facts(inputs: CheckInputs, bounds: facts_query.Bounds) -> DataFrame:
     return spark.sql(facts_query.found(bounds))
 
 
-def join_mode(checkpoint: str) -> str | None:
+def join_mode(spark: SparkSession, checkpoint: str) -> str | None:
     """The join mode the join's checkpoint was written with (its recorded identity)."""
-    return recorded_identity(Path(checkpoint)).get("join_mode")
+    return recorded_identity(CheckpointFiles(spark), checkpoint_uri(checkpoint)).get("join_mode")
 
 
 def _stalls(settings: Settings, snapshot: Snapshot, now_ms: int, stall_after_ms: int) -> list[str]:

@@ -371,7 +371,7 @@ def check(
             "a run that started later has already checked past this run's snapshot "
             f"({', '.join(sorted(ahead))}): this one would check older data as new"
         )
-    mode = checks.join_mode(join_checkpoint)
+    mode = checks.join_mode(spark, join_checkpoint)
 
     def checked(keys: Keys) -> tuple[ArrowInputs, pa.Table]:
         with phase("reconcile: their records, rows and checks"):

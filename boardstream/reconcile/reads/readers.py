@@ -15,7 +15,6 @@ import json
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -33,6 +32,7 @@ from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 from boardstream.reconcile.reads.snapshot import Snapshot, ends_now, retained
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
+from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
 from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.timing import phase
 
@@ -338,7 +338,7 @@ def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataF
     holds only them, so reading them costs what they are, not what the member table is."""
     if batch_id is None:
         return spark.createDataFrame([], f"{POSITIONS}, member_id bigint, arrived_ms bigint")
-    identity = recorded_identity(Path(checkpoint))
+    identity = recorded_identity(CheckpointFiles(spark), checkpoint_uri(checkpoint))
     jvm = identity.get("engine") == JVM
     if jvm and "waiting" not in identity.get("state_variables", ()):
         raise BoardstreamError(

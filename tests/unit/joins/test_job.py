@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from boardstream.errors import BoardstreamError
 from boardstream.joins.job import ENGINE_ADVICE, JVM, PYTHON, name_legacy_engine
 from boardstream.reconcile.reads import readers
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import (
     IDENTITY_FILE,
     CheckpointMismatchError,
@@ -26,45 +28,56 @@ def legacy_checkpoint(path: Path) -> Path:
     return path
 
 
-def test_a_checkpoint_from_before_the_jvm_engine_is_named_python(tmp_path: Path) -> None:
-    checkpoint = legacy_checkpoint(tmp_path / "ckpt")
-    name_legacy_engine(checkpoint)
-    assert recorded_identity(checkpoint) == {**LEGACY, "engine": PYTHON}
+def test_a_checkpoint_from_before_the_jvm_engine_is_named_python(
+    tmp_path: Path, checkpoint_files: CheckpointFiles
+) -> None:
+    checkpoint = legacy_checkpoint(tmp_path / "ckpt").as_uri()
+    name_legacy_engine(checkpoint_files, checkpoint)
+    assert recorded_identity(checkpoint_files, checkpoint) == {**LEGACY, "engine": PYTHON}
     # Then it resumes under the python engine as before.
-    guard_checkpoint(checkpoint, {**LEGACY, "engine": PYTHON}, ENGINE_ADVICE)
+    guard_checkpoint(checkpoint_files, checkpoint, {**LEGACY, "engine": PYTHON}, ENGINE_ADVICE)
 
 
-def test_the_jvm_engine_refuses_python_state_saying_how_to_rebuild(tmp_path: Path) -> None:
-    checkpoint = legacy_checkpoint(tmp_path / "ckpt")
-    name_legacy_engine(checkpoint)
+def test_the_jvm_engine_refuses_python_state_saying_how_to_rebuild(
+    tmp_path: Path, checkpoint_files: CheckpointFiles
+) -> None:
+    checkpoint = legacy_checkpoint(tmp_path / "ckpt").as_uri()
+    name_legacy_engine(checkpoint_files, checkpoint)
     jvm = {key: value for key, value in LEGACY.items() if key != "state_buckets"}
     with pytest.raises(CheckpointMismatchError) as refused:
-        guard_checkpoint(checkpoint, {**jvm, "engine": JVM}, ENGINE_ADVICE)
+        guard_checkpoint(checkpoint_files, checkpoint, {**jvm, "engine": JVM}, ENGINE_ADVICE)
     message = str(refused.value)
     assert "engine: checkpoint has 'python', this run asks for 'jvm'" in message
     assert "neither reads the other's" in message
     assert "running the new engine on a new checkpoint" in message
 
 
-def test_new_and_named_checkpoints_are_left_alone(tmp_path: Path) -> None:
-    name_legacy_engine(tmp_path / "absent")
+def test_new_and_named_checkpoints_are_left_alone(
+    tmp_path: Path, checkpoint_files: CheckpointFiles
+) -> None:
+    name_legacy_engine(checkpoint_files, (tmp_path / "absent").as_uri())
     assert not (tmp_path / "absent").exists()
     named = tmp_path / "named"
-    guard_checkpoint(named, {**LEGACY, "engine": JVM})
+    guard_checkpoint(checkpoint_files, named.as_uri(), {**LEGACY, "engine": JVM})
     before = (named / IDENTITY_FILE).read_text()
-    name_legacy_engine(named)
+    name_legacy_engine(checkpoint_files, named.as_uri())
     assert (named / IDENTITY_FILE).read_text() == before
 
 
-def test_a_jvm_checkpoint_from_before_the_waiting_variable_is_refused(tmp_path: Path) -> None:
+def test_a_jvm_checkpoint_from_before_the_waiting_variable_is_refused(
+    tmp_path: Path, checkpoint_files: CheckpointFiles
+) -> None:
     """The JVM engine's first layout kept a member's waiting boards inside ``member``: its
     identity names no state variables, and resuming it would misread the state."""
-    checkpoint = tmp_path / "ckpt"
+    checkpoint = (tmp_path / "ckpt").as_uri()
     first_layout = {"query": "board-detail-join", "join_mode": "latest", "engine": JVM}
-    guard_checkpoint(checkpoint, first_layout)
+    guard_checkpoint(checkpoint_files, checkpoint, first_layout)
     with pytest.raises(CheckpointMismatchError) as refused:
         guard_checkpoint(
-            checkpoint, {**first_layout, "state_variables": ["member", "waiting"]}, ENGINE_ADVICE
+            checkpoint_files,
+            checkpoint,
+            {**first_layout, "state_variables": ["member", "waiting"]},
+            ENGINE_ADVICE,
         )
     message = str(refused.value)
     assert (
@@ -73,10 +86,12 @@ def test_a_jvm_checkpoint_from_before_the_waiting_variable_is_refused(tmp_path: 
     assert "rebuild the state by running the join on a new checkpoint" in message
 
 
-def test_the_reader_of_waiting_boards_refuses_the_first_jvm_layout(tmp_path: Path) -> None:
+def test_the_reader_of_waiting_boards_refuses_the_first_jvm_layout(
+    tmp_path: Path, spark: SparkSession, checkpoint_files: CheckpointFiles
+) -> None:
     """Reconciliation cannot read the waiting boards of a checkpoint the join refuses; it says
-    so before Spark is asked anything (no session here)."""
-    checkpoint = tmp_path / "ckpt"
-    guard_checkpoint(checkpoint, {"query": "board-detail-join", "engine": JVM})
+    so before reading its state."""
+    checkpoint = (tmp_path / "ckpt").as_uri()
+    guard_checkpoint(checkpoint_files, checkpoint, {"query": "board-detail-join", "engine": JVM})
     with pytest.raises(BoardstreamError, match="written by an older version of its JVM engine"):
-        readers.pending(None, str(checkpoint), 3)  # type: ignore[arg-type]
+        readers.pending(spark, checkpoint, 3)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from pyspark.sql import SparkSession
 
 from boardstream.reconcile.checks.spark_checks import (
     BALANCE,
@@ -24,6 +25,7 @@ from boardstream.reconcile.checks.spark_checks import (
     _unbalanced,
     join_mode,
 )
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import record_identity
 
 
@@ -190,7 +192,10 @@ def test_partitions_whose_classes_do_not_add_up_are_named_in_order() -> None:
     ]
 
 
-def test_the_join_mode_is_the_checkpoints_recorded_one(tmp_path: Path) -> None:
-    record_identity(tmp_path / "join", {"query": "board-detail-join", "join_mode": "as-of"})
-    assert join_mode(str(tmp_path / "join")) == "as-of"
-    assert join_mode(str(tmp_path / "never-started")) is None
+def test_the_join_mode_is_the_checkpoints_recorded_one(
+    tmp_path: Path, spark: SparkSession, checkpoint_files: CheckpointFiles
+) -> None:
+    identity = {"query": "board-detail-join", "join_mode": "as-of"}
+    record_identity(checkpoint_files, (tmp_path / "join").as_uri(), identity)
+    assert join_mode(spark, str(tmp_path / "join")) == "as-of"
+    assert join_mode(spark, str(tmp_path / "never-started")) is None

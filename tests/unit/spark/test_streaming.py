@@ -163,11 +163,13 @@ def test_output_mode(trigger: str, mode: str) -> None:
     assert streaming.output_mode(trigger) == mode
 
 
-def test_a_query_to_kafka_is_checkpointed_and_guarded(tmp_path: Path) -> None:
+def test_a_query_to_kafka_is_checkpointed_and_guarded(
+    tmp_path: Path, spark: Any, checkpoint_files: Any
+) -> None:
     writer = Recorder()
     checkpoint = tmp_path / "ckpt"
     query = streaming.start_to_kafka(
-        SimpleNamespace(writeStream=writer),
+        SimpleNamespace(writeStream=writer, sparkSession=spark),
         settings(tmp_path),
         "q",
         checkpoint,
@@ -189,18 +191,21 @@ def test_a_query_to_kafka_is_checkpointed_and_guarded(tmp_path: Path) -> None:
                 "kafka.linger.ms": "5",
             },
         ),
-        ("option", "checkpointLocation", str(checkpoint)),
+        ("option", "checkpointLocation", checkpoint.as_uri()),
         ("outputMode", "append"),
         ("trigger", {"processingTime": "2 seconds"}),
         ("start",),
     ]
-    assert recorded_identity(checkpoint) == {"query": "q", "sources": ["member"]}
+    assert recorded_identity(checkpoint_files, checkpoint.as_uri()) == {
+        "query": "q",
+        "sources": ["member"],
+    }
 
 
-def test_a_real_time_query_writes_in_update_mode(tmp_path: Path) -> None:
+def test_a_real_time_query_writes_in_update_mode(tmp_path: Path, spark: Any) -> None:
     writer = Recorder()
     streaming.start_to_kafka(
-        SimpleNamespace(writeStream=writer),
+        SimpleNamespace(writeStream=writer, sparkSession=spark),
         settings(tmp_path),
         "q",
         tmp_path / "ckpt",
@@ -213,15 +218,15 @@ def test_a_real_time_query_writes_in_update_mode(tmp_path: Path) -> None:
 
 
 def test_a_checkpoint_of_another_query_is_refused_before_the_writer_is_built(
-    tmp_path: Path,
+    tmp_path: Path, spark: Any, checkpoint_files: Any
 ) -> None:
     checkpoint = tmp_path / "ckpt"
-    first = SimpleNamespace(writeStream=Recorder())
+    first = SimpleNamespace(writeStream=Recorder(), sparkSession=spark)
     streaming.start_to_kafka(first, settings(tmp_path), "q", checkpoint, "available-now", "", {})
     second = Recorder()
     with pytest.raises(CheckpointMismatchError):
         streaming.start_to_kafka(
-            SimpleNamespace(writeStream=second),
+            SimpleNamespace(writeStream=second, sparkSession=spark),
             settings(tmp_path),
             "other",
             checkpoint,
@@ -230,7 +235,7 @@ def test_a_checkpoint_of_another_query_is_refused_before_the_writer_is_built(
             {},
         )
     assert second.calls == []
-    assert recorded_identity(checkpoint) == {"query": "q"}
+    assert recorded_identity(checkpoint_files, checkpoint.as_uri()) == {"query": "q"}
 
 
 class FakeStreams:

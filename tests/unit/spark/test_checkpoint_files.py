@@ -1,0 +1,73 @@
+"""Checkpoint files at a Hadoop filesystem URI: where a location points, what a tampered or
+unreachable file gives, and that a write replaces a file whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from boardstream.spark.checkpoint_files import (
+    CheckpointFiles,
+    CheckpointFilesError,
+    checkpoint_uri,
+    child,
+)
+
+
+@pytest.mark.parametrize(
+    ("location", "uri"),
+    [
+        ("/srv/ckpt", "file:///srv/ckpt"),
+        ("/srv/ckpt/", "file:///srv/ckpt"),
+        ("file:///srv/ckpt/", "file:///srv/ckpt"),
+        ("hdfs://nn:8020/ckpt/", "hdfs://nn:8020/ckpt"),
+        ("s3a://bucket/ckpt", "s3a://bucket/ckpt"),
+    ],
+)
+def test_a_location_is_a_uri_and_a_plain_path_a_local_file(location: str, uri: str) -> None:
+    assert checkpoint_uri(location) == uri
+
+
+def test_a_relative_path_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint_uri(Path("ckpt")) == (tmp_path / "ckpt").as_uri()
+
+
+def test_child() -> None:
+    assert child("hdfs://nn:8020/ckpt/", "offsets") == "hdfs://nn:8020/ckpt/offsets"
+
+
+def test_a_write_replaces_the_file_and_reads_back_exactly(
+    tmp_path: Path, checkpoint_files: CheckpointFiles
+) -> None:
+    uri = child((tmp_path / "new" / "dir").as_uri(), "f.json")
+    assert not checkpoint_files.exists(uri)
+    checkpoint_files.write_text(uri, "first, much longer than the second\n")
+    checkpoint_files.write_text(uri, "é\n")
+    assert checkpoint_files.exists(uri)
+    assert checkpoint_files.read_text(uri) == "é\n"
+    assert (tmp_path / "new" / "dir" / "f.json").read_bytes() == "é\n".encode()
+    # Written through a temporary file renamed into place: none is left behind.
+    assert sorted(p.name for p in (tmp_path / "new" / "dir").iterdir()) == [".f.json.crc", "f.json"]
+
+
+def test_a_file_changed_behind_hadoops_back_is_refused(
+    tmp_path: Path, checkpoint_files: CheckpointFiles
+) -> None:
+    """Hadoop's local filesystem keeps a checksum beside each file it writes, as it does for
+    Spark's checkpoint files: one changed on disk fails its read."""
+    uri = (tmp_path / "identity.json").as_uri()
+    checkpoint_files.write_text(uri, '{"engine": "jvm"}\n')
+    (tmp_path / "identity.json").write_text('{"engine": "py"}\n')
+    with pytest.raises(CheckpointFilesError) as refused:
+        checkpoint_files.read_text(uri)
+    assert f"reading {uri}: org.apache.hadoop.fs.ChecksumException" in str(refused.value)
+
+
+def test_a_scheme_without_a_connector_is_named(checkpoint_files: CheckpointFiles) -> None:
+    with pytest.raises(CheckpointFilesError) as refused:
+        checkpoint_files.exists("nosuchfs://host/ckpt/identity.json")
+    message = str(refused.value)
+    assert message.startswith("checking nosuchfs://host/ckpt/identity.json: ")
+    assert 'No FileSystem for scheme "nosuchfs"' in message
