@@ -36,9 +36,10 @@ from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig
-from boardstream.spark.progress import JsonlProgressListener, read_progress
+from boardstream.spark.progress import ProgressListener
 from boardstream.spark.session import spark_session
 from boardstream.spark.streaming import PROCESSING_TIME
+from boardstream.stream_progress import ProgressStore
 
 MODES = ("pipelined", "sequential")
 
@@ -99,13 +100,14 @@ def main() -> None:
         )
         settings.var_dir.mkdir(parents=True, exist_ok=True)
         create_topics(admin, settings, platform_topics(settings)[2:])
-        listener = JsonlProgressListener(settings.progress)
+        store = ProgressStore(settings.database)
+        listener = ProgressListener(store)
         spark.streams.addListener(listener)
         drain = sequential if mode == "sequential" else pipelined
         timings = drain(spark, settings, JoinJobConfig(state_buckets=args.state_buckets))
         time.sleep(1)  # the listener writes the last progress event asynchronously
         spark.streams.removeListener(listener)
-        join_progress = read_progress(settings.progress, JOIN)
+        join_progress = store.read(JOIN)
         peak_rows = max((p["state_rows"] for p in join_progress), default=0)
         peak_bytes = max((p["state_sst_bytes"] for p in join_progress), default=0)
         print(f"\n{mode}\n| stage | records | seconds | records/s |\n|---|---:|---:|---:|")

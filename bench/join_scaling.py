@@ -35,9 +35,9 @@ from boardstream.kafka.clients import admin_client, reliable_producer
 from boardstream.kafka.topics import TopicSpec, create_topics, platform_topics
 from boardstream.reconcile.reads import readers
 from boardstream.settings import Settings
-from boardstream.spark.progress import read_progress
 from boardstream.spark.session import spark_session
 from boardstream.spark.submit import submit_command
+from boardstream.stream_progress import ProgressStore
 
 PRODUCTION_MEMBERS = 442_128
 ORPHANS = 100
@@ -86,7 +86,9 @@ def consumed(batch: dict, topic: str, which: str = "endOffset") -> int:
 
 
 def progress(run_dir: Path) -> list[dict]:
-    return read_progress(run_dir / "join" / "progress", "board-detail-join")
+    """The join's batches, from the database its driver's settings name (its own var dir's)."""
+    database = Settings(var_dir=run_dir / "join").database
+    return ProgressStore(database).read("board-detail-join")
 
 
 def latencies(observer: Observer, topic: str, sent: dict[str, int]) -> list[int]:

@@ -298,11 +298,6 @@ class Settings(BaseSettings):
         return self.var_dir / "reconciliation" / "data_docs"
 
     @property
-    def progress(self) -> Path:
-        """Per streaming query, one JSON line per micro-batch (see ``spark/progress.py``)."""
-        return self.var_dir / "progress"
-
-    @property
     def jars_dir(self) -> Path:
         return self.jar_cache or self.var_dir / "jars"
 

@@ -23,8 +23,8 @@ from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import Settings
 from boardstream.spark import standalone
 from boardstream.spark.checkpoint_lease import last_holder
-from boardstream.spark.progress import read_progress
 from boardstream.spark.slo import StreamSlo
+from boardstream.stream_progress import ProgressStore
 
 # "airflow:<dag id>/<run id>/<task id>", as the DAGs' tasks record who ran a reconciliation.
 _AIRFLOW_RUN_BY = re.compile(r"^airflow:(?P<dag>[^/]+)/(?P<run>[^/]+)/(?P<task>[\w.-]+)")
@@ -110,10 +110,10 @@ def stream_progress(
 ) -> list[dict[str, Any]]:
     """Per streaming query, its newest batch against ``slo`` at ``now`` and the rows/s of the
     last ``batches``."""
-    queries = sorted(path.stem for path in settings.progress.glob("*.jsonl"))
+    store = ProgressStore(settings.database)
     streams = []
-    for query in queries:
-        records = read_progress(settings.progress, query, last=batches)
+    for query in store.queries():
+        records = store.read(query, last=batches)
         if records:
             latest = records[-1]
             streams.append(

@@ -69,7 +69,7 @@ def run_job(
         return 2
     spark = spark_session(settings, name)
     # spark-submit logs at INFO, whole query plans included; per-batch progress is in
-    # var/progress/<job>.jsonl instead.
+    # the database's progress store instead (boardstream.stream_progress).
     spark.sparkContext.setLogLevel("WARN")
     try:
         query = streaming.run(spark, settings, lambda: start(spark, settings), config)

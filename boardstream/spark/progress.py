@@ -1,10 +1,10 @@
-"""Per-batch progress of streaming queries as JSON lines, for the UI page and benchmarks.
+"""Per-batch progress of streaming queries, for the health page, the watch and benchmarks.
 
-A ``StreamingQueryListener`` appends one line per micro-batch to
-``var_dir/progress/<query name>.jsonl``: rows in and rates, batch duration, state rows and
-memory, and per source the offsets and how far behind the latest offset it is. An idle query
-(no new data, so no batch) reports its heartbeat instead, in ``<query name>.idle``: the time
-of its newest idle event, so a watcher can tell an idle stream from a stuck one.
+A ``StreamingQueryListener`` stores one summary per micro-batch in the database's progress
+store (:mod:`boardstream.stream_progress`, which every host reads): rows in and rates, batch
+duration, state rows and memory, and per source the offsets and how far behind the latest
+offset it is. An idle query (no new data, so no batch) reports its heartbeat instead, so a
+watcher can tell an idle stream from a stuck one.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
+from sqlalchemy.exc import SQLAlchemyError
 
+from boardstream.database import driver_said
 from boardstream.logs import progress_logger
+from boardstream.stream_progress import ProgressStore
 
 logger = progress_logger("batches")
 
@@ -80,26 +82,50 @@ def _epoch_ms(timestamp: str) -> int:
     return int(datetime.fromisoformat(timestamp).timestamp() * 1000)
 
 
-class JsonlProgressListener(StreamingQueryListener):
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.last_batch: dict[str, int] = {}  # run id → last batch written
+UNSENT_LIMIT = 10_000  # batches held while the database is away (about 1.4 h at 2 a second)
+
+
+class ProgressListener(StreamingQueryListener):
+    """Each batch's summary into the progress store (:mod:`boardstream.stream_progress`), and
+    each idle heartbeat. A database that is away must not stop the stream: the summaries wait
+    (up to :data:`UNSENT_LIMIT`, the oldest dropped beyond it, with a warning) and go with the
+    next batch's."""
+
+    def __init__(self, store: ProgressStore) -> None:
+        self.store = store
+        self.unsent: list[dict[str, Any]] = []
+        self.dropped = 0
+        self.last_batch: dict[str, int] = {}  # run id → last batch stored
         self.names: dict[str, str] = {}  # query id → name (idle events carry no name)
-        directory.mkdir(parents=True, exist_ok=True)
 
     def onQueryStarted(self, event: Any) -> None:
         self.names[str(event.id)] = event.name or "unnamed"
 
     def onQueryProgress(self, event: Any) -> None:
         record = summarize(json.loads(event.progress.json))
-        name = record["query"] or "unnamed"
-        with (self.directory / f"{name}.jsonl").open("a") as out:
-            out.write(json.dumps(record) + "\n")
         logger.info("%s", progress_line(record))
-        self.last_batch[str(record["run_id"])] = record["batch_id"]
+        self.unsent.append(record)
+        if len(self.unsent) > UNSENT_LIMIT:
+            self.dropped += len(self.unsent) - UNSENT_LIMIT
+            del self.unsent[: len(self.unsent) - UNSENT_LIMIT]
+        try:
+            self.store.append(self.unsent)
+        except SQLAlchemyError as error:
+            logger.warning(
+                "%s batch %s: progress not stored yet (%d waiting, %d dropped): %s",
+                record["query"],
+                record["batch_id"],
+                len(self.unsent),
+                self.dropped,
+                driver_said(error),
+            )
+            return
+        for sent in self.unsent:
+            self.last_batch[str(sent["run_id"])] = sent["batch_id"]
+        self.unsent = []
 
     def wait_for(self, run_id: str, batch_id: int, timeout_s: float = 10.0) -> None:
-        """Events reach Python asynchronously: wait until ``batch_id`` of ``run_id`` is written
+        """Events reach Python asynchronously: wait until ``batch_id`` of ``run_id`` is stored
         (a query's last batch would otherwise be lost when the job exits right away)."""
         deadline = time.monotonic() + timeout_s
         while self.last_batch.get(run_id, -1) < batch_id and time.monotonic() < deadline:
@@ -107,47 +133,12 @@ class JsonlProgressListener(StreamingQueryListener):
 
     def onQueryIdle(self, event: Any) -> None:
         name = self.names.get(str(event.id))
-        if name is not None:
-            staged = self.directory / f"{name}.idle.tmp"
-            staged.write_text(str(_epoch_ms(event.timestamp)))
-            staged.replace(self.directory / f"{name}.idle")
+        if name is None:
+            return
+        try:
+            self.store.mark_idle(name, _epoch_ms(event.timestamp))
+        except SQLAlchemyError as error:
+            logger.warning("%s: idle heartbeat not stored: %s", name, driver_said(error))
 
     def onQueryTerminated(self, event: Any) -> None:
         pass
-
-
-def read_idle(directory: Path, query: str) -> int | None:
-    """When ``query`` last reported itself idle (epoch ms), or None."""
-    path = directory / f"{query}.idle"
-    return int(path.read_text()) if path.exists() else None
-
-
-TAIL_CHUNK = 64 * 1024  # bytes read at a time from a progress file's end
-
-
-def read_progress(directory: Path, query: str, last: int | None = None) -> list[dict[str, Any]]:
-    """The query's batches in order; only the ``last`` ones if given, read from the file's end:
-    a live stream's file only grows (a line a batch), and its watch reads it every few seconds."""
-    path = directory / f"{query}.jsonl"
-    if not path.exists():
-        return []
-    if last is None:
-        with path.open() as lines:
-            return [json.loads(line) for line in lines if line.strip()]
-    return [json.loads(line) for line in _last_lines(path, last)]
-
-
-def _last_lines(path: Path, count: int) -> list[str]:
-    """The last ``count`` non-blank lines of ``path``, reading backwards a chunk at a time (a
-    line still being written, with no newline yet, is left out)."""
-    with path.open("rb") as handle:
-        end = handle.seek(0, 2)
-        position, lines = end, []
-        while position > 0 and len(lines) < count:
-            position = max(0, position - TAIL_CHUNK)
-            handle.seek(position)
-            data = handle.read(end - position)
-            complete = data[: data.rfind(b"\n") + 1].split(b"\n")
-            # Unless the file's start is read, the first piece may be a line's cut-off end.
-            lines = [line for line in complete[(position > 0) :] if line.strip()]
-    return [line.decode() for line in lines[-count:]]

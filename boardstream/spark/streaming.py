@@ -20,7 +20,7 @@ from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
 from boardstream.spark.checkpoint_guard import guard_checkpoint
-from boardstream.spark.progress import JsonlProgressListener
+from boardstream.spark.progress import ProgressListener
 from boardstream.spark.triggers import (
     AVAILABLE_NOW,
     PROCESSING_TIME,
@@ -29,6 +29,7 @@ from boardstream.spark.triggers import (
     TRIGGERS,
     require_interval,
 )
+from boardstream.stream_progress import ProgressStore
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def run(
         if config is not None
         else nullcontext()
     )
-    listener = JsonlProgressListener(settings.progress)
+    listener = ProgressListener(ProgressStore(settings.database))
     propagate_java_errors(spark)
     with lease:
         spark.streams.addListener(listener)

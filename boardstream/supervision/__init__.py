@@ -13,12 +13,12 @@ import time
 
 from boardstream.settings import Settings
 from boardstream.spark import standalone
-from boardstream.spark.progress import read_idle, read_progress
 from boardstream.spark.slo import StreamSlo
+from boardstream.stream_progress import ProgressStore
 from boardstream.supervision import health as _health
 from boardstream.supervision import supervisor
 from boardstream.supervision.health import StreamHealth
-from boardstream.supervision.lag import source_lag
+from boardstream.supervision.lag import committed_offsets, source_lag
 from boardstream.supervision.register import RUNNING
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from boardstream.supervision.supervisor import StreamStatus
@@ -73,20 +73,23 @@ def health(settings: Settings, now_ms: int | None = None) -> list[StreamHealth]:
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     slo = StreamSlo.from_settings(settings)
     cluster = standalone.state_of(settings)
+    store = ProgressStore(settings.database)
     verdicts = []
     for stream in board_detail_streams(settings, StreamOptions()):
-        newest = read_progress(settings.progress, stream.job, last=1)
+        newest = store.read(stream.job, last=1)
         status = supervisor.status(settings, stream)
         app = status.holder.details.get("application_id") if status.holder else None
         verdicts.append(
             _health.evaluate(
                 status,
                 newest[0] if newest else None,
-                read_idle(settings.progress, stream.job),
+                store.idle_since(stream.job),
                 now_ms,
                 slo,
                 standalone.granted_cores(cluster, app) if cluster and app else None,
-                source_lag(settings, stream.checkpoint, stream.sources) if status.holder else None,
+                source_lag(settings, stream.job, committed_offsets(newest), stream.sources)
+                if status.holder
+                else None,
             )
         )
     return verdicts

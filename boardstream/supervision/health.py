@@ -9,9 +9,9 @@ whichever is newest: a stream just started has until the batch-age SLO to report
 standalone cluster, a stream whose application holds no executor (0 cores granted: starved by
 other applications, or its workers lost) is unhealthy once the master has had
 ``EXECUTOR_GRACE_S`` to grant it some: it would only breach the batch age later, with its
-driver alive and nothing loaded meanwhile. Its lag is counted at the broker against its
-checkpoint (:mod:`.lag`), not taken from its last progress line, which a stream that runs no
-batch keeps repeating.
+driver alive and nothing loaded meanwhile. Its lag is counted at the broker now against where
+its newest batch ended (:mod:`.lag`), not taken from that batch's own lag figure, which a stream
+that runs no batch keeps repeating.
 """
 
 from __future__ import annotations

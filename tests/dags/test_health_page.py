@@ -6,7 +6,6 @@ last batch, age and lag against the SLO; anonymous calls to its API are refused.
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -17,8 +16,8 @@ from boardstream.durations import span
 from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.evidence.run_ledger import INCREMENTAL
 from boardstream.reconcile.run import reconcile_once
-from boardstream.spark.progress import read_progress
 from boardstream.spark.slo import batch_ended
+from boardstream.stream_progress import ProgressStore
 from tests.airflow_fixtures import (
     ARTIFACTS,
     assert_data_docs_offline,
@@ -80,7 +79,7 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         "state_rows": 17,
         "state_sst_bytes": 4_096,
     }
-    (settings.progress / "board-table-count.jsonl").write_text(json.dumps(seeded) + "\n")
+    ProgressStore(settings.database).append([seeded])
     passed = reconcile_once(spark, settings, RUN_BY)
     with engine.begin() as connection:
         connection.execute(sa.text("DELETE FROM board_detail WHERE board_id = 'r3'"))
@@ -220,7 +219,7 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         "board-table-count",
     ]
     for query in ("board-detail-join", "board-detail-sink"):
-        latest = read_progress(settings.progress, query)[-1]
+        latest = ProgressStore(settings.database).read(query)[-1]
         shown, ended_at = stream(query), batch_ended(latest)
         assert shown.pop("ended") == ended_at.strftime("%Y-%m-%d %H:%M:%S")
         assert shown.pop("age") in ages(ended_at)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from boardstream.entrypoints.health import stream_progress
 from boardstream.spark.slo import StreamSlo
+from boardstream.stream_progress import ProgressStore
 from tests.fixtures import isolated_settings
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
@@ -49,7 +50,6 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
     from boardstream_airflow.ui.app import templates  # airflow_home: Airflow is configured
 
     settings = isolated_settings(tmp_path)
-    settings.progress.mkdir(parents=True)
     # The join's last batch ended 08:59:00 (1 min ago), 0 behind; the sink's 08:30:00 (30 min
     # ago: past 20), 250 behind (past 100).
     batches = {
@@ -71,9 +71,7 @@ def test_streams_against_the_slo_rows_per_s_bars_and_one_line_timestamps(
             }
             for batch, rate in enumerate(rates)
         ]
-        (settings.progress / f"{query}.jsonl").write_text(
-            "".join(json.dumps(line) + "\n" for line in lines)
-        )
+        ProgressStore(settings.database).append(lines)
     change = {
         "change_id": 3,
         "rolls_back": None,

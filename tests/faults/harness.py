@@ -25,6 +25,7 @@ from pathlib import Path
 from boardstream import failpoints, supervision
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.stream_progress import ProgressStore
 from tests.pipeline import Pipeline, consume_all, query
 
 FULL = os.environ.get("BOARDSTREAM_FAULTS") == "full"
@@ -127,8 +128,7 @@ class Scenario:
         )
 
     def batches(self, job: str) -> int:
-        path = self.settings.progress / f"{job}.jsonl"
-        return len(path.read_text().splitlines()) if path.exists() else 0
+        return len(ProgressStore(self.settings.database).read(job))
 
     def await_batch(self, job: str, process: subprocess.Popen, before: int) -> None:
         deadline = time.monotonic() + 300

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from boardstream.spark.progress import read_progress
+from boardstream.stream_progress import ProgressStore
 from tests.faults.harness import FULL, JOIN_ARGS, SINK_ARGS, Scenario, backlog_options
 
 SEED = 20261122  # the kill points derive from it: a failure replays with the same schedule
@@ -37,7 +37,7 @@ def test_kill_9_join_and_sink_mid_backlog(services, tmp_path: Path) -> None:
 
     # Progress lines: rows, duration, state, lag. A batch completed just before a kill may
     # have no line (the listener writes after the batch), so they are not summed.
-    join_progress = read_progress(s.settings.progress, "board-detail-join")
+    join_progress = ProgressStore(s.settings.database).read("board-detail-join")
     # One state row per member named so far (the JVM engine keys its state by member): every
     # member of the backlog at the end, none more at any time.
     members = backlog_options(SEED).members

@@ -13,8 +13,11 @@ from boardstream.entrypoints.argtypes import flag_message
 from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.joins.job import ENGINES, JoinJobConfig
+from boardstream.joins.job import QUERY_NAME as JOIN_QUERY
 from boardstream.reconcile.reads.readers import pending
-from boardstream.supervision.lag import source_lag
+from boardstream.spark.progress import ProgressListener
+from boardstream.stream_progress import ProgressStore
+from boardstream.supervision.lag import committed_offsets, source_lag
 from tests.pipeline import Pipeline, consume_all, query
 
 
@@ -307,19 +310,37 @@ def test_the_join_refuses_to_start_when_a_dead_letter_could_not_fit(pipeline) ->
 
 
 def test_the_lag_health_counts_is_what_the_join_has_not_committed(pipeline, t0: int) -> None:
-    """Counted at the broker against the join's real checkpoint: 0 once a run committed
-    everything, each record produced since, and 0 again when the next run reads them."""
+    """Counted at the broker against where the join's newest stored batch ended (its progress,
+    as its driver's listener stores it): 0 once a run committed everything, each record produced
+    since, and 0 again when the next run reads them."""
     settings = pipeline.settings
     sources = (settings.member_topic, settings.board_topic)
-    checkpoint = pipeline.workdir / f"{settings.board_topic}-join"
-    pipeline.member(1, "m1", t0)
-    assert source_lag(settings, checkpoint, sources) == 1  # nothing committed yet
-    pipeline.board("c" * 24, 1, t0 + 1)
-    pipeline.join()
-    assert source_lag(settings, checkpoint, sources) == 0
-    pipeline.member(2, "m2", t0 + 2)
-    for i in range(3):
-        pipeline.board(f"{i}" * 24, 2, t0 + 3 + i)
-    assert source_lag(settings, checkpoint, sources) == 4
-    pipeline.join()
-    assert source_lag(settings, checkpoint, sources) == 0
+    store = ProgressStore(f"sqlite:///{pipeline.workdir / 'progress.db'}")
+    listener = ProgressListener(store)
+
+    def lag() -> int | None:
+        newest = store.read(JOIN_QUERY, last=1)
+        return source_lag(settings, JOIN_QUERY, committed_offsets(newest), sources)
+
+    def join() -> None:
+        stored = len(store.read(JOIN_QUERY))
+        pipeline.join()
+        deadline = time.monotonic() + 30  # the listener hears of the last batch after it ends
+        while len(store.read(JOIN_QUERY)) == stored and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    pipeline.spark.streams.addListener(listener)
+    try:
+        pipeline.member(1, "m1", t0)
+        assert lag() == 1  # nothing committed yet
+        pipeline.board("c" * 24, 1, t0 + 1)
+        join()
+        assert lag() == 0
+        pipeline.member(2, "m2", t0 + 2)
+        for i in range(3):
+            pipeline.board(f"{i}" * 24, 2, t0 + 3 + i)
+        assert lag() == 4
+        join()
+        assert lag() == 0
+    finally:
+        pipeline.spark.streams.removeListener(listener)

@@ -34,6 +34,7 @@ from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.slo import StreamSlo
+from boardstream.stream_progress import ProgressStore
 from tests.fixtures import isolated_settings
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -217,7 +218,6 @@ def test_jsonable_turns_datetimes_and_tuples_into_json() -> None:
 
 def write_progress(settings: Settings, query: str, rates: list[float], lag: int = 0) -> None:
     """One batch per rate, a minute apart, the newest ending at NOW (each takes a second)."""
-    settings.progress.mkdir(parents=True, exist_ok=True)
     lines = [
         {
             "query": query,
@@ -230,8 +230,7 @@ def write_progress(settings: Settings, query: str, rates: list[float], lag: int 
         }
         for i, r in enumerate(rates)
     ]
-    text = "".join(json.dumps(line) + "\n" for line in lines)
-    (settings.progress / f"{query}.jsonl").write_text(text)
+    ProgressStore(settings.database).append(lines)
 
 
 def test_streams_show_their_newest_batch_against_the_slo_and_recent_rates(
@@ -240,7 +239,6 @@ def test_streams_show_their_newest_batch_against_the_slo_and_recent_rates(
     write_progress(settings, "sink", [1.0, 2.0, 3.0])
     write_progress(settings, "join", [5.0], lag=11)
     write_progress(settings, "idle", [])  # no batch yet: not shown
-    (settings.progress / "notes.txt").write_text("not a progress file")
     later = NOW + timedelta(seconds=601)
     join, sink = stream_progress(settings, 2, SLO, later)
     assert join == {
@@ -282,7 +280,7 @@ def test_a_real_time_query_is_held_to_the_slo_plus_its_interval(settings: Settin
     assert stream_progress(settings, 1, SLO, too_late)[0]["slo"]["breaches"] == ["age"]
 
 
-def test_no_progress_directory_is_no_streams(settings: Settings) -> None:
+def test_no_progress_is_no_streams(settings: Settings) -> None:
     assert stream_progress(settings, 60, SLO, NOW) == []
 
 

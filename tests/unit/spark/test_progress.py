@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from boardstream.spark import progress
-from boardstream.spark.progress import JsonlProgressListener, progress_line, read_idle, summarize
+from boardstream.spark.progress import ProgressListener, progress_line, summarize
+from boardstream.stream_progress import ProgressStore
 
 PROGRESS = {
     "id": "q",
@@ -90,26 +93,75 @@ def test_progress_line_reads_as_a_log_line() -> None:
     )
 
 
-def test_idle_events_leave_the_querys_heartbeat(tmp_path) -> None:
+def store(tmp_path: Path) -> ProgressStore:
+    return ProgressStore(f"sqlite:///{tmp_path / 'progress.db'}")
+
+
+def test_idle_events_leave_the_querys_heartbeat(tmp_path: Path) -> None:
     """Spark's idle event names no query: the listener knows it from the query's start."""
-    listener = JsonlProgressListener(tmp_path)
-    assert read_idle(tmp_path, "board-detail-sink") is None
+    progress_store = store(tmp_path)
+    listener = ProgressListener(progress_store)
+    assert progress_store.idle_since("board-detail-sink") is None
     listener.onQueryIdle(SimpleNamespace(id="q1", timestamp="2026-11-25T10:00:00.000Z"))
-    assert read_idle(tmp_path, "board-detail-sink") is None  # not started by this listener
+    assert progress_store.idle_since("board-detail-sink") is None  # not started by this listener
     listener.onQueryStarted(SimpleNamespace(id="q1", name="board-detail-sink"))
     listener.onQueryIdle(SimpleNamespace(id="q1", timestamp="2026-11-25T10:00:00.000Z"))
     listener.onQueryIdle(SimpleNamespace(id="q1", timestamp="2026-11-25T10:00:10.500Z"))
-    assert read_idle(tmp_path, "board-detail-sink") == 1_795_600_810_500
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["board-detail-sink.idle"]
+    assert progress_store.idle_since("board-detail-sink") == 1_795_600_810_500
+    assert progress_store.queries() == []  # a heartbeat is not a batch
 
 
-@pytest.mark.parametrize("chunk", [7, 64, 64 * 1024])
-def test_the_last_batches_are_read_from_the_files_end(tmp_path, monkeypatch, chunk) -> None:
-    """Whatever the chunk size: the newest lines, in order, a half-written last line left out."""
-    monkeypatch.setattr(progress, "TAIL_CHUNK", chunk)
-    lines = [json.dumps({"batch_id": i, "pad": "x" * (i % 5)}) for i in range(40)]
-    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n\n" + '{"batch_id": 4')
-    assert [r["batch_id"] for r in progress.read_progress(tmp_path, "q", last=3)] == [37, 38, 39]
-    assert [r["batch_id"] for r in progress.read_progress(tmp_path, "q", last=1)] == [39]
-    assert len(progress.read_progress(tmp_path, "q", last=100)) == 40
-    assert progress.read_progress(tmp_path, "missing", last=1) == []
+def batch(batch_id: int, query: str = "board-detail-join") -> SimpleNamespace:
+    event = {**PROGRESS, "name": query, "batchId": batch_id}
+    return SimpleNamespace(progress=SimpleNamespace(json=json.dumps(event)))
+
+
+def test_batches_are_read_newest_last_and_the_last_ones_alone(tmp_path: Path) -> None:
+    listener = ProgressListener(store(tmp_path))
+    for batch_id in [*range(40), 0, 1]:  # a new checkpoint numbers its batches from 0 again
+        listener.onQueryProgress(batch(batch_id))
+    listener.onQueryProgress(batch(7, "board-detail-sink"))
+    progress_store = store(tmp_path)  # another process reads what this one stored
+    join = "board-detail-join"
+    assert [r["batch_id"] for r in progress_store.read(join, last=3)] == [39, 0, 1]
+    assert [r["batch_id"] for r in progress_store.read(join, last=1)] == [1]
+    assert len(progress_store.read(join)) == 42
+    assert progress_store.read(join, last=1)[0] == summarize({**PROGRESS, "batchId": 1})
+    assert progress_store.read("missing", last=1) == []
+    assert progress_store.queries() == ["board-detail-join", "board-detail-sink"]
+
+
+def test_batches_wait_for_a_database_that_is_away(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stream goes on while its progress cannot be stored; the summaries go with the next
+    batch once the database is back, in order, none lost, none twice."""
+    away = tmp_path / "away"
+    listener = ProgressListener(ProgressStore(f"sqlite:///{away / 'progress.db'}"))
+    with caplog.at_level(logging.WARNING):
+        listener.onQueryProgress(batch(0))
+        listener.onQueryProgress(batch(1))
+    assert len(listener.unsent) == 2
+    assert "board-detail-join batch 1: progress not stored yet (2 waiting, 0 dropped)" in (
+        caplog.text
+    )
+    away.mkdir()  # the database can be opened again
+    listener.onQueryProgress(batch(2))
+    assert listener.unsent == []
+    assert [r["batch_id"] for r in listener.store.read("board-detail-join")] == [0, 1, 2]
+    assert listener.last_batch == {"r": 2}
+
+
+def test_the_oldest_waiting_batches_are_dropped_beyond_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(progress, "UNSENT_LIMIT", 2)
+    away = tmp_path / "away"
+    listener = ProgressListener(ProgressStore(f"sqlite:///{away / 'progress.db'}"))
+    with caplog.at_level(logging.WARNING):
+        for batch_id in range(4):
+            listener.onQueryProgress(batch(batch_id))
+    assert "batch 3: progress not stored yet (2 waiting, 2 dropped)" in caplog.text
+    away.mkdir()
+    listener.onQueryProgress(batch(4))
+    assert [r["batch_id"] for r in listener.store.read("board-detail-join")] == [3, 4]

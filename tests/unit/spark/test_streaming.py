@@ -18,7 +18,7 @@ from pyspark.errors import StreamingQueryException
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 from boardstream.spark.checkpoint_guard import CheckpointMismatchError, recorded_identity
-from boardstream.spark.progress import JsonlProgressListener
+from boardstream.spark.progress import ProgressListener
 
 
 def settings(tmp_path: Path) -> Settings:
@@ -337,8 +337,8 @@ def test_run_stops_the_query_on_sigterm_and_restores_the_handler(
     assert query.waits == [streaming.STOP_POLL_S] * 2
     assert signal.getsignal(signal.SIGTERM) is sigterm
     (listener,) = streams.added
-    assert isinstance(listener, JsonlProgressListener)
-    assert listener.directory == config.progress and config.progress.is_dir()
+    assert isinstance(listener, ProgressListener)
+    assert str(listener.store.engine.url) == config.database
     assert streams.removed == [listener]
 
 
