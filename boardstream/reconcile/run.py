@@ -47,7 +47,7 @@ from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.snapshot import Snapshot, take_snapshot
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
-from boardstream.spark.checkpoint_checksums import CheckpointChecksumError
+from boardstream.spark.checkpoint_files import CheckpointChecksumError, CheckpointFiles
 from boardstream.timing import phase
 
 logger = logging.getLogger(__name__)
@@ -155,7 +155,9 @@ def reconcile_once(
             kind = FULL
     admin = admin_client(settings)
     try:
-        snapshot = take_snapshot(admin, settings, join_checkpoint, sink_checkpoint)
+        snapshot = take_snapshot(
+            CheckpointFiles(spark), admin, settings, join_checkpoint, sink_checkpoint
+        )
     except CheckpointChecksumError as error:
         # The jobs' own record of their progress was altered: a run of its own, ERRORED, so the
         # refusal stands in the ledger and on the health page, not only in a task log.

@@ -4,8 +4,8 @@ its own checkpoint files.
 A checkpoint may live on HDFS, S3 or a local disk (``hdfs://…``, ``s3a://…``, ``file://…``; a
 plain path means ``file://``), and what boardstream keeps beside Spark's files must be wherever
 those are. The JVM's Hadoop client (through the session's gateway) does the IO: Spark's
-``CheckpointFileManager`` writes, atomically on every filesystem (a rename where one is atomic, a
-single object write on S3), and Hadoop's ``FileSystem`` reads, verifying the checksums its local
+FileContext-based checkpoint file manager writes, replacing a file atomically (a rename with
+overwrite), and Hadoop's ``FileSystem`` reads, verifying the checksums its local
 filesystem keeps beside each file (a file changed on disk behind Hadoop's back is refused).
 """
 
@@ -20,11 +20,22 @@ from pyspark.sql import SparkSession
 
 from boardstream.errors import BoardstreamError
 
-_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager"
+# Writes replace a file in one step: FileContext's rename with OVERWRITE is atomic (HDFS, local);
+# the FileSystem-based manager's rename keeps the old file when the new one exists.
+_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+)
 
 
 class CheckpointFilesError(BoardstreamError):
     """A checkpoint file could not be read or written where its URI says."""
+
+
+class CheckpointChecksumError(CheckpointFilesError):
+    """A checkpoint file does not match the checksum Hadoop wrote beside it."""
+
+
+_CHECKSUM_EXCEPTION = "org.apache.hadoop.fs.ChecksumException"
 
 
 def checkpoint_uri(location: str | Path) -> str:
@@ -41,13 +52,20 @@ def child(uri: str, name: str) -> str:
     return f"{uri.rstrip('/')}/{name}"
 
 
+def shown(uri: str) -> str:
+    """``uri`` as a message names it: a local file by its path."""
+    parts = urlsplit(uri)
+    return parts.path if parts.scheme == "file" else uri
+
+
 class CheckpointFiles:
-    """Read and write small files of checkpoints through one JVM's Hadoop configuration (the
-    session's: its ``spark.hadoop.*`` settings reach the filesystems)."""
+    """Read and write small files of checkpoints with the Hadoop configuration a query of
+    ``spark`` would write its checkpoint with (its ``spark.hadoop.*`` settings and its
+    checkpoint file manager, as they are when this is made)."""
 
     def __init__(self, spark: SparkSession) -> None:
         self._jvm: Any = spark._jvm
-        self._conf: Any = spark._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+        self._conf: Any = spark._jsparkSession.sessionState().newHadoopConf()
 
     def _filesystem(self, uri: str) -> tuple[Any, Any]:
         path = self._jvm.org.apache.hadoop.fs.Path(uri)
@@ -58,13 +76,22 @@ class CheckpointFiles:
         manager_class = self._jvm
         for part in _MANAGER.split("."):
             manager_class = getattr(manager_class, part)
-        return manager_class.create(path, self._conf), path
+        return manager_class(path.getParent(), self._conf), path
 
     def _do(self, doing: str, uri: str, action: Any) -> Any:
         try:
             return action()
         except Py4JJavaError as error:
             java = error.java_exception
+            if java.getClass().getName() == _CHECKSUM_EXCEPTION:
+                name = uri.rstrip("/").rsplit("/", 1)[-1]
+                raise CheckpointChecksumError(
+                    f"checkpoint file {shown(uri)} does not match its checksum file .{name}.crc: "
+                    "it was changed on disk after it was written, so what it records cannot be "
+                    "trusted (Spark refuses it too when the job starts again). Restore the file, "
+                    "or start the job from a new checkpoint (which reprocesses its sources from "
+                    "the beginning)."
+                ) from None
             raise CheckpointFilesError(
                 f"{doing} {uri}: {java.getClass().getName()}: {java.getMessage()}"
             ) from None
@@ -76,7 +103,22 @@ class CheckpointFiles:
 
         return self._do("checking", uri, check)
 
+    def list_names(self, uri: str) -> list[str]:
+        """The names in the directory ``uri`` (none if it does not exist), without the checksum
+        files Hadoop keeps beside local files."""
+
+        def names() -> list[str]:
+            filesystem, path = self._filesystem(uri)
+            if not filesystem.exists(path):
+                return []
+            return [status.getPath().getName() for status in filesystem.listStatus(path)]
+
+        return self._do("listing", uri, names)
+
     def read_text(self, uri: str) -> str:
+        return self.read_bytes(uri).decode()
+
+    def read_bytes(self, uri: str) -> bytes:
         def read() -> bytes:
             filesystem, path = self._filesystem(uri)
             stream = filesystem.open(path)
@@ -85,7 +127,7 @@ class CheckpointFiles:
             finally:
                 stream.close()
 
-        return self._do("reading", uri, read).decode()
+        return self._do("reading", uri, read)
 
     def write_text(self, uri: str, text: str) -> None:
         """Replace ``uri``'s content with ``text`` at once: a reader sees the old or the new."""

@@ -163,7 +163,7 @@ def assert_refused(pipeline: Pipeline, altered: Path) -> int:
     assert str(raised.value).startswith(
         f"reconciliation run {run_id}: ERRORED: CheckpointChecksumError: checkpoint file "
         f"{altered} does not match its checksum file .{altered.name}.crc: it was changed on disk "
-        "after Spark wrote it"
+        "after it was written"
     )
     engine = sa.create_engine(pipeline.settings.database)
     run = ledger.run(engine, run_id)

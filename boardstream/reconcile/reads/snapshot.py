@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import require_topics
 from boardstream.settings import Settings
-from boardstream.spark.checkpoint_checksums import read_verified
+from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri, child, shown
 from boardstream.spark.checkpoint_lease import last_holder
 from boardstream.spark.triggers import real_time_interval_ms
 
@@ -127,27 +127,32 @@ def _offsets(data: dict) -> Offsets:
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
 
 
-def committed_progress(checkpoint: Path) -> JobProgress:
-    """Read a Structured Streaming checkpoint: the highest batch in ``commits/``, and the source
-    offsets and start time that ``offsets/<batch>`` recorded for it (:func:`_logged`)."""
-    batches = _batches(checkpoint / "commits")
+def committed_progress(files: CheckpointFiles, checkpoint: str) -> JobProgress:
+    """Read a Structured Streaming checkpoint (a URI): the highest batch in ``commits/``, and the
+    source offsets and start time that ``offsets/<batch>`` recorded for it (:func:`_logged`)."""
+    batches = _batches(files, child(checkpoint, "commits"))
     if not batches:
         return JobProgress(None, {})
-    offsets, began_at_ms = _logged(checkpoint, batches[-1])
+    offsets, began_at_ms = _logged(files, checkpoint, batches[-1])
     return JobProgress(batches[-1], offsets, began_at_ms)
 
 
-def as_listed(checkpoint: Path, progress: JobProgress, latest: Offsets) -> JobProgress:
+def as_listed(
+    files: CheckpointFiles, checkpoint: Path, progress: JobProgress, latest: Offsets
+) -> JobProgress:
     """``progress`` with what the job may have done past it, asked after the topics' end
     offsets ``latest`` were listed: whether its last driver ran the real-time trigger, with
     which interval, and how far its batch under way may have read (:func:`under_way_to`)."""
     last = last_holder(checkpoint)
     interval = None if last is None else real_time_interval_ms(last.details)
     progress = replace(progress, real_time_interval_ms=interval)
-    return replace(progress, under_way_to=under_way_to(checkpoint, progress, latest))
+    under_way = under_way_to(files, checkpoint_uri(checkpoint), progress, latest)
+    return replace(progress, under_way_to=under_way)
 
 
-def under_way_to(checkpoint: Path, progress: JobProgress, latest: Offsets) -> Offsets | None:
+def under_way_to(
+    files: CheckpointFiles, checkpoint: str, progress: JobProgress, latest: Offsets
+) -> Offsets | None:
     """How far the query may have read past ``progress`` (its outputs of that may exist,
     committed or not), given the topics' end offsets ``latest`` listed before this is asked:
 
@@ -166,29 +171,32 @@ def under_way_to(checkpoint: Path, progress: JobProgress, latest: Offsets) -> Of
     if progress.real_time_interval_ms is not None:
         return latest
     after = -1 if progress.batch_id is None else progress.batch_id
-    later = [batch for batch in _batches(checkpoint / "offsets") if batch > after]
+    later = [batch for batch in _batches(files, child(checkpoint, "offsets")) if batch > after]
     if not later:
         return None
-    committed = set(_batches(checkpoint / "commits"))
+    committed = set(_batches(files, child(checkpoint, "commits")))
     if later != list(range(after + 1, later[-1] + 1)) or not committed >= set(later[:-1]):
         raise BoardstreamError(
-            f"the offset log of {checkpoint} holds batch(es) {', '.join(map(str, later))} after "
-            f"its last committed batch {after}: Spark logs a batch only after committing the "
-            "one before, so the query did not write them. Restore the checkpoint, or start the "
-            "job from a new one (which reprocesses its sources from the beginning)."
+            f"the offset log of {shown(checkpoint)} holds batch(es) "
+            f"{', '.join(map(str, later))} after its last committed batch {after}: Spark logs a "
+            "batch only after committing the one before, so the query did not write them. "
+            "Restore the checkpoint, or start the job from a new one (which reprocesses its "
+            "sources from the beginning)."
         )
-    return _logged(checkpoint, later[-1])[0]
+    return _logged(files, checkpoint, later[-1])[0]
 
 
-def _batches(log: Path) -> list[int]:
+def _batches(files: CheckpointFiles, log: str) -> list[int]:
     """The batch ids of an offset or commit log, in order."""
-    return sorted(int(p.name) for p in log.glob("[0-9]*")) if log.is_dir() else []
+    return sorted(int(name) for name in files.list_names(log) if name.isdigit())
 
 
-def _logged(checkpoint: Path, batch: int) -> tuple[Offsets, int | None]:
-    """A batch's offset log entry, checked against the checksum Spark wrote beside it: its
-    sources' end offsets (one JSON line per source) and its ``batchTimestampMs``."""
-    lines = read_verified(checkpoint / "offsets" / str(batch)).decode().splitlines()
+def _logged(files: CheckpointFiles, checkpoint: str, batch: int) -> tuple[Offsets, int | None]:
+    """A batch's offset log entry, checked against the checksum Spark wrote beside it (on a
+    local disk): its sources' end offsets (one JSON line per source) and its
+    ``batchTimestampMs``."""
+    entry = child(child(checkpoint, "offsets"), str(batch))
+    lines = files.read_text(entry).splitlines()
     offsets: Offsets = {}
     for line in lines[2:]:  # "v1", the batch metadata, then one line per source
         offsets.update(_offsets(json.loads(line)))
@@ -196,10 +204,14 @@ def _logged(checkpoint: Path, batch: int) -> tuple[Offsets, int | None]:
 
 
 def take_snapshot(
-    admin: AdminClient, settings: Settings, join_checkpoint: Path, sink_checkpoint: Path
+    files: CheckpointFiles,
+    admin: AdminClient,
+    settings: Settings,
+    join_checkpoint: Path,
+    sink_checkpoint: Path,
 ) -> Snapshot:
-    join = committed_progress(join_checkpoint)
-    sink = committed_progress(sink_checkpoint)
+    join = committed_progress(files, checkpoint_uri(join_checkpoint))
+    sink = committed_progress(files, checkpoint_uri(sink_checkpoint))
     topics = [
         settings.member_topic,
         settings.board_topic,
@@ -217,8 +229,8 @@ def take_snapshot(
         datetime.now(UTC),
         earliest=earliest,
         latest=latest,
-        join=as_listed(join_checkpoint, join, latest),
-        sink=as_listed(sink_checkpoint, sink, latest),
+        join=as_listed(files, join_checkpoint, join, latest),
+        sink=as_listed(files, sink_checkpoint, sink, latest),
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from boardstream.spark.checkpoint_files import (
+    CheckpointChecksumError,
     CheckpointFiles,
     CheckpointFilesError,
     checkpoint_uri,
@@ -60,9 +61,12 @@ def test_a_file_changed_behind_hadoops_back_is_refused(
     uri = (tmp_path / "identity.json").as_uri()
     checkpoint_files.write_text(uri, '{"engine": "jvm"}\n')
     (tmp_path / "identity.json").write_text('{"engine": "py"}\n')
-    with pytest.raises(CheckpointFilesError) as refused:
+    with pytest.raises(CheckpointChecksumError) as refused:
         checkpoint_files.read_text(uri)
-    assert f"reading {uri}: org.apache.hadoop.fs.ChecksumException" in str(refused.value)
+    assert str(refused.value).startswith(
+        f"checkpoint file {tmp_path / 'identity.json'} does not match its checksum file "
+        ".identity.json.crc: it was changed on disk after it was written"
+    )
 
 
 def test_a_scheme_without_a_connector_is_named(checkpoint_files: CheckpointFiles) -> None:
