@@ -33,9 +33,10 @@ class JarSet:
 
 KAFKA_BROKER = JarSet("kafka", PROJECT_ROOT / "deps" / "kafka-broker")
 SPARK_KAFKA = JarSet("spark-kafka", PROJECT_ROOT / "deps" / "spark-kafka")
+HDFS = JarSet("hdfs", PROJECT_ROOT / "deps" / "hadoop-hdfs")
 # Compiled here from jvm/ (see build), not fetched: its pom_dir holds the sources.
 JOIN_OPERATOR = JarSet("boardstream-jvm", PROJECT_ROOT / "jvm")
-ALL = (KAFKA_BROKER, SPARK_KAFKA)
+ALL = (KAFKA_BROKER, SPARK_KAFKA, HDFS)
 # What every Spark session and spark-submit puts on the classpath.
 SPARK = (SPARK_KAFKA, JOIN_OPERATOR)
 

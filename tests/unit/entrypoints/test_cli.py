@@ -437,14 +437,15 @@ def test_setup_fetches_each_set_then_builds_the_operator(monkeypatch, capsys, tm
     monkeypatch.setattr(jars, "fetch", fetch)
     monkeypatch.setattr(jars, "build", lambda _set, jars_dir: [jars_dir / "op.jar"])
     assert main(["setup"]) == 0
-    assert fetched == ["kafka", "spark-kafka"]
+    assert fetched == ["kafka", "spark-kafka", "hdfs"]
     assert capsys.readouterr().out == (
         f"kafka: 2 jars in {tmp_path / 'jars' / 'kafka'}\n"
         f"spark-kafka: 2 jars in {tmp_path / 'jars' / 'spark-kafka'}\n"
+        f"hdfs: 2 jars in {tmp_path / 'jars' / 'hdfs'}\n"
         "boardstream-jvm: built op.jar\n"
     )
     assert main(["setup", "--no-fetch"]) == 0
-    assert fetched == ["kafka", "spark-kafka"]  # no more fetches
+    assert fetched == ["kafka", "spark-kafka", "hdfs"]  # no more fetches
     assert capsys.readouterr().out == "boardstream-jvm: built op.jar\n"
 
 

@@ -232,7 +232,7 @@ def test_sparks_classpath_is_the_connector_then_the_operator(jars_dir) -> None:
 
 
 def test_the_sets_and_where_their_poms_are() -> None:
-    assert [s.name for s in jars.ALL] == ["kafka", "spark-kafka"]
+    assert [s.name for s in jars.ALL] == ["kafka", "spark-kafka", "hdfs"]
     assert [s.name for s in jars.SPARK] == ["spark-kafka", "boardstream-jvm"]
     for jar_set in jars.ALL:
         assert (jar_set.pom_dir / "pom.xml").is_file()
