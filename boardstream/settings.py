@@ -133,6 +133,28 @@ class Settings(BaseSettings):
     spark_worker_memory: str = Field(
         default="2g", description="Memory the local Spark worker offers its executors."
     )
+    hdfs_host: str = Field(
+        default="127.0.0.1",
+        description="Address the local HDFS NameNode and DataNode (stack up --hdfs) bind to and "
+        "clients reach them at.",
+    )
+    hdfs_namenode_port: int = Field(
+        default=9000,
+        description="Port of the local HDFS NameNode's RPC: the file system's URI, "
+        "hdfs://<hdfs_host>:<port> (Hadoop's own default 9000).",
+    )
+    hdfs_namenode_http_port: int = Field(
+        default=9870, description="Port of the local HDFS NameNode's web UI and JMX."
+    )
+    hdfs_datanode_port: int = Field(
+        default=9866, description="Port of the local HDFS DataNode's data transfer (blocks)."
+    )
+    hdfs_datanode_http_port: int = Field(
+        default=9864, description="Port of the local HDFS DataNode's web UI."
+    )
+    hdfs_datanode_ipc_port: int = Field(
+        default=9867, description="Port of the local HDFS DataNode's IPC (admin commands)."
+    )
     airflow_port: int = Field(
         default=8080, description="Port of the local Airflow UI and API (stack up --airflow)."
     )
@@ -300,6 +322,11 @@ class Settings(BaseSettings):
     @property
     def jars_dir(self) -> Path:
         return self.jar_cache or self.var_dir / "jars"
+
+    @property
+    def hdfs_uri(self) -> str:
+        """The local HDFS (``stack up --hdfs``), as paths name it: ``hdfs://host:port/...``."""
+        return f"hdfs://{self.hdfs_host}:{self.hdfs_namenode_port}"
 
     @property
     def kafka_port(self) -> int:

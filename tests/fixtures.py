@@ -14,6 +14,15 @@ from pathlib import Path
 
 from boardstream.settings import PROJECT_ROOT, Settings
 
+# The local HDFS's ports (stack up --hdfs), each a setting.
+HDFS_PORTS = (
+    "hdfs_namenode_port",
+    "hdfs_namenode_http_port",
+    "hdfs_datanode_port",
+    "hdfs_datanode_http_port",
+    "hdfs_datanode_ipc_port",
+)
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -92,6 +101,7 @@ def isolated_settings(var_dir: Path, **overrides: object) -> Settings:
         "spark_master_port": free_port(),
         "spark_master_ui_port": free_port(),
         "spark_worker_ui_port": free_port(),
+        **{field: free_port() for field in HDFS_PORTS},
         "connect_timeout_s": 10.0,
     }
     values.update(overrides)
@@ -154,6 +164,8 @@ def cli_env(settings, extra_env: dict[str, str] | None = None) -> dict[str, str]
         "BOARDSTREAM_SPARK_MASTER_PORT": str(settings.spark_master_port),
         "BOARDSTREAM_SPARK_MASTER_UI_PORT": str(settings.spark_master_ui_port),
         "BOARDSTREAM_SPARK_WORKER_UI_PORT": str(settings.spark_worker_ui_port),
+        "BOARDSTREAM_HDFS_HOST": settings.hdfs_host,
+        **{f"BOARDSTREAM_{field.upper()}": str(getattr(settings, field)) for field in HDFS_PORTS},
         "BOARDSTREAM_CONNECT_TIMEOUT_S": str(settings.connect_timeout_s),
         **(extra_env or {}),
     }

@@ -67,6 +67,7 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
             airflow=args.airflow,
             spark_cluster=args.spark_cluster,
             brokers=args.brokers,
+            hdfs=args.hdfs,
         )
     elif args.action == "down":
         lines = stack.down()
@@ -417,6 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--spark-cluster",
         action="store_true",
         help="also start a Spark standalone master and worker (up), and say how jobs reach them",
+    )
+    stack.add_argument(
+        "--hdfs",
+        action="store_true",
+        help="also start HDFS, a NameNode and a DataNode (up): hdfs://127.0.0.1:9000 unless "
+        "BOARDSTREAM_HDFS_HOST or BOARDSTREAM_HDFS_NAMENODE_PORT say otherwise",
     )
     stack.add_argument(
         "--brokers",

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.stack.airflow import AirflowStandalone
+from boardstream.stack.hdfs import DataNode, NameNode
 from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.kafka_cluster import KafkaCluster
 from boardstream.stack.ports import ListenPort, refuse_held
@@ -48,14 +49,19 @@ class LocalStack:
             KafkaCluster(settings, max(CLUSTER_SIZES)).brokers[1:]
         )
         self.postgres = Postgres(settings)
+        self.namenode = NameNode(settings)
+        self.datanode = DataNode(settings)
         self.spark_master = SparkMaster(settings)
         self.spark_worker = SparkWorker(settings)
         self.airflow = AirflowStandalone(settings)
-        # Airflow last: its spark_default connection may name the cluster started before it.
+        # Storage before the jobs that write to it (HDFS's DataNode after its NameNode); Airflow
+        # last: its spark_default connection may name the cluster started before it.
         self.services: tuple[Service, ...] = (
             self.kafka,
             *self.more_brokers,
             self.postgres,
+            self.namenode,
+            self.datanode,
             self.spark_master,
             self.spark_worker,
             self.airflow,
@@ -67,6 +73,7 @@ class LocalStack:
         airflow: bool = False,
         spark_cluster: bool = False,
         brokers: int | None = None,
+        hdfs: bool = False,
     ) -> list[str]:
         """Start what is not running yet; report what already was. Returns one line each (a
         Kafka cluster's ends with its bootstrap servers), and with the Spark cluster, a last
@@ -76,6 +83,7 @@ class LocalStack:
         cluster = KafkaCluster(self.settings, size) if size > 1 else None
         wanted: list[Service] = [] if cluster else [self.kafka]
         wanted += [self.postgres] if postgres else []
+        wanted += [self.namenode, self.datanode] if hdfs else []
         wanted += [self.spark_master, self.spark_worker] if spark_cluster else []
         wanted += [self.airflow] if airflow else []
         starting = [service for service in wanted if service.process.pid() is None]
@@ -101,7 +109,8 @@ class LocalStack:
     def down(self) -> list[str]:
         """Stop only the processes this stack's pid files name, in reverse start order (the
         Spark worker before its master), and the live streams' drivers: after Airflow, whose
-        supervisor would restart them, and before the services they need to stop cleanly."""
+        supervisor would restart them, and before the services they need to stop cleanly (HDFS's
+        DataNode before its NameNode)."""
         from boardstream import supervision
 
         running = [service for service in reversed(self.services) if service.process.pid()]

@@ -70,6 +70,17 @@ def test_env_example_is_what_settings_read(tmp_path: Path) -> None:
     assert [line.split() for line in result.stdout.splitlines()] == [
         ["kafka", "stopped", f"localhost:{values['BOARDSTREAM_BOOTSTRAP_SERVERS'].split(':')[1]}"],
         ["postgres", "stopped", f"localhost:{values['BOARDSTREAM_POSTGRES_PORT']}"],
+        [
+            "namenode",
+            "stopped",
+            f"hdfs://{values['BOARDSTREAM_HDFS_HOST']}:{values['BOARDSTREAM_HDFS_NAMENODE_PORT']}",
+        ],
+        [
+            "datanode",
+            "stopped",
+            f"http://{values['BOARDSTREAM_HDFS_HOST']}:"
+            f"{values['BOARDSTREAM_HDFS_DATANODE_HTTP_PORT']}",
+        ],
         ["spark-master", "stopped", f"spark://127.0.0.1:{values['BOARDSTREAM_SPARK_MASTER_PORT']}"],
         [
             "spark-worker",

@@ -69,7 +69,7 @@ def test_a_job_runs_on_the_local_cluster_and_down_stops_it(
     try:
         pids = {"spark-master": master.start(), "spark-worker": worker.start()}
         rows = _status(settings)
-        assert rows[2:4] == [
+        assert rows[4:6] == [
             ["spark-master", "running", "(pid", f"{pids['spark-master']})", master.address],
             ["spark-worker", "running", "(pid", f"{pids['spark-worker']})", worker.address],
         ]
@@ -126,7 +126,7 @@ def test_a_job_runs_on_the_local_cluster_and_down_stops_it(
         for pid in pids.values():
             assert not _running(pid), f"pid {pid} still running after down"
         assert not master.process.pid_file.exists() and not worker.process.pid_file.exists()
-        assert [row[:2] for row in _status(settings)[2:4]] == [
+        assert [row[:2] for row in _status(settings)[4:6]] == [
             ["spark-master", "stopped"],
             ["spark-worker", "stopped"],
         ]

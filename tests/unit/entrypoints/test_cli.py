@@ -459,9 +459,14 @@ def test_stack_passes_the_services_asked_for_and_prints_a_line_each(monkeypatch,
             pass
 
         def up(
-            self, postgres: bool, airflow: bool, spark_cluster: bool, brokers: int | None
+            self,
+            postgres: bool,
+            airflow: bool,
+            spark_cluster: bool,
+            brokers: int | None,
+            hdfs: bool,
         ) -> list[str]:
-            asked.append(("up", postgres, airflow, spark_cluster, brokers))
+            asked.append(("up", postgres, airflow, spark_cluster, brokers, hdfs))
             return ["kafka started", "postgres started"]
 
         def down(self) -> list[str]:
@@ -475,16 +480,18 @@ def test_stack_passes_the_services_asked_for_and_prints_a_line_each(monkeypatch,
     assert main(["stack", "up", "--postgres"]) == 0
     assert main(["stack", "up", "--airflow", "--spark-cluster"]) == 0
     assert main(["stack", "up", "--brokers", "3"]) == 0
+    assert main(["stack", "up", "--hdfs"]) == 0
     assert main(["stack", "down"]) == 0
     assert main(["stack", "status"]) == 0
     assert asked == [
-        ("up", True, False, False, None),
-        ("up", False, True, True, None),
-        ("up", False, False, False, 3),
+        ("up", True, False, False, None, False),
+        ("up", False, True, True, None, False),
+        ("up", False, False, False, 3, False),
+        ("up", False, False, False, None, True),
         ("down",),
     ]
     assert capsys.readouterr().out == (
-        "kafka started\npostgres started\n" * 3 + "nothing was running\n"
+        "kafka started\npostgres started\n" * 4 + "nothing was running\n"
         "kafka        stopped                localhost:9092\n"
     )
 

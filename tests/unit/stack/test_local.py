@@ -1,7 +1,8 @@
 """``boardstream stack up|down|status`` over fake services: up starts only what was asked and is
-not running yet (Kafka always, a single broker or a cluster; in order Kafka, PostgreSQL, the
-Spark master and worker, Airflow) and, with the Spark cluster, ends saying how jobs reach it;
-down stops in reverse order (the worker before its master) and reports only what it stopped;
+not running yet (Kafka always, a single broker or a cluster; in order Kafka, PostgreSQL, HDFS's
+NameNode and DataNode, the Spark master and worker, Airflow) and, with the Spark cluster, ends
+saying how jobs reach it; down stops in reverse order (the worker before its master, the
+DataNode before its NameNode) and reports only what it stopped;
 status is one aligned line per service (a cluster's extra brokers when asked for or running).
 A port held by another process is refused before anything starts, whichever service needs it."""
 
@@ -69,7 +70,17 @@ def log() -> list[str]:
 
 def stack(tmp_path: Path, log: list[str], brokers: int = 1, **pids: int) -> LocalStack:
     made = LocalStack(Settings(var_dir=tmp_path, brokers=brokers))
-    names = ("kafka", "kafka_2", "kafka_3", "postgres", "spark_master", "spark_worker", "airflow")
+    names = (
+        "kafka",
+        "kafka_2",
+        "kafka_3",
+        "postgres",
+        "namenode",
+        "datanode",
+        "spark_master",
+        "spark_worker",
+        "airflow",
+    )
     for name in names:
         setattr(made, name, Service(name.replace("_", "-"), pids.get(name), log))
     made.more_brokers = (made.kafka_2, made.kafka_3)
@@ -98,6 +109,8 @@ def test_the_stacks_services_in_start_order(tmp_path: Path) -> None:
         "kafka-2",
         "kafka-3",
         "postgres",
+        "namenode",
+        "datanode",
         "spark-master",
         "spark-worker",
         "airflow",
@@ -106,6 +119,8 @@ def test_the_stacks_services_in_start_order(tmp_path: Path) -> None:
         real.kafka,
         *real.more_brokers,
         real.postgres,
+        real.namenode,
+        real.datanode,
         real.spark_master,
         real.spark_worker,
         real.airflow,
@@ -141,6 +156,26 @@ def test_the_spark_cluster_starts_before_airflow_and_says_how_to_reach_it(tmp_pa
     assert log == ["start kafka", "start spark-master", "start airflow"]
 
 
+def test_hdfs_starts_after_postgres_namenode_first(tmp_path, log) -> None:
+    lines = stack(tmp_path, log, namenode=9).up(postgres=True, spark_cluster=True, hdfs=True)
+    assert lines == [
+        "kafka started (pid 101) on localhost:5",
+        "postgres started (pid 102) on localhost:8",
+        "namenode already running (pid 9) on localhost:8",
+        "datanode started (pid 103) on localhost:8",
+        "spark-master started (pid 104) on localhost:12",
+        "spark-worker started (pid 105) on localhost:12",
+        "jobs reach spark-master",
+    ]
+    assert log == [
+        "start kafka",
+        "start postgres",
+        "start datanode",
+        "start spark-master",
+        "start spark-worker",
+    ]
+
+
 def test_down_stops_in_reverse_order_only_what_runs(tmp_path, log) -> None:
     stopped: list[str] = []
     made = stack(tmp_path, log, kafka=1, spark_master=2, spark_worker=3, airflow=4)
@@ -157,6 +192,8 @@ def test_down_stops_in_reverse_order_only_what_runs(tmp_path, log) -> None:
         "airflow",
         "spark-worker",
         "spark-master",
+        "datanode",
+        "namenode",
         "postgres",
         "kafka-3",
         "kafka-2",
@@ -217,6 +254,8 @@ def test_status_is_a_line_per_service(tmp_path, log) -> None:
     assert statuses == [
         ServiceStatus("kafka", None, "localhost:5"),
         ServiceStatus("postgres", 4321, "localhost:8"),
+        ServiceStatus("namenode", None, "localhost:8"),
+        ServiceStatus("datanode", None, "localhost:8"),
         ServiceStatus("spark-master", None, "localhost:12"),
         ServiceStatus("spark-worker", None, "localhost:12"),
         ServiceStatus("airflow", None, "localhost:7"),
@@ -224,6 +263,8 @@ def test_status_is_a_line_per_service(tmp_path, log) -> None:
     assert [s.line() for s in statuses] == [
         "kafka        stopped                localhost:5",
         "postgres     running (pid 4321)     localhost:8",
+        "namenode     stopped                localhost:8",
+        "datanode     stopped                localhost:8",
         "spark-master stopped                localhost:12",
         "spark-worker stopped                localhost:12",
         "airflow      stopped                localhost:7",
@@ -247,6 +288,11 @@ def real_stack_that_starts_nothing(settings: Settings, monkeypatch, started: lis
         ("postgres_port", "postgres's server"),
         ("spark_master_ui_port", "spark-master's web UI"),
         ("spark_worker_ui_port", "spark-worker's web UI"),
+        ("hdfs_namenode_port", "namenode's RPC"),
+        ("hdfs_namenode_http_port", "namenode's web UI"),
+        ("hdfs_datanode_port", "datanode's data transfer"),
+        ("hdfs_datanode_http_port", "datanode's web UI"),
+        ("hdfs_datanode_ipc_port", "datanode's IPC"),
         ("airflow_port", "airflow's api"),
     ],
 )
@@ -261,7 +307,7 @@ def test_up_refuses_a_held_port_before_starting_anything(
         settings = isolated_settings(tmp_path, **{setting: port})
         made = real_stack_that_starts_nothing(settings, monkeypatch, started)
         with pytest.raises(BoardstreamError) as refused:
-            made.up(postgres=True, airflow=True, spark_cluster=True)
+            made.up(postgres=True, airflow=True, spark_cluster=True, hdfs=True)
     assert str(refused.value).startswith(f"port {port} ({what}) is held by pid {os.getpid()} (")
     assert str(refused.value).endswith(f"; stop it or set BOARDSTREAM_{setting.upper()}")
     assert started == []

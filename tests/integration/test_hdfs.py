@@ -1,0 +1,171 @@
+"""The local HDFS as `stack up --hdfs` runs it: a real NameNode and DataNode on ports of their own
+in a var dir of their own, written to and read back through Spark's own Hadoop client (pyspark's
+hadoop-client-api/runtime, the same 3.5.0 release), stopped by `stack down`, and started again
+on the same metadata and blocks without formatting them again. Through the CLI, a second `up`
+finds both running and starts nothing."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from boardstream.settings import Settings
+from boardstream.stack.hdfs import DataNode, NameNode
+from boardstream.stack.local import LocalStack
+from tests.fixtures import HDFS_PORTS, cli, isolated_settings
+
+pytestmark = pytest.mark.integration
+
+# The ports these tests listen on: free ones of a range set aside for them, so that on a
+# machine shared with other stacks they stay out of every other user's way.
+PORT_RANGE = range(39000, 40000)
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports of PORT_RANGE that nothing listens on now."""
+    found: list[int] = []
+    for port in random.sample(PORT_RANGE, len(PORT_RANGE)):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == count:
+            return found
+    raise RuntimeError(f"fewer than {count} free ports in {PORT_RANGE}")
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Iterator[Settings]:
+    """A stack of its own (HDFS and, for the CLI's `up`, Kafka) on free ports of the range;
+    whatever a test left running is stopped."""
+    ports = free_ports(len(HDFS_PORTS) + 2)
+    made = isolated_settings(
+        tmp_path / "var",
+        bootstrap_servers=f"localhost:{ports.pop()}",
+        controller_port=ports.pop(),
+        **dict(zip(HDFS_PORTS, ports, strict=True)),
+    )
+    yield made
+    LocalStack(made).down()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    """A plain local session, for its Hadoop client: the suite's session fixture starts a Kafka
+    broker these tests do not need. A session this process already has is used and left
+    running. Its files get one replica: the writing client chooses (Hadoop's default is 3), and
+    the one DataNode can hold one."""
+    existing = SparkSession.getActiveSession()
+    session = existing or (
+        SparkSession.builder.master("local[1]")
+        .appName("boardstream-hdfs-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
+    )
+    session._jsc.hadoopConfiguration().set("dfs.replication", "1")
+    yield session
+    if existing is None:
+        session.stop()
+
+
+def write_file(spark: SparkSession, uri: str, payload: bytes) -> None:
+    path = spark._jvm.org.apache.hadoop.fs.Path(uri)
+    out = path.getFileSystem(spark._jsc.hadoopConfiguration()).create(path, True)
+    try:
+        out.write(payload)
+    finally:
+        out.close()
+
+
+def read_file(spark: SparkSession, uri: str) -> tuple[bytes, int]:
+    """The file's bytes and its replication."""
+    path = spark._jvm.org.apache.hadoop.fs.Path(uri)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    stream = fs.open(path)
+    try:
+        return bytes(stream.readAllBytes()), fs.getFileStatus(path).getReplication()
+    finally:
+        stream.close()
+
+
+def test_files_written_to_hdfs_survive_a_restart(settings: Settings, spark: SparkSession) -> None:
+    namenode, datanode = NameNode(settings), DataNode(settings)
+    began = time.monotonic()
+    pids = [namenode.start(), datanode.start()]
+    first_start_s = time.monotonic() - began
+    assert [namenode.process.pid(), datanode.process.pid()] == pids
+    assert namenode.address == f"hdfs://127.0.0.1:{settings.hdfs_namenode_port}"
+
+    # Every byte value, past one packet (64 KiB), and random bytes: read back exactly.
+    payload = bytes(range(256)) * 4096 + os.urandom(54321)
+    file_uri, table_uri = f"{settings.hdfs_uri}/tests/payload.bin", f"{settings.hdfs_uri}/tests/ids"
+    write_file(spark, file_uri, payload)
+    assert read_file(spark, file_uri) == (payload, 1)
+    spark.range(0, 5000, numPartitions=3).write.parquet(table_uri)
+    ids = sorted(row.id for row in spark.read.parquet(table_uri).collect())
+    assert ids == list(range(5000))
+
+    version = (namenode.name_dir / "current" / "VERSION").read_text()
+    assert LocalStack(settings).down() == ["datanode stopped", "namenode stopped"]
+    for pid in pids:
+        assert not _running(pid), f"pid {pid} still running after down"
+    assert (namenode.process.pid(), datanode.process.pid()) == (None, None)
+
+    pids = [namenode.start(), datanode.start()]
+    assert read_file(spark, file_uri) == (payload, 1)
+    assert sorted(row.id for row in spark.read.parquet(table_uri).collect()) == ids
+    # The same file system: not formatted again.
+    assert (namenode.name_dir / "current" / "VERSION").read_text() == version
+    assert namenode.log_file.read_text().count("has been successfully formatted") == 1
+    assert first_start_s < 120
+
+
+def test_up_twice_starts_hdfs_once_and_down_stops_both(settings: Settings) -> None:
+    first = cli(settings, "stack", "up", "--hdfs", timeout=300)
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert [line.split(" (pid")[0] for line in lines] == [
+        "kafka started",
+        "namenode started",
+        "datanode started",
+    ]
+    pids = {line.split()[0]: int(line.split("pid ")[1].split(")")[0]) for line in lines}
+    namenode, datanode = NameNode(settings), DataNode(settings)
+    assert lines[1:] == [
+        f"namenode started (pid {pids['namenode']}) on {settings.hdfs_uri}",
+        f"datanode started (pid {pids['datanode']}) on {datanode.address}",
+    ]
+
+    second = cli(settings, "stack", "up", "--hdfs")
+    assert (second.returncode, second.stderr) == (0, "")
+    assert second.stdout.splitlines()[1:] == [
+        f"namenode already running (pid {pids['namenode']}) on {namenode.address}",
+        f"datanode already running (pid {pids['datanode']}) on {datanode.address}",
+    ]
+    status = [line.split()[:4] for line in cli(settings, "stack", "status").stdout.splitlines()]
+    for name, pid in pids.items():
+        assert [name, "running", "(pid", f"{pid})"] in status, name
+
+    down = cli(settings, "stack", "down")
+    assert down.stdout.splitlines() == ["datanode stopped", "namenode stopped", "kafka stopped"]
+    for pid in pids.values():
+        assert not _running(pid), f"pid {pid} still running after down"
