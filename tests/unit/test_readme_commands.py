@@ -111,6 +111,9 @@ RUN_BY: dict[str, str | None] = {
         "tests/integration/test_kafka_cluster.py::"
         "test_three_brokers_replicate_every_topic_and_stop_together"
     ),
+    f"{BS} stack up --hdfs": (
+        "tests/integration/test_hdfs.py::test_up_twice_starts_hdfs_once_and_down_stops_both"
+    ),
     f"{BS} stack status": (
         "tests/integration/test_stack.py::test_up_twice_starts_once_and_down_stops_only_ours"
     ),
