@@ -147,6 +147,25 @@ def test_kafka_is_configured_as_the_local_broker() -> None:
     assert "kafka-topics.sh" in " ".join(kafka["healthcheck"]["test"])
 
 
+def test_hdfs_is_configured_as_the_local_one() -> None:
+    """Both daemons read the same file system and the local HDFS's policy; the NameNode keeps its
+    metadata, formatted once, on its volume, the DataNode its blocks on its own."""
+    from boardstream.stack.hdfs import HDFS_POLICY
+
+    namenode, datanode = (services()[name] for name in ("namenode", "datanode"))
+    for service in (namenode, datanode):
+        environment = {k: str(v) for k, v in service["environment"].items()}
+        assert service["image"].startswith("apache/hadoop:3")
+        for name, value in HDFS_POLICY.items():
+            assert environment.get(f"HDFS-SITE.XML_{name}") == value, name
+        assert environment["CORE-SITE.XML_fs.defaultFS"] == "hdfs://namenode:8020"
+    name_dir = namenode["environment"]["HDFS-SITE.XML_dfs.namenode.name.dir"]
+    assert namenode["environment"]["ENSURE_NAMENODE_DIR"] == name_dir
+    assert namenode["volumes"] == ["hdfs-namenode:/data"] and name_dir.startswith("/data/")
+    assert datanode["volumes"] == ["hdfs-datanode:/data"]
+    assert datanode["depends_on"] == {"namenode": {"condition": "service_healthy"}}
+
+
 def test_spark_and_airflow_versions_match_the_lock() -> None:
     assert services()["spark-master"]["image"].split(":")[1].startswith(pyspark.__version__ + "-")
     python = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]

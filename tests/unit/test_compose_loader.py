@@ -66,8 +66,9 @@ def test_the_compose_file_loads(compose_check: Path) -> None:
     result = load(compose_check, PROJECT_ROOT / "docker-compose.yml")
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == (
-        "ok: 9 services: airflow-api-server airflow-dag-processor airflow-init "
-        "airflow-scheduler airflow-triggerer kafka postgres spark-master spark-worker\n"
+        "ok: 11 services: airflow-api-server airflow-dag-processor airflow-init "
+        "airflow-scheduler airflow-triggerer datanode kafka namenode postgres spark-master "
+        "spark-worker\n"
     )
 
 
