@@ -6,41 +6,27 @@ finds both running and starts nothing."""
 
 from __future__ import annotations
 
+import json
 import os
-import random
-import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from boardstream.settings import Settings
+from boardstream.spark.checkpoint_files import CheckpointFiles
+from boardstream.spark.checkpoint_guard import (
+    CheckpointMismatchError,
+    guard_checkpoint,
+    recorded_identity,
+)
 from boardstream.stack.hdfs import DataNode, NameNode
 from boardstream.stack.local import LocalStack
-from tests.fixtures import HDFS_PORTS, cli, isolated_settings
+from tests.fixtures import cli, isolated_settings
 
 pytestmark = pytest.mark.integration
-
-# The ports these tests listen on: free ones of a range set aside for them, so that on a
-# machine shared with other stacks they stay out of every other user's way.
-PORT_RANGE = range(39000, 40000)
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports of PORT_RANGE that nothing listens on now."""
-    found: list[int] = []
-    for port in random.sample(PORT_RANGE, len(PORT_RANGE)):
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        found.append(port)
-        if len(found) == count:
-            return found
-    raise RuntimeError(f"fewer than {count} free ports in {PORT_RANGE}")
 
 
 def _running(pid: int) -> bool:
@@ -53,15 +39,9 @@ def _running(pid: int) -> bool:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Iterator[Settings]:
-    """A stack of its own (HDFS and, for the CLI's `up`, Kafka) on free ports of the range;
-    whatever a test left running is stopped."""
-    ports = free_ports(len(HDFS_PORTS) + 2)
-    made = isolated_settings(
-        tmp_path / "var",
-        bootstrap_servers=f"localhost:{ports.pop()}",
-        controller_port=ports.pop(),
-        **dict(zip(HDFS_PORTS, ports, strict=True)),
-    )
+    """A stack of its own (HDFS and, for the CLI's `up`, Kafka) on free ports; whatever a test
+    left running is stopped."""
+    made = isolated_settings(tmp_path / "var")
     yield made
     LocalStack(made).down()
 
@@ -82,6 +62,9 @@ def spark() -> Iterator[SparkSession]:
         .getOrCreate()
     )
     session._jsc.hadoopConfiguration().set("dfs.replication", "1")
+    # A client's connection to a NameNode that restarted fails its next call (EOFException)
+    # unless the client retries, as a cluster's clients are configured to.
+    session._jsc.hadoopConfiguration().set("dfs.client.retry.policy.enabled", "true")
     yield session
     if existing is None:
         session.stop()
@@ -109,9 +92,7 @@ def read_file(spark: SparkSession, uri: str) -> tuple[bytes, int]:
 
 def test_files_written_to_hdfs_survive_a_restart(settings: Settings, spark: SparkSession) -> None:
     namenode, datanode = NameNode(settings), DataNode(settings)
-    began = time.monotonic()
     pids = [namenode.start(), datanode.start()]
-    first_start_s = time.monotonic() - began
     assert [namenode.process.pid(), datanode.process.pid()] == pids
     assert namenode.address == f"hdfs://127.0.0.1:{settings.hdfs_namenode_port}"
 
@@ -136,7 +117,47 @@ def test_files_written_to_hdfs_survive_a_restart(settings: Settings, spark: Spar
     # The same file system: not formatted again.
     assert (namenode.name_dir / "current" / "VERSION").read_text() == version
     assert namenode.log_file.read_text().count("has been successfully formatted") == 1
-    assert first_start_s < 120
+
+
+def test_a_stateful_query_resumes_from_its_checkpoint_on_hdfs(
+    settings: Settings, spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark keeps the checkpoint on HDFS, and boardstream's guard records the identity beside
+    it, reads it back and refuses another query's; the commit log is listed where Spark wrote
+    it."""
+    NameNode(settings).start()
+    DataNode(settings).start()
+    source, checkpoint = tmp_path / "in", f"{settings.hdfs_uri}/checkpoints/counts"
+    source.mkdir()
+    files = CheckpointFiles(spark)
+
+    def counts(name: str, keys: list[str]) -> dict[str, int]:
+        (source / name).write_text("".join(json.dumps({"k": k}) + "\n" for k in keys))
+        guard_checkpoint(files, checkpoint, {"query": "counts"})
+        query = (
+            spark.readStream.schema("k string")
+            .json(str(source))
+            .groupBy("k")
+            .agg(F.count("*").alias("n"))
+            .writeStream.outputMode("complete")
+            .format("memory")
+            .queryName("hdfs_counts")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        return {row.k: row.n for row in spark.sql("SELECT k, n FROM hdfs_counts").collect()}
+
+    assert counts("1.json", ["a", "b", "a"]) == {"a": 2, "b": 1}
+    assert counts("2.json", ["a", "c"]) == {"a": 3, "b": 1, "c": 1}  # state from HDFS
+    assert files.list_names(f"{checkpoint}/commits") == ["0", "1"]
+    assert recorded_identity(files, checkpoint) == {"query": "counts"}
+    with pytest.raises(
+        CheckpointMismatchError, match=f"refusing to resume checkpoint {checkpoint}"
+    ):
+        guard_checkpoint(files, checkpoint, {"query": "other"})
+    assert not (tmp_path / "checkpoints").exists()  # nothing of it on the local disk
 
 
 def test_up_twice_starts_hdfs_once_and_down_stops_both(settings: Settings) -> None:
