@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.schema import CreateIndex, CreateTable
 
 from boardstream.errors import BoardstreamError
 
@@ -34,6 +35,17 @@ def engine(url: str) -> Engine:
     if created.dialect.name == "sqlite":
         sa.event.listen(created, "connect", _sqlite_pragmas)
     return created
+
+
+def create_tables(engine: Engine, metadata: sa.MetaData) -> None:
+    """``metadata``'s tables and indexes, those missing: ``IF NOT EXISTS``, so that processes
+    creating them at once (two supervisors' first start) do not fail each other, as
+    ``create_all``'s look-then-create does."""
+    with engine.begin() as connection:
+        for table in metadata.sorted_tables:
+            connection.execute(CreateTable(table, if_not_exists=True))
+            for index in table.indexes:
+                connection.execute(CreateIndex(index, if_not_exists=True))
 
 
 def shown(url: str) -> str:

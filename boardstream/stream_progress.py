@@ -15,8 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from boardstream.database import create_tables, upsert_insert
 from boardstream.database import engine as make_engine
-from boardstream.database import upsert_insert
 
 metadata = sa.MetaData()
 
@@ -53,7 +53,7 @@ class ProgressStore:
 
     def _ready(self) -> Engine:
         if not self._created:
-            metadata.create_all(self.engine)
+            create_tables(self.engine, metadata)
             self._created = True
         return self.engine
 

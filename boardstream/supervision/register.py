@@ -2,23 +2,45 @@
 (a stop on request must outlast the supervising DAG's next run) and when it was started, and
 whether each start was a restart (its previous run ended without being asked to).
 
-One JSON file per stream under ``var/streams/``, changed only under that stream's start lock, so
-two supervisors never start one stream twice or lose each other's records.
+A row per stream in the database's ``stream_register`` (which every host reads), changed only
+under that stream's start lease (:mod:`boardstream.leases`), so two supervisors, on one host or
+two, never start one stream twice or lose each other's records.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
+import os
+import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from boardstream.database import create_tables, engine, upsert_insert
+from boardstream.leases import Leases
 from boardstream.settings import Settings
 
 RUNNING, STOPPED = "running", "stopped"
 KEPT_STARTS = 100  # the newest starts kept per stream
+# How long a supervisor waits for another's decision about a stream: a driver's start takes up
+# to the supervisor's 300 s.
+START_WAIT_S = 600.0
+
+metadata = sa.MetaData()
+
+stream_register = sa.Table(
+    "stream_register",
+    metadata,
+    sa.Column("job", sa.String(200), primary_key=True),
+    sa.Column("desired", sa.String(20), nullable=False),
+    sa.Column("starts", sa.Text, nullable=False),  # JSON: the newest KEPT_STARTS starts
+    sa.Column("stop_requested_ms", sa.BigInteger),
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +72,7 @@ class StreamRecord:
 
 
 def directory(settings: Settings) -> Path:
+    """Where this host keeps its drivers' pid files and output."""
     return settings.var_dir / "streams"
 
 
@@ -58,32 +81,44 @@ def log_file(settings: Settings, job: str) -> Path:
     return directory(settings) / f"{job}.log"
 
 
+def _store(settings: Settings) -> Engine:
+    store = engine(settings.database)
+    create_tables(store, metadata)
+    return store
+
+
 def read(settings: Settings, job: str) -> StreamRecord:
-    path = directory(settings) / f"{job}.json"
-    if not path.exists():
+    select = sa.select(stream_register).where(stream_register.c.job == job)
+    with _store(settings).connect() as connection:
+        row = connection.execute(select).mappings().first()
+    if row is None:
         return StreamRecord()
-    record = json.loads(path.read_text())
     return StreamRecord(
-        record["desired"],
-        tuple(Start(**start) for start in record["starts"]),
-        record.get("stop_requested_ms"),
+        row["desired"],
+        tuple(Start(**start) for start in json.loads(row["starts"])),
+        row["stop_requested_ms"],
     )
 
 
 def write(settings: Settings, job: str, record: StreamRecord) -> None:
-    path = directory(settings) / f"{job}.json"
-    staged = path.with_suffix(".json.tmp")
-    staged.write_text(json.dumps(asdict(record), indent=1) + "\n")
-    staged.replace(path)  # readers never see half a file
+    values = {
+        "desired": record.desired,
+        "starts": json.dumps([asdict(start) for start in record.starts]),
+        "stop_requested_ms": record.stop_requested_ms,
+    }
+    with _store(settings).begin() as connection:
+        insert = upsert_insert(connection.dialect, stream_register, "the stream register")
+        connection.execute(
+            insert.values(job=job, **values).on_conflict_do_update(
+                index_elements=["job"], set_=values
+            )
+        )
 
 
 @contextmanager
 def locked(settings: Settings, job: str) -> Iterator[None]:
-    """Hold ``job``'s start lock: one supervisor at a time decides about that stream."""
-    directory(settings).mkdir(parents=True, exist_ok=True)
-    with (directory(settings) / f"{job}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """Hold ``job``'s start lease: one supervisor at a time, on any host, decides about that
+    stream (waiting for another's decision, a driver's start included, up to ``START_WAIT_S``)."""
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "since_ms": int(time.time() * 1000)}
+    with Leases(settings.database).hold(f"stream-start:{job}", holder, START_WAIT_S):
+        yield

@@ -1,0 +1,175 @@
+"""Exclusive leases in the platform's database: what one process at a time may do, wherever it
+runs.
+
+A lock file holds only among the processes of one host; the database is the service every host
+of a deployment reaches (PostgreSQL on a cluster, SQLite alone: the same code). A lease is a row
+taken by one conditional UPDATE, so two takers cannot both win; its holder renews it while it
+lives, and it is free again at most ``ttl_ms`` after its holder stops renewing (killed, its host
+lost or cut off). Each taking numbers it anew (``epoch``): a holder's renewal names its epoch, so
+one that lost its lease learns so at its next renewal instead of taking it back. Expiry is read
+from the hosts' clocks, which are assumed to agree within a small part of the TTL (NTP).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from boardstream.database import create_tables, driver_said, upsert_insert
+from boardstream.database import engine as make_engine
+from boardstream.errors import BoardstreamError
+
+logger = logging.getLogger(__name__)
+
+metadata = sa.MetaData()
+
+leases = sa.Table(
+    "leases",
+    metadata,
+    sa.Column("name", sa.String(500), primary_key=True),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("holder", sa.Text, nullable=False),  # JSON: who holds it, as the holder said
+    sa.Column("expires_at_ms", sa.BigInteger, nullable=False),
+)
+
+TTL_MS = 30_000  # a dead holder's lease is free again within this
+WAIT_POLL_S = 0.5
+
+
+class LeaseTimeoutError(BoardstreamError):
+    """A lease stayed held by another for longer than the caller would wait."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Held:
+    """A lease this process holds; ``lost`` is set once a renewal finds it taken or expired."""
+
+    name: str
+    epoch: int
+    holder: Mapping[str, Any]
+    lost: threading.Event = field(default_factory=threading.Event)
+
+
+class Leases:
+    """The leases of the database at ``url``."""
+
+    def __init__(self, url: str, ttl_ms: int = TTL_MS) -> None:
+        self.engine: Engine = make_engine(url)
+        self.ttl_ms = ttl_ms
+        self._created = False
+
+    def _ready(self) -> Engine:
+        if not self._created:
+            create_tables(self.engine, metadata)
+            self._created = True
+        return self.engine
+
+    def try_take(self, name: str, holder: Mapping[str, Any]) -> Held | None:
+        """The lease ``name`` if it is free (never taken, released or expired), else None."""
+        now = now_ms()
+        with self._ready().begin() as connection:
+            insert = upsert_insert(connection.dialect, leases, "leases")
+            connection.execute(
+                insert.values(
+                    name=name, epoch=0, holder="{}", expires_at_ms=0
+                ).on_conflict_do_nothing()
+            )
+            taken = connection.execute(
+                leases.update()
+                .where(leases.c.name == name, leases.c.expires_at_ms <= now)
+                .values(
+                    epoch=leases.c.epoch + 1,
+                    holder=json.dumps(dict(holder)),
+                    expires_at_ms=now + self.ttl_ms,
+                )
+            )
+            if taken.rowcount != 1:
+                return None
+            epoch = connection.execute(
+                sa.select(leases.c.epoch).where(leases.c.name == name)
+            ).scalar_one()
+        return Held(name, epoch, holder)
+
+    def renew(self, held: Held) -> bool:
+        """Extend ``held`` by the TTL; False (and ``held.lost`` set) once it is no longer this
+        holder's: taken by another, or expired before this renewal."""
+        now = now_ms()
+        with self._ready().begin() as connection:
+            renewed = connection.execute(
+                leases.update()
+                .where(
+                    leases.c.name == held.name,
+                    leases.c.epoch == held.epoch,
+                    leases.c.expires_at_ms > now,
+                )
+                .values(expires_at_ms=now + self.ttl_ms)
+            )
+        if renewed.rowcount != 1:
+            held.lost.set()
+        return not held.lost.is_set()
+
+    def release(self, held: Held) -> None:
+        """Free ``held`` now, if it is still this holder's."""
+        with self._ready().begin() as connection:
+            connection.execute(
+                leases.update()
+                .where(leases.c.name == held.name, leases.c.epoch == held.epoch)
+                .values(expires_at_ms=0)
+            )
+
+    def holder(self, name: str) -> dict[str, Any] | None:
+        """Who holds ``name`` now (what it said when it took it), or None."""
+        select = sa.select(leases.c.holder).where(
+            leases.c.name == name, leases.c.expires_at_ms > now_ms()
+        )
+        with self._ready().connect() as connection:
+            found = connection.execute(select).scalar()
+        return None if found is None else json.loads(found)
+
+    @contextmanager
+    def hold(self, name: str, holder: Mapping[str, Any], wait_s: float = 0.0) -> Iterator[Held]:
+        """Take ``name`` (waiting up to ``wait_s`` for it), keep it renewed while the block
+        runs, and free it after. A renewal that fails (the database away) is retried; the
+        lease counts as lost (``Held.lost``) when it is found taken or expired."""
+        deadline = time.monotonic() + wait_s
+        while (held := self.try_take(name, holder)) is None:
+            if time.monotonic() >= deadline:
+                raise LeaseTimeoutError(
+                    f"{name} is held by {self.holder(name) or 'another process'}"
+                    + (f" (waited {wait_s:.0f} s)" if wait_s else "")
+                )
+            time.sleep(WAIT_POLL_S)
+        stop = threading.Event()
+        renewer = threading.Thread(
+            target=self._keep, args=(held, stop), name=f"lease {name}", daemon=True
+        )
+        renewer.start()
+        try:
+            yield held
+        finally:
+            stop.set()
+            renewer.join()
+            self.release(held)
+
+    def _keep(self, held: Held, stop: threading.Event) -> None:
+        while not stop.wait(self.ttl_ms / 3000):
+            try:
+                if not self.renew(held):
+                    logger.warning("lease %s (epoch %d) was lost", held.name, held.epoch)
+                    return
+            except SQLAlchemyError as error:
+                logger.warning("lease %s not renewed: %s", held.name, driver_said(error))

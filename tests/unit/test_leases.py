@@ -1,0 +1,109 @@
+"""Leases in the database: one holder at a time, renewed while it lives, free again once a dead
+holder's TTL has run out, and a holder that lost its lease learns so."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from boardstream.leases import Leases, LeaseTimeoutError, leases
+
+A, B = {"pid": 1, "host": "a"}, {"pid": 2, "host": "b"}
+
+
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'leases.db'}"
+
+
+def test_one_holder_at_a_time_until_it_releases(tmp_path: Path) -> None:
+    store = Leases(url(tmp_path))
+    held = store.try_take("stream-start:join", A)
+    assert held is not None and held.epoch == 1
+    assert store.try_take("stream-start:join", B) is None
+    assert store.holder("stream-start:join") == A
+    assert store.try_take("stream-start:sink", B) is not None  # another lease
+    store.release(held)
+    assert store.holder("stream-start:join") is None
+    again = store.try_take("stream-start:join", B)
+    assert again is not None and again.epoch == 2
+
+
+def test_a_lease_not_renewed_expires_and_its_holder_learns_it_lost_it(tmp_path: Path) -> None:
+    store = Leases(url(tmp_path), ttl_ms=200)
+    first = store.try_take("ckpt", A)
+    assert first is not None
+    with store.engine.connect() as connection:
+        expiry = connection.execute(sa.select(leases.c.expires_at_ms)).scalar_one()
+    while (second := store.try_take("ckpt", B)) is None:
+        time.sleep(0.05)
+    assert time.time() * 1000 >= expiry  # taken only once the first had expired
+    assert second.epoch == first.epoch + 1
+    assert store.renew(first) is False and first.lost.is_set()
+    store.release(first)  # a stale release frees nothing
+    assert store.holder("ckpt") == B
+
+
+def test_a_held_lease_is_renewed_while_the_block_runs(tmp_path: Path) -> None:
+    store = Leases(url(tmp_path), ttl_ms=300)
+    with store.hold("ckpt", A) as held:
+        for _ in range(10):  # over three TTLs
+            time.sleep(0.1)
+            assert store.try_take("ckpt", B) is None
+        assert not held.lost.is_set()
+    assert store.try_take("ckpt", B) is not None  # released on the way out
+
+
+def test_a_taker_waits_for_the_holder_or_names_it(tmp_path: Path) -> None:
+    store = Leases(url(tmp_path))
+    taken, release = threading.Event(), threading.Event()
+
+    def hold_a() -> None:
+        with store.hold("stream-start:join", A):
+            taken.set()
+            release.wait()
+
+    first = threading.Thread(target=hold_a)
+    first.start()
+    taken.wait()
+    busy = pytest.raises(LeaseTimeoutError, match=r"^stream-start:join is held by \{'pid': 1")
+    with busy, store.hold("stream-start:join", B):
+        pass
+    threading.Timer(0.3, release.set).start()
+    with store.hold("stream-start:join", B, wait_s=30) as held:
+        assert held.epoch == 2 and store.holder("stream-start:join") == B
+    first.join()
+
+
+HOLDER = """
+import sys, time
+from boardstream.leases import Leases
+with Leases(sys.argv[1], ttl_ms=1_000).hold("ckpt", {"pid": 9}):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_killed_holders_lease_is_free_once_its_ttl_ran_out(tmp_path: Path) -> None:
+    """kill -9: nothing releases the lease; it expires, and is taken no earlier."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    finally:
+        holder.kill()
+        holder.wait()
+    store = Leases(url(tmp_path))
+    with store.engine.connect() as connection:
+        expiry = connection.execute(sa.select(leases.c.expires_at_ms)).scalar_one()
+    assert store.holder("ckpt") == {"pid": 9}
+    while (taken := store.try_take("ckpt", B)) is None:
+        time.sleep(0.05)
+    assert time.time() * 1000 >= expiry
+    assert taken.epoch == 2
