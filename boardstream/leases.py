@@ -144,7 +144,8 @@ class Leases:
     def hold(self, name: str, holder: Mapping[str, Any], wait_s: float = 0.0) -> Iterator[Held]:
         """Take ``name`` (waiting up to ``wait_s`` for it), keep it renewed while the block
         runs, and free it after. A renewal that fails (the database away) is retried; the
-        lease counts as lost (``Held.lost``) when it is found taken or expired."""
+        lease counts as lost (``Held.lost``: the block must stop what the lease guards) when it
+        is found taken or expired, or could not be renewed for two thirds of the TTL."""
         deadline = time.monotonic() + wait_s
         while (held := self.try_take(name, holder)) is None:
             if time.monotonic() >= deadline:
@@ -166,10 +167,22 @@ class Leases:
             self.release(held)
 
     def _keep(self, held: Held, stop: threading.Event) -> None:
+        """Renew every third of the TTL. A holder that could not renew for two thirds of it
+        counts its lease as lost: another may take it once the TTL has run out, and by then
+        this one must have stopped."""
+        renewed = time.monotonic()
         while not stop.wait(self.ttl_ms / 3000):
             try:
                 if not self.renew(held):
                     logger.warning("lease %s (epoch %d) was lost", held.name, held.epoch)
                     return
+                renewed = time.monotonic()
             except SQLAlchemyError as error:
-                logger.warning("lease %s not renewed: %s", held.name, driver_said(error))
+                silent_s = time.monotonic() - renewed
+                logger.warning(
+                    "lease %s not renewed for %.1f s: %s", held.name, silent_s, driver_said(error)
+                )
+                if silent_s * 1000 >= self.ttl_ms * 2 / 3:
+                    held.lost.set()
+                    logger.warning("lease %s (epoch %d) given up", held.name, held.epoch)
+                    return

@@ -3,6 +3,7 @@ holder's TTL has run out, and a holder that lost its lease learns so."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.exc import OperationalError
 
 from boardstream.leases import Leases, LeaseTimeoutError, leases
 
@@ -107,3 +109,22 @@ def test_a_killed_holders_lease_is_free_once_its_ttl_ran_out(tmp_path: Path) -> 
         time.sleep(0.05)
     assert time.time() * 1000 >= expiry
     assert taken.epoch == 2
+
+
+def test_a_holder_cut_off_from_the_database_gives_its_lease_up_before_it_expires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It cannot learn that another took the lease, so it counts it lost once two thirds of
+    the TTL passed without a renewal: before anyone else may take it."""
+    store = Leases(url(tmp_path), ttl_ms=600)
+
+    def cut_off(_held: object) -> bool:
+        raise OperationalError("UPDATE leases", {}, Exception("could not connect to server"))
+
+    warnings = caplog.at_level(logging.WARNING, logger="boardstream.leases")
+    with warnings, store.hold("ckpt", A) as held:
+        monkeypatch.setattr(store, "renew", cut_off)
+        assert held.lost.wait(30)
+        monkeypatch.undo()
+    assert "lease ckpt not renewed for " in caplog.text
+    assert caplog.messages[-1] == "lease ckpt (epoch 1) given up"
