@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -28,12 +29,16 @@ def chunks(items: Sequence[T], size: int = IN_LIST) -> Iterator[Sequence[T]]:
 
 
 def engine(url: str) -> Engine:
-    """An engine for ``url``. SQLite gets write-ahead logging, so reconciliation can read while
+    """An engine for ``url``. SQLite gets its file's directory made (a var dir not yet used) and
+    write-ahead logging, so reconciliation can read while
     the sink writes, and synchronous=NORMAL, which in WAL mode still survives a process crash
     (only an OS crash may lose the last commits, and the sink replays those from Kafka)."""
     created = sa.create_engine(url, pool_pre_ping=True)
     if created.dialect.name == "sqlite":
         sa.event.listen(created, "connect", _sqlite_pragmas)
+        database = created.url.database
+        if database and database != ":memory:":  # SQLite creates the file, not its directory
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
     return created
 
 

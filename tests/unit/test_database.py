@@ -93,3 +93,11 @@ def test_chunks_are_consecutive_slices_of_at_most_the_size() -> None:
     assert list(chunks(["a", "b"], 2)) == [["a", "b"]]
     assert list(chunks([], 3)) == []
     assert [len(c) for c in chunks(list(range(1_801)))] == [900, 900, 1]
+
+
+def test_a_sqlite_database_in_a_var_dir_not_made_yet_is_created(tmp_path: Path) -> None:
+    """A stream's first request may come before anything wrote to a new var dir."""
+    url = f"sqlite:///{tmp_path / 'var' / 'new' / 'boardstream.db'}"
+    with engine(url).begin() as connection:
+        assert connection.execute(sa.text("SELECT 1")).scalar() == 1
+    assert (tmp_path / "var" / "new" / "boardstream.db").is_file()
