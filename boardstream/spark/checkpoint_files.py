@@ -11,8 +11,9 @@ filesystem keeps beside each file (a file changed on disk behind Hadoop's back i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from py4j.protocol import Py4JJavaError
@@ -36,6 +37,7 @@ class CheckpointChecksumError(CheckpointFilesError):
 
 
 _CHECKSUM_EXCEPTION = "org.apache.hadoop.fs.ChecksumException"
+T = TypeVar("T")
 
 
 def checkpoint_uri(location: str | Path) -> str:
@@ -60,8 +62,8 @@ def shown(uri: str) -> str:
 
 class CheckpointFiles:
     """Read and write small files of checkpoints with the Hadoop configuration a query of
-    ``spark`` would write its checkpoint with (its ``spark.hadoop.*`` settings and its
-    checkpoint file manager, as they are when this is made)."""
+    ``spark`` would write its checkpoint with (its ``spark.hadoop.*`` settings, as they are when
+    this is made)."""
 
     def __init__(self, spark: SparkSession) -> None:
         self._jvm: Any = spark._jvm
@@ -78,7 +80,7 @@ class CheckpointFiles:
             manager_class = getattr(manager_class, part)
         return manager_class(path.getParent(), self._conf), path
 
-    def _do(self, doing: str, uri: str, action: Any) -> Any:
+    def _do(self, doing: str, uri: str, action: Callable[[], T]) -> T:
         try:
             return action()
         except Py4JJavaError as error:
