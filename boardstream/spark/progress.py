@@ -10,6 +10,7 @@ watcher can tell an idle stream from a stuck one.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from datetime import datetime
 from typing import Any
@@ -21,7 +22,8 @@ from boardstream.database import driver_said
 from boardstream.logs import progress_logger
 from boardstream.stream_progress import ProgressStore
 
-logger = progress_logger("batches")
+logger = progress_logger("batches")  # the progress lines, printed as written
+problems = logging.getLogger(__name__)  # what went wrong storing them
 
 
 def summarize(progress: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +113,7 @@ class ProgressListener(StreamingQueryListener):
         try:
             self.store.append(self.unsent)
         except SQLAlchemyError as error:
-            logger.warning(
+            problems.warning(
                 "%s batch %s: progress not stored yet (%d waiting, %d dropped): %s",
                 record["query"],
                 record["batch_id"],
@@ -138,7 +140,7 @@ class ProgressListener(StreamingQueryListener):
         try:
             self.store.mark_idle(name, _epoch_ms(event.timestamp))
         except SQLAlchemyError as error:
-            logger.warning("%s: idle heartbeat not stored: %s", name, driver_said(error))
+            problems.warning("%s: idle heartbeat not stored: %s", name, driver_said(error))
 
     def onQueryTerminated(self, event: Any) -> None:
         pass

@@ -136,8 +136,9 @@ def test_batches_wait_for_a_database_that_is_away(
 ) -> None:
     """The stream goes on while its progress cannot be stored; the summaries go with the next
     batch once the database is back, in order, none lost, none twice."""
-    away = tmp_path / "away"
-    listener = ProgressListener(ProgressStore(f"sqlite:///{away / 'progress.db'}"))
+    away = tmp_path / "progress.db"
+    away.mkdir()  # where the database file should be: it cannot be opened
+    listener = ProgressListener(ProgressStore(f"sqlite:///{away}"))
     with caplog.at_level(logging.WARNING):
         listener.onQueryProgress(batch(0))
         listener.onQueryProgress(batch(1))
@@ -145,7 +146,7 @@ def test_batches_wait_for_a_database_that_is_away(
     assert "board-detail-join batch 1: progress not stored yet (2 waiting, 0 dropped)" in (
         caplog.text
     )
-    away.mkdir()  # the database can be opened again
+    away.rmdir()  # the database can be opened again
     listener.onQueryProgress(batch(2))
     assert listener.unsent == []
     assert [r["batch_id"] for r in listener.store.read("board-detail-join")] == [0, 1, 2]
@@ -156,12 +157,13 @@ def test_the_oldest_waiting_batches_are_dropped_beyond_the_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(progress, "UNSENT_LIMIT", 2)
-    away = tmp_path / "away"
-    listener = ProgressListener(ProgressStore(f"sqlite:///{away / 'progress.db'}"))
+    away = tmp_path / "progress.db"
+    away.mkdir()  # where the database file should be: it cannot be opened
+    listener = ProgressListener(ProgressStore(f"sqlite:///{away}"))
     with caplog.at_level(logging.WARNING):
         for batch_id in range(4):
             listener.onQueryProgress(batch(batch_id))
     assert "batch 3: progress not stored yet (2 waiting, 2 dropped)" in caplog.text
-    away.mkdir()
+    away.rmdir()
     listener.onQueryProgress(batch(4))
     assert [r["batch_id"] for r in listener.store.read("board-detail-join")] == [3, 4]
