@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,6 +52,16 @@ def create_tables(engine: Engine, metadata: sa.MetaData) -> None:
             connection.execute(CreateTable(table, if_not_exists=True))
             for index in table.indexes:
                 connection.execute(CreateIndex(index, if_not_exists=True))
+
+
+@functools.cache
+def engine_with(url: str, metadata: sa.MetaData) -> Engine:
+    """One engine per process for ``url`` with ``metadata``'s tables in place: callers that ask
+    again (a health check every few seconds) neither reconnect nor create tables again. A
+    database that cannot be reached raises, and is tried again at the next call."""
+    created = engine(url)
+    create_tables(created, metadata)
+    return created
 
 
 def shown(url: str) -> str:

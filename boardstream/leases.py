@@ -25,8 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from boardstream.database import create_tables, driver_said, upsert_insert
-from boardstream.database import engine as make_engine
+from boardstream.database import driver_said, engine_with, upsert_insert
 from boardstream.errors import BoardstreamError
 
 logger = logging.getLogger(__name__)
@@ -68,20 +67,17 @@ class Leases:
     """The leases of the database at ``url``."""
 
     def __init__(self, url: str, ttl_ms: int = TTL_MS) -> None:
-        self.engine: Engine = make_engine(url)
+        self.url = url
         self.ttl_ms = ttl_ms
-        self._created = False
 
-    def _ready(self) -> Engine:
-        if not self._created:
-            create_tables(self.engine, metadata)
-            self._created = True
-        return self.engine
+    @property
+    def engine(self) -> Engine:
+        return engine_with(self.url, metadata)
 
     def try_take(self, name: str, holder: Mapping[str, Any]) -> Held | None:
         """The lease ``name`` if it is free (never taken, released or expired), else None."""
         now = now_ms()
-        with self._ready().begin() as connection:
+        with self.engine.begin() as connection:
             insert = upsert_insert(connection.dialect, leases, "leases")
             connection.execute(
                 insert.values(
@@ -108,7 +104,7 @@ class Leases:
         """Extend ``held`` by the TTL; False (and ``held.lost`` set) once it is no longer this
         holder's: taken by another, or expired before this renewal."""
         now = now_ms()
-        with self._ready().begin() as connection:
+        with self.engine.begin() as connection:
             renewed = connection.execute(
                 leases.update()
                 .where(
@@ -124,7 +120,7 @@ class Leases:
 
     def release(self, held: Held) -> None:
         """Free ``held`` now, if it is still this holder's."""
-        with self._ready().begin() as connection:
+        with self.engine.begin() as connection:
             connection.execute(
                 leases.update()
                 .where(leases.c.name == held.name, leases.c.epoch == held.epoch)
@@ -136,7 +132,7 @@ class Leases:
         select = sa.select(leases.c.holder).where(
             leases.c.name == name, leases.c.expires_at_ms > now_ms()
         )
-        with self._ready().connect() as connection:
+        with self.engine.connect() as connection:
             found = connection.execute(select).scalar()
         return None if found is None else json.loads(found)
 

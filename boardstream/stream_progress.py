@@ -15,8 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from boardstream.database import create_tables, upsert_insert
-from boardstream.database import engine as make_engine
+from boardstream.database import engine_with, upsert_insert
 
 metadata = sa.MetaData()
 
@@ -48,14 +47,11 @@ class ProgressStore:
     """The progress tables of the database at ``url``, created on first use."""
 
     def __init__(self, url: str) -> None:
-        self.engine: Engine = make_engine(url)
-        self._created = False
+        self.url = url
 
-    def _ready(self) -> Engine:
-        if not self._created:
-            create_tables(self.engine, metadata)
-            self._created = True
-        return self.engine
+    @property
+    def engine(self) -> Engine:
+        return engine_with(self.url, metadata)
 
     def append(self, records: list[dict[str, Any]]) -> None:
         """Batches' summaries, in the order given, in one transaction."""
@@ -65,11 +61,11 @@ class ProgressStore:
             {"query": r["query"] or "unnamed", "batch_id": r["batch_id"], "record": json.dumps(r)}
             for r in records
         ]
-        with self._ready().begin() as connection:
+        with self.engine.begin() as connection:
             connection.execute(stream_progress.insert(), rows)
 
     def mark_idle(self, query: str, at_ms: int) -> None:
-        with self._ready().begin() as connection:
+        with self.engine.begin() as connection:
             insert = upsert_insert(connection.dialect, stream_idle, "idle heartbeats")
             connection.execute(
                 insert.values(query=query, at_ms=at_ms).on_conflict_do_update(
@@ -86,18 +82,18 @@ class ProgressStore:
         )
         if last is not None:
             select = select.limit(last)
-        with self._ready().connect() as connection:
+        with self.engine.connect() as connection:
             newest_first = connection.execute(select).scalars().all()
         return [json.loads(record) for record in reversed(newest_first)]
 
     def idle_since(self, query: str) -> int | None:
         """When ``query`` last reported itself idle (epoch ms), or None."""
         select = sa.select(stream_idle.c.at_ms).where(stream_idle.c.query == query)
-        with self._ready().connect() as connection:
+        with self.engine.connect() as connection:
             return connection.execute(select).scalar()
 
     def queries(self) -> list[str]:
         """Every query that has reported a batch, by name."""
         select = sa.select(stream_progress.c.query).distinct().order_by(stream_progress.c.query)
-        with self._ready().connect() as connection:
+        with self.engine.connect() as connection:
             return list(connection.execute(select).scalars())

@@ -21,7 +21,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from boardstream.database import create_tables, engine, upsert_insert
+from boardstream.database import engine_with, upsert_insert
 from boardstream.leases import Leases
 from boardstream.settings import Settings
 
@@ -82,9 +82,7 @@ def log_file(settings: Settings, job: str) -> Path:
 
 
 def _store(settings: Settings) -> Engine:
-    store = engine(settings.database)
-    create_tables(store, metadata)
-    return store
+    return engine_with(settings.database, metadata)
 
 
 def read(settings: Settings, job: str) -> StreamRecord:
