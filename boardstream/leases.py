@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -27,6 +27,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from boardstream.database import driver_said, engine_with, upsert_insert
 from boardstream.errors import BoardstreamError
+
+if TYPE_CHECKING:
+    from boardstream.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +44,6 @@ leases = sa.Table(
     sa.Column("expires_at_ms", sa.BigInteger, nullable=False),
 )
 
-TTL_MS = 30_000  # a dead holder's lease is free again within this
 WAIT_POLL_S = 0.5
 
 
@@ -66,9 +68,14 @@ class Held:
 class Leases:
     """The leases of the database at ``url``."""
 
-    def __init__(self, url: str, ttl_ms: int = TTL_MS) -> None:
+    def __init__(self, url: str, ttl_ms: int) -> None:
         self.url = url
         self.ttl_ms = ttl_ms
+
+    @classmethod
+    def of(cls, settings: Settings) -> Leases:
+        """The platform's leases: in its database, with its TTL."""
+        return cls(settings.database, int(settings.lease_ttl_s * 1000))
 
     @property
     def engine(self) -> Engine:
@@ -132,6 +139,14 @@ class Leases:
         select = sa.select(leases.c.holder).where(
             leases.c.name == name, leases.c.expires_at_ms > now_ms()
         )
+        with self.engine.connect() as connection:
+            found = connection.execute(select).scalar()
+        return None if found is None else json.loads(found)
+
+    def last_holder(self, name: str) -> dict[str, Any] | None:
+        """Who held ``name`` last, holding it still or not (what it said when it took it), or
+        None when nobody ever has."""
+        select = sa.select(leases.c.holder).where(leases.c.name == name, leases.c.epoch > 0)
         with self.engine.connect() as connection:
             found = connection.execute(select).scalar()
         return None if found is None else json.loads(found)

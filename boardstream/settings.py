@@ -57,6 +57,13 @@ class Settings(BaseSettings):
         default=None,
         description="SQLAlchemy URL of the board_detail database; default: SQLite under var_dir.",
     )
+    lease_ttl_s: float = Field(
+        default=30,
+        ge=1,
+        description="A lease in the database (one driver per checkpoint, one supervisor per "
+        "stream's start) is free again at most this long after its holder stopped renewing "
+        "it: killed, its host lost or cut off. Its holder renews it every third of this.",
+    )
     postgres_port: int = Field(default=5432, description="Port of the local PostgreSQL server.")
     checkpoint_root: Path | None = Field(
         default=None, description="Root of Spark checkpoints; default: var_dir/checkpoints."

@@ -55,7 +55,8 @@ def run_job(
 ) -> int:
     """A job's main: settings, a session, the query run to its end on its checkpoint's lease;
     the exit code says how (2: the job refused to start, naming the flag to change, its broker
-    or database not answering, or its checkpoint in use; 1: the query failed)."""
+    or database not answering, or its checkpoint in use; 1: the query failed, or was stopped
+    when its driver lost its checkpoint's lease)."""
     configure(verbose_requested())  # the CLI passes --verbose on in the environment
     try:
         settings = Settings()
@@ -76,6 +77,9 @@ def run_job(
     except InvalidOptionError as error:  # e.g. a record that could outgrow a topic's limit
         logger.error("%s: %s", name, flag_message(error))
         return 2
+    except streaming.CheckpointLeaseLostError as error:  # stopped mid-run: it failed
+        logger.error("%s: %s", name, error)
+        return 1
     except BoardstreamError as error:  # e.g. a checkpoint in use, or of other settings
         logger.error("%s: %s", name, error)
         return 2

@@ -1,31 +1,34 @@
-"""One driver per checkpoint: a lease held for as long as a job's query runs.
+"""One driver per checkpoint: a lease in the platform's database, held as long as a job's query
+runs.
 
 Two drivers on one checkpoint corrupt it (both write the same offset and state files, and Spark
 guards only queries of one session), so a live stream and a catch-up run, or two starts racing,
-must never overlap. The lease is an exclusive ``flock`` on a file beside the checkpoint
-(``<checkpoint>.lease``: inside, it would create the checkpoint of a run that is then refused
-before it starts), taken by the driver process itself: the kernel releases it when that
-process ends in any way, kill -9 included, so a dead driver never leaves a stale lease behind.
-The file also says who holds it (pid, host, job, Spark application, since when), for refusals,
-supervision and the UI page.
+must never overlap, on one host or two. The driver itself holds the lease
+(:class:`boardstream.leases.Leases`, named after the checkpoint's URI): it is free when the driver
+ends, or at most ``lease_ttl_s`` after the driver stopped renewing it (kill -9, its host lost or
+cut off); a driver that can no longer renew it stops its query (``Held.lost``). The lease also
+says who holds it (pid, host, job, Spark application, since when), for refusals, supervision and
+the UI page, and who held it last, for how the query last ran.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
+import logging
 import os
 import socket
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from boardstream.errors import BoardstreamError
+from boardstream.leases import WAIT_POLL_S, Held, Leases, LeaseTimeoutError
+from boardstream.settings import Settings
+from boardstream.spark.checkpoint_files import checkpoint_uri
 
-LEASE_SUFFIX = ".lease"
+logger = logging.getLogger(__name__)
 
 
 class CheckpointBusyError(BoardstreamError):
@@ -34,7 +37,7 @@ class CheckpointBusyError(BoardstreamError):
 
 @dataclass(frozen=True)
 class Holder:
-    """Who holds a checkpoint's lease, as the holder wrote it."""
+    """Who holds a checkpoint's lease, as the holder said when it took it."""
 
     pid: int
     host: str
@@ -49,92 +52,76 @@ class Holder:
         return f"{self.job} ({where}, since {started})"
 
 
-def lease_path(checkpoint: Path) -> Path:
-    """The lease file of ``checkpoint``; never removed (a process may hold the inode a removal
-    would leave behind while another creates a new file: two holders)."""
-    return checkpoint.with_name(checkpoint.name + LEASE_SUFFIX)
+def lease_name(checkpoint: str | Path) -> str:
+    """The lease of ``checkpoint`` (a path or URI): one name, from whichever host it is asked."""
+    return f"checkpoint:{checkpoint_uri(checkpoint)}"
 
 
-def _try_lock(handle: IO[str]) -> bool:
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def holder(checkpoint: Path) -> Holder | None:
-    """The live holder of ``checkpoint``'s lease, or None when no process holds it."""
-    path = lease_path(checkpoint)
-    if not path.exists():
+def _holder(said: Mapping[str, Any] | None) -> Holder | None:
+    if said is None:
         return None
-    with path.open("r") as handle:
-        if _try_lock(handle):  # nobody holds it: what the file says is history
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return None
-        return _read(handle)
+    return Holder(
+        int(said["pid"]),
+        str(said["host"]),
+        str(said["job"]),
+        int(said["since_ms"]),
+        dict(said.get("details", {})),
+    )
 
 
-def last_holder(checkpoint: Path) -> Holder | None:
-    """Who last held ``checkpoint``'s lease, live or not (the file outlives its holder), as
-    that holder wrote it; None when nobody ever has. How the last driver ran its query
-    (``details``' trigger) tells what it may have left behind."""
-    path = lease_path(checkpoint)
-    if not path.exists():
-        return None
-    with path.open("r") as handle:
-        return _read(handle)
+def holder(settings: Settings, checkpoint: str | Path) -> Holder | None:
+    """The live holder of ``checkpoint``'s lease, or None when no driver holds it."""
+    return _holder(Leases.of(settings).holder(lease_name(checkpoint)))
 
 
-def _read(handle: IO[str]) -> Holder:
-    handle.seek(0)
-    text = handle.read()
-    try:
-        record = json.loads(text)
-        return Holder(
-            int(record["pid"]),
-            str(record["host"]),
-            str(record["job"]),
-            int(record["since_ms"]),
-            dict(record.get("details", {})),
-        )
-    except (ValueError, KeyError, TypeError):  # held, but its owner has not written it yet
-        return Holder(-1, "?", "?", 0, {"lease_file": text[:200]})
+def last_holder(settings: Settings, checkpoint: str | Path) -> Holder | None:
+    """Who last held ``checkpoint``'s lease, live or not; None when nobody ever has. How the
+    last driver ran its query (``details``' trigger) tells what it may have left behind."""
+    return _holder(Leases.of(settings).last_holder(lease_name(checkpoint)))
+
+
+def live_holder(settings: Settings, checkpoint: str | Path) -> Holder | None:
+    """The holder of ``checkpoint``'s lease once a dead one's would have expired: a driver
+    killed a moment ago still holds it for up to the TTL, a live one beyond. None when free."""
+    deadline = time.monotonic() + settings.lease_ttl_s
+    while (owner := holder(settings, checkpoint)) is not None and time.monotonic() < deadline:
+        time.sleep(WAIT_POLL_S)
+    return owner
 
 
 @contextmanager
-def hold(checkpoint: Path, job: str, details: Mapping[str, Any]) -> Iterator[Holder]:
+def hold(
+    settings: Settings, checkpoint: str | Path, job: str, details: Mapping[str, Any]
+) -> Iterator[Held]:
     """Hold ``checkpoint``'s lease for the duration; refused (:class:`CheckpointBusyError`,
-    naming the holder) while another process holds it."""
-    path = lease_path(checkpoint)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Opened without truncating: the holder's record must stay readable until we own the lock.
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    with os.fdopen(fd, "r+") as handle:
-        if not _try_lock(handle):
-            owner = _read(handle)
+    naming the holder) while another driver holds it, after waiting up to the TTL for one that
+    died to let it go. The caller stops its query once the lease is lost (``Held.lost``)."""
+    said = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "job": job,
+        "since_ms": int(time.time() * 1000),
+        "details": dict(details),
+    }
+    if (owner := holder(settings, checkpoint)) is not None:
+        logger.info(
+            "checkpoint %s is held by %s: waiting up to %g s for it (a driver that died lets "
+            "it go within that)",
+            checkpoint,
+            owner.describe(),
+            settings.lease_ttl_s,
+        )
+    with ExitStack() as stack:
+        try:
+            lease = Leases.of(settings).hold(lease_name(checkpoint), said, settings.lease_ttl_s)
+            held = stack.enter_context(lease)
+        except LeaseTimeoutError:
+            owner = holder(settings, checkpoint)
             raise CheckpointBusyError(
-                f"checkpoint {checkpoint} is in use by {owner.describe()}: one query runs on a "
+                f"checkpoint {checkpoint} is in use by "
+                f"{owner.describe() if owner else 'another driver'}: one query runs on a "
                 "checkpoint at a time. Stop that one first (a supervised stream: the "
                 "board_detail_stream_request DAG with action=stop), or run on another "
                 "checkpoint."
-            )
-        mine = Holder(os.getpid(), socket.gethostname(), job, int(time.time() * 1000), details)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(
-            json.dumps(
-                {
-                    "pid": mine.pid,
-                    "host": mine.host,
-                    "job": mine.job,
-                    "since_ms": mine.since_ms,
-                    "details": dict(details),
-                }
-            )
-        )
-        handle.flush()
-        try:
-            yield mine
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            ) from None
+        yield held

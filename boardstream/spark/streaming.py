@@ -16,6 +16,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
+from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
@@ -32,6 +33,11 @@ from boardstream.spark.triggers import (
 from boardstream.stream_progress import ProgressStore
 
 logger = logging.getLogger(__name__)
+
+
+class CheckpointLeaseLostError(BoardstreamError):
+    """A driver could no longer renew its checkpoint's lease and stopped its query."""
+
 
 STOP_POLL_S = 1  # how soon a requested stop is acted on
 # A query whose Python worker started too late (late_python_worker) is restarted this many times,
@@ -153,31 +159,44 @@ def run(
     comes from the loop."""
     lease = (
         checkpoint_lease.hold(
-            config.checkpoint_dir(settings), config.query_name, _driver_details(spark, config)
+            settings,
+            config.checkpoint_dir(settings),
+            config.query_name,
+            _driver_details(spark, config),
         )
         if config is not None
-        else nullcontext()
+        else nullcontext(None)
     )
     listener = ProgressListener(ProgressStore(settings.database))
     propagate_java_errors(spark)
-    with lease:
+    with lease as held:
         spark.streams.addListener(listener)
         stop_requested = threading.Event()
+        lost = held.lost if held is not None else threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
         try:
-            query = _run_restarting_late_workers(spark, start, stop_requested)
+            query = _run_restarting_late_workers(spark, start, stop_requested, lost)
             if query.lastProgress is not None:
                 listener.wait_for(str(query.runId), query.lastProgress["batchId"])
         finally:
             signal.signal(signal.SIGTERM, previous)
             spark.streams.removeListener(listener)
+    if lost.is_set():
+        raise CheckpointLeaseLostError(
+            f"{query.name}: its checkpoint's lease was lost (not renewed within "
+            f"{settings.lease_ttl_s:g} s, or taken by another driver): the query was stopped"
+        )
     return query
 
 
 def _run_restarting_late_workers(
-    spark: SparkSession, start: Callable[[], StreamingQuery], stop_requested: threading.Event
+    spark: SparkSession,
+    start: Callable[[], StreamingQuery],
+    stop_requested: threading.Event,
+    lease_lost: threading.Event,
 ) -> StreamingQuery:
-    """Run the query from ``start()`` until it ends or a stop is requested; a query that failed
+    """Run the query from ``start()`` until it ends, a stop is requested, or its checkpoint's
+    lease is lost (another driver may hold it by the TTL's end); a query that failed
     because a Python worker did not connect back in time (:func:`late_python_worker`) is started
     again from its checkpoint, at most :data:`LATE_WORKER_RESTARTS` times, after a pause that
     doubles each time, so that a burst of load can pass."""
@@ -186,12 +205,20 @@ def _run_restarting_late_workers(
         query = start()
         try:
             while not query.awaitTermination(STOP_POLL_S):
-                if stop_requested.is_set():
+                if lease_lost.is_set():
+                    stop_requested.set()
+                    logger.warning(
+                        "%s lost its checkpoint's lease: stopping it, its batch under way "
+                        "cancelled",
+                        query.name,
+                    )
+                elif stop_requested.is_set():
                     logger.info(
                         "stop requested: stopping %s, its batch under way cancelled "
                         "(replayed from the checkpoint at the next start)",
                         query.name,
                     )
+                if stop_requested.is_set():
                     quiet_jvm_logging(spark)
                     query.stop()
             return query

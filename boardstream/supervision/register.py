@@ -118,5 +118,5 @@ def locked(settings: Settings, job: str) -> Iterator[None]:
     """Hold ``job``'s start lease: one supervisor at a time, on any host, decides about that
     stream (waiting for another's decision, a driver's start included, up to ``START_WAIT_S``)."""
     holder = {"pid": os.getpid(), "host": socket.gethostname(), "since_ms": int(time.time() * 1000)}
-    with Leases(settings.database).hold(f"stream-start:{job}", holder, START_WAIT_S):
+    with Leases.of(settings).hold(f"stream-start:{job}", holder, START_WAIT_S):
         yield

@@ -4,7 +4,8 @@ A stream's driver is a ``spark-submit`` started in a session of its own, so it o
 Airflow task or command that started it (standalone Spark runs Python drivers in client mode
 only, and has no ``--supervise`` for them). Its checkpoint lease (:mod:`boardstream.spark.
 checkpoint_lease`) is the one truth about whether it runs: the driver holds it for as long as its
-query lives, and the kernel frees it when the driver dies, however it dies. Starting is
+query lives, and it is free again at most the lease's TTL after the driver dies, however it dies,
+or loses its host. Starting is
 idempotent and serialised per stream (the register's lock); stopping asks the driver to stop
 after its current batch (SIGTERM) and waits for the lease to come free.
 """
@@ -55,7 +56,9 @@ class StreamStatus:
 
 
 def status(settings: Settings, stream: Stream) -> StreamStatus:
-    return StreamStatus(stream.job, holder(stream.checkpoint), register.read(settings, stream.job))
+    return StreamStatus(
+        stream.job, holder(settings, stream.checkpoint), register.read(settings, stream.job)
+    )
 
 
 def ensure_running(settings: Settings, stream: Stream, timeout_s: float = 300.0) -> StreamStatus:
@@ -76,7 +79,7 @@ def ensure_running(settings: Settings, stream: Stream, timeout_s: float = 300.0)
             {**settings.to_env(), **submit_env(settings)},
         )
         deadline = time.monotonic() + timeout_s
-        while (owner := holder(stream.checkpoint)) is None or owner.pid < 0:
+        while (owner := holder(settings, stream.checkpoint)) is None:
             if process.poll() is not None:
                 raise StreamStartError(
                     f"{stream.job} exited (code {process.returncode}) before its query started; "
@@ -155,14 +158,9 @@ def halt(
     until its lease is free; what it wants is left as it is. The driver that held the lease,
     or None when none did. Past ``timeout_s`` it is an error, or with ``then_kill`` a SIGKILL
     (its checkpoint is as safe as after any crash: the next start resumes from it)."""
-    owner = holder(stream.checkpoint)
+    owner = holder(settings, stream.checkpoint)
     if owner is None:
         return None
-    if owner.pid <= 0:  # locked, its record not written yet: kill(-1) would signal all
-        raise StreamStopError(
-            f"{stream.job}'s driver has taken its lease but not yet said who it is; "
-            "ask again in a moment"
-        )
     if owner.host != socket.gethostname():
         raise StreamStopError(
             f"{stream.job} runs on {owner.host}, not here: stop it there ({owner.describe()})"
@@ -170,7 +168,7 @@ def halt(
     with contextlib.suppress(ProcessLookupError):  # it ended in between: the lease is free
         os.kill(owner.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while holder(stream.checkpoint) is not None:
+    while holder(settings, stream.checkpoint) is not None:
         if time.monotonic() > deadline:
             if not then_kill:
                 raise StreamStopError(
@@ -185,6 +183,6 @@ def halt(
             )
             with contextlib.suppress(ProcessLookupError):
                 os.kill(owner.pid, signal.SIGKILL)
-            deadline = float("inf")  # the kernel frees the lease as the driver dies
+            deadline = float("inf")  # its lease is free once its TTL has run out
         time.sleep(POLL_S)
     return owner

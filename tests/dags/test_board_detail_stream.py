@@ -23,6 +23,7 @@ from boardstream.supervision import register, supervisor
 from boardstream.supervision.register import RUNNING, STOPPED
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from tests.airflow_fixtures import export_settings, run_dag
+from tests.faults.harness import LEASE_TTL_S
 from tests.fixtures import cli, isolated_settings
 from tests.pipeline import Pipeline, query
 
@@ -48,11 +49,18 @@ def cluster(tmp_path) -> Iterator[Settings]:
 @pytest.fixture
 def pipeline(kafka, spark, airflow_home, cluster, tmp_path, monkeypatch) -> Iterator[Pipeline]:
     master = cluster.spark_master
-    pipeline = Pipeline(kafka, spark, tmp_path, var_dir=tmp_path / "var", spark_master=master)
+    pipeline = Pipeline(
+        kafka,
+        spark,
+        tmp_path,
+        var_dir=tmp_path / "var",
+        spark_master=master,
+        lease_ttl_s=LEASE_TTL_S,  # a killed driver's lease is free within it
+    )
     export_settings(monkeypatch, pipeline.settings)
     yield pipeline
     for stream in board_detail_streams(pipeline.settings, StreamOptions()):  # never left behind
-        if (owner := holder(stream.checkpoint)) is not None:
+        if (owner := holder(pipeline.settings, stream.checkpoint)) is not None:
             os.kill(owner.pid, signal.SIGKILL)
 
 
@@ -116,8 +124,8 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
     racing.join(timeout=300)
     assert racing.errors == []  # type: ignore[attr-defined]
     join, sink = board_detail_streams(settings, StreamOptions())
-    first_join = holder(join.checkpoint)
-    assert first_join is not None and holder(sink.checkpoint) is not None
+    first_join = holder(settings, join.checkpoint)
+    assert first_join is not None and holder(settings, sink.checkpoint) is not None
     for job in (JOIN, SINK):
         assert len(register.read(settings, job).starts) == 1, f"{job} started twice"
     assert first_join.details["master"] == pipeline.settings.spark_master
@@ -155,8 +163,10 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
     assert run_dag("board_detail_stream.py", "board_detail_stream") == "failed"
     noticed_s = time.monotonic() - killed_at[0]
     killer.join()
-    assert noticed_s < POLL_S + 10, f"the watch took {noticed_s:.1f}s to notice"
-    assert holder(join.checkpoint) is None and holder(sink.checkpoint) is not None
+    assert noticed_s < LEASE_TTL_S + POLL_S + 10, f"the watch took {noticed_s:.1f}s to notice"
+    assert (
+        holder(settings, join.checkpoint) is None and holder(settings, sink.checkpoint) is not None
+    )
 
     # Boards arrive while the join is dead; the next run restarts it, then a stop is requested.
     later = [f"s{i}" for i in range(10, 20)]
@@ -164,7 +174,7 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
         pipeline.board(board, member_id=i % 3 + 1, ts=t0 + 100 + i)
 
     def request_stop_once_loaded() -> None:
-        _until(lambda: holder(join.checkpoint) is not None, "the join's restart")
+        _until(lambda: holder(settings, join.checkpoint) is not None, "the join's restart")
         _until(_loaded(settings, first + later), "the later boards in board_detail")
         for stream in (join, sink):
             supervisor.request(settings, stream, STOPPED)
@@ -173,7 +183,7 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
     assert run_dag("board_detail_stream.py", "board_detail_stream") == "success"
     stopper.join(timeout=300)
     assert stopper.errors == []  # type: ignore[attr-defined]
-    restarted = holder(join.checkpoint)
+    restarted = holder(settings, join.checkpoint)
     assert restarted is not None and restarted.pid != first_join.pid
 
     # Stopped on request through the request DAG: after the current batch, and they stay so.
@@ -181,7 +191,7 @@ def test_the_supervised_stream_survives_its_drivers_death_and_stops_on_request(
         run_dag("board_detail_stream_request.py", "board_detail_stream_request", action="stop")
         == "success"
     )
-    assert holder(join.checkpoint) is None and holder(sink.checkpoint) is None
+    assert holder(settings, join.checkpoint) is None and holder(settings, sink.checkpoint) is None
     records = {job: register.read(settings, job) for job in (JOIN, SINK)}
     assert {job: (r.desired, r.restarts, len(r.starts)) for job, r in records.items()} == {
         JOIN: (STOPPED, 1, 2),

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from boardstream.spark.checkpoint_lease import hold
+from boardstream.settings import Settings
+from boardstream.spark.checkpoint_lease import hold, holder
 from tests.fixtures import isolated_settings
 
 
@@ -25,14 +26,16 @@ def operator(airflow_home):
     [("scheduled", "AirflowSkipException"), ("manual", "AirflowFailException")],
 )
 def test_a_live_checkpoint_refuses_the_catch_up_run(operator, tmp_path, run_type, refusal) -> None:
-    settings = isolated_settings(tmp_path)
+    settings = isolated_settings(tmp_path, lease_ttl_s=1)
     context = {"dag_run": SimpleNamespace(run_type=run_type)}
     operator._refuse_a_live_checkpoint(settings, context)  # nobody holds it: no refusal
     checkpoint = settings.checkpoints / "board-detail-join"
     with (
-        hold(checkpoint, "board-detail-join", {"application_id": "app-3"}) as driver,
+        hold(settings, checkpoint, "board-detail-join", {"application_id": "app-3"}),
         pytest.raises(Exception) as refused,
     ):
+        driver = holder(settings, checkpoint)
+        assert driver is not None
         operator._refuse_a_live_checkpoint(settings, context)
     assert type(refused.value).__name__ == refusal
     assert str(refused.value) == (
@@ -64,18 +67,21 @@ def test_a_stream_that_took_the_checkpoint_meanwhile_refuses_the_run_alike(
     connection = '{"conn_type": "kafka", "extra": {"bootstrap.servers": "localhost:1"}}'
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", connection)
     monkeypatch.setenv("BOARDSTREAM_CHECKPOINT_ROOT", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("BOARDSTREAM_DATABASE_URL", f"sqlite:///{tmp_path / 'db'}")  # leases
+    monkeypatch.setenv("BOARDSTREAM_LEASE_TTL_S", "1")
     checkpoint = tmp_path / "checkpoints" / "board-detail-join"
     with ExitStack() as stream:
 
         def refused_job(self, context) -> None:
             if lease_taken:
-                stream.enter_context(hold(checkpoint, "board-detail-join", {}))
+                settings = Settings()
+                stream.enter_context(hold(settings, checkpoint, "board-detail-join", {}))
             raise AirflowException("Cannot execute: spark-submit ... Error code is: 2.")
 
         monkeypatch.setattr(SparkSubmitOperator, "execute", refused_job)
         with pytest.raises(Exception) as refused:
             operator.execute({"dag_run": SimpleNamespace(run_type=run_type)})
-    assert type(refused.value).__name__ == refusal
+    assert type(refused.value).__name__ == refusal, str(refused.value)
     assert ("a live stream owns its checkpoint" in str(refused.value)) == lease_taken
 
 

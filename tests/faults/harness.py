@@ -30,8 +30,12 @@ from tests.pipeline import Pipeline, consume_all, query
 
 FULL = os.environ.get("BOARDSTREAM_FAULTS") == "full"
 FIGURES = PROJECT_ROOT / "test-artifacts" / "reliability.jsonl"
+# A job killed here is started again at once, and waits for its dead driver's lease: a TTL of
+# 10 s (not 30) keeps the suite short and still leaves its renewals room on a loaded machine.
+LEASE_TTL_S = 10.0
 JOB_SETTINGS = (
     "var_dir",
+    "lease_ttl_s",
     "jar_cache",
     "bootstrap_servers",
     "database_url",
@@ -72,7 +76,12 @@ class Scenario:
 
     def __post_init__(self) -> None:
         self.pipeline = Pipeline(
-            self.kafka, None, self.workdir, var_dir=self.workdir, database_url=self.database_url
+            self.kafka,
+            None,
+            self.workdir,
+            var_dir=self.workdir,
+            database_url=self.database_url,
+            lease_ttl_s=LEASE_TTL_S,
         )
         self.settings = self.pipeline.settings
         self.rng = random.Random(self.seed)

@@ -101,8 +101,8 @@ def test_a_stream_stopped_while_its_batch_is_starved_stops_cleanly(
         _wait_for("the replayed batch's row", lambda: _boards(url) == ["a" * 24, "b" * 24])
         supervisor.stop(on_cluster, sink)
     finally:
-        owner = holder(sink.checkpoint)
-        if owner is not None and owner.pid > 0:  # this test's own driver, left by a failure
+        owner = holder(settings, sink.checkpoint)
+        if owner is not None:  # this test's own driver, left by a failure
             with contextlib.suppress(ProcessLookupError):
                 os.kill(owner.pid, signal.SIGKILL)
         worker.process.stop()

@@ -24,7 +24,8 @@ def url(tmp_path: Path) -> str:
 
 
 def test_one_holder_at_a_time_until_it_releases(tmp_path: Path) -> None:
-    store = Leases(url(tmp_path))
+    store = Leases(url(tmp_path), ttl_ms=30_000)
+    assert store.last_holder("stream-start:join") is None
     held = store.try_take("stream-start:join", A)
     assert held is not None and held.epoch == 1
     assert store.try_take("stream-start:join", B) is None
@@ -32,6 +33,7 @@ def test_one_holder_at_a_time_until_it_releases(tmp_path: Path) -> None:
     assert store.try_take("stream-start:sink", B) is not None  # another lease
     store.release(held)
     assert store.holder("stream-start:join") is None
+    assert store.last_holder("stream-start:join") == A  # history, for how it last ran
     again = store.try_take("stream-start:join", B)
     assert again is not None and again.epoch == 2
 
@@ -62,7 +64,7 @@ def test_a_held_lease_is_renewed_while_the_block_runs(tmp_path: Path) -> None:
 
 
 def test_a_taker_waits_for_the_holder_or_names_it(tmp_path: Path) -> None:
-    store = Leases(url(tmp_path))
+    store = Leases(url(tmp_path), ttl_ms=30_000)
     taken, release = threading.Event(), threading.Event()
 
     def hold_a() -> None:
@@ -101,7 +103,7 @@ def test_a_killed_holders_lease_is_free_once_its_ttl_ran_out(tmp_path: Path) -> 
     finally:
         holder.kill()
         holder.wait()
-    store = Leases(url(tmp_path))
+    store = Leases(url(tmp_path), ttl_ms=30_000)
     with store.engine.connect() as connection:
         expiry = connection.execute(sa.select(leases.c.expires_at_ms)).scalar_one()
     assert store.holder("ckpt") == {"pid": 9}

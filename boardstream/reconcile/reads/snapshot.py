@@ -138,12 +138,16 @@ def committed_progress(files: CheckpointFiles, checkpoint: str) -> JobProgress:
 
 
 def as_listed(
-    files: CheckpointFiles, checkpoint: Path, progress: JobProgress, latest: Offsets
+    files: CheckpointFiles,
+    settings: Settings,
+    checkpoint: Path,
+    progress: JobProgress,
+    latest: Offsets,
 ) -> JobProgress:
     """``progress`` with what the job may have done past it, asked after the topics' end
     offsets ``latest`` were listed: whether its last driver ran the real-time trigger, with
     which interval, and how far its batch under way may have read (:func:`under_way_to`)."""
-    last = last_holder(checkpoint)
+    last = last_holder(settings, checkpoint)
     interval = None if last is None else real_time_interval_ms(last.details)
     progress = replace(progress, real_time_interval_ms=interval)
     under_way = under_way_to(files, checkpoint_uri(checkpoint), progress, latest)
@@ -229,8 +233,8 @@ def take_snapshot(
         datetime.now(UTC),
         earliest=earliest,
         latest=latest,
-        join=as_listed(files, join_checkpoint, join, latest),
-        sink=as_listed(files, sink_checkpoint, sink, latest),
+        join=as_listed(files, settings, join_checkpoint, join, latest),
+        sink=as_listed(files, settings, sink_checkpoint, sink, latest),
     )
 
 

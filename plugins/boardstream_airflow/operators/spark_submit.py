@@ -86,10 +86,11 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
         """Refused before spark-submit when a live stream (board_detail_stream) owns this job's
         default checkpoint (``<checkpoint root>/<job>``): a scheduled run is skipped (catch-up
         is for when the stream is stopped), an explicit one fails, naming the stream's driver.
-        The job itself would refuse too (its lease), but only after a JVM start."""
-        from boardstream.spark.checkpoint_lease import holder
+        The job itself would refuse too (its lease), but only after a JVM start. A lease whose
+        driver was killed a moment ago is waited for, up to the lease's TTL."""
+        from boardstream.spark.checkpoint_lease import live_holder
 
-        owner = holder(settings.checkpoints / self.job)
+        owner = live_holder(settings, settings.checkpoints / self.job)
         if owner is None:
             return
         message = (

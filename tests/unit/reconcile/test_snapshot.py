@@ -19,6 +19,7 @@ from boardstream.reconcile.reads.snapshot import (
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.checkpoint_files import CheckpointChecksumError, CheckpointFiles
 from boardstream.spark.triggers import PROCESSING_TIME, REAL_TIME
+from tests.fixtures import isolated_settings
 
 
 def write(path: Path, text: str) -> None:
@@ -178,25 +179,31 @@ def test_a_real_time_batch_may_have_read_whatever_was_listed(
     """A real-time batch logs its offsets only when it ends: while it runs (and after a stop
     cancelled it) its outputs may name any position listed, whoever holds the lease now; and
     the job commits once per interval."""
+    settings = isolated_settings(tmp_path)
     checkpoint = tmp_path / "join"
     logged(checkpoint_files, checkpoint, 0, 5, committed=True)
     logged(
         checkpoint_files, checkpoint, 1, 9, committed=False
     )  # the batch under way ends: it is logged first
     committed = committed_progress(checkpoint_files, checkpoint.as_uri())
-    no_lease = as_listed(checkpoint_files, checkpoint, committed, LATEST)
+    no_lease = as_listed(checkpoint_files, settings, checkpoint, committed, LATEST)
     assert no_lease == replace(committed, under_way_to={"board": {0: 9}})
     details = {"trigger": REAL_TIME, "interval": "5 minutes"}
-    with checkpoint_lease.hold(checkpoint, "join", details):
-        running = as_listed(checkpoint_files, checkpoint, committed, LATEST)
+    with checkpoint_lease.hold(settings, checkpoint, "join", details):
+        running = as_listed(checkpoint_files, settings, checkpoint, committed, LATEST)
     assert (running.under_way_to, running.real_time_interval_ms) == (LATEST, 300_000)
     assert (
-        as_listed(checkpoint_files, checkpoint, committed, LATEST) == running
+        as_listed(checkpoint_files, settings, checkpoint, committed, LATEST) == running
     )  # the lease released
-    with checkpoint_lease.hold(checkpoint, "join", {**details, "interval": "5m"}):
-        assert as_listed(checkpoint_files, checkpoint, committed, LATEST).real_time_interval_ms == 0
-    with checkpoint_lease.hold(checkpoint, "join", {"trigger": PROCESSING_TIME}):
-        after = as_listed(checkpoint_files, checkpoint, committed, LATEST)
+    with checkpoint_lease.hold(settings, checkpoint, "join", {**details, "interval": "5m"}):
+        assert (
+            as_listed(
+                checkpoint_files, settings, checkpoint, committed, LATEST
+            ).real_time_interval_ms
+            == 0
+        )
+    with checkpoint_lease.hold(settings, checkpoint, "join", {"trigger": PROCESSING_TIME}):
+        after = as_listed(checkpoint_files, settings, checkpoint, committed, LATEST)
     assert (after.under_way_to, after.real_time_interval_ms) == ({"board": {0: 9}}, None)
     snapshot = Snapshot(datetime(2026, 11, 27, 10, tzinfo=UTC), {}, LATEST, running, after)
     assert Snapshot.from_json(snapshot.to_json()) == snapshot

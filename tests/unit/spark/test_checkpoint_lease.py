@@ -1,5 +1,6 @@
-"""The checkpoint lease across real processes: refused while another holds it, free the moment
-that process dies (kill -9 included)."""
+"""The checkpoint lease across real processes: refused while another holds it (after waiting its
+TTL), free once that process dies (kill -9 included) and its TTL has run out, never sooner, and
+one lease per checkpoint however it is named."""
 
 from __future__ import annotations
 
@@ -12,24 +13,35 @@ from pathlib import Path
 
 import pytest
 
-from boardstream.spark import checkpoint_lease
-from boardstream.spark.checkpoint_lease import CheckpointBusyError, hold, holder
+from boardstream.settings import Settings
+from boardstream.spark.checkpoint_lease import CheckpointBusyError, hold, holder, last_holder
+from tests.fixtures import isolated_settings
 
+TTL_S = 2.0
 HOLDER = """
 import sys, time
 from pathlib import Path
+from boardstream.settings import Settings
 from boardstream.spark.checkpoint_lease import hold
-with hold(Path(sys.argv[1]), "board-detail-join", {"application_id": "app-42"}):
+settings = Settings(var_dir=Path(sys.argv[1]), lease_ttl_s=float(sys.argv[2]))
+with hold(settings, Path(sys.argv[3]), "board-detail-join", {"application_id": "app-42"}):
     print("held", flush=True)
     time.sleep(600)
 """
 
 
 @pytest.fixture
-def other_process(tmp_path: Path):
+def settings(tmp_path: Path) -> Settings:
+    return isolated_settings(tmp_path, lease_ttl_s=TTL_S)
+
+
+@pytest.fixture
+def other_process(settings: Settings, tmp_path: Path):
     """A second process holding the lease of ``tmp_path / 'ckpt'`` until killed."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path / "ckpt")], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, str(settings.var_dir), str(TTL_S), str(tmp_path / "ckpt")],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None and process.stdout.readline() == "held\n"
     yield process
@@ -38,9 +50,9 @@ def other_process(tmp_path: Path):
 
 
 def test_a_lease_held_elsewhere_names_its_holder_and_refuses_a_second(
-    tmp_path: Path, other_process: subprocess.Popen
+    settings: Settings, tmp_path: Path, other_process: subprocess.Popen
 ) -> None:
-    owner = holder(tmp_path / "ckpt")
+    owner = holder(settings, tmp_path / "ckpt")
     assert owner is not None
     assert (owner.pid, owner.job) == (other_process.pid, "board-detail-join")
     assert owner.details == {"application_id": "app-42"}
@@ -49,40 +61,49 @@ def test_a_lease_held_elsewhere_names_its_holder_and_refuses_a_second(
         pytest.raises(
             CheckpointBusyError, match=rf"in use by board-detail-join \(pid {owner.pid} "
         ) as refused,
-        hold(tmp_path / "ckpt", "board-detail-join", {}),
+        hold(settings, tmp_path / "ckpt", "board-detail-join", {}),
     ):
         pytest.fail("two holders of one checkpoint")
     assert "app-42" in str(refused.value) and "action=stop" in str(refused.value)
+    time.sleep(TTL_S * 1.5)  # renewed while its holder lives
+    assert holder(settings, tmp_path / "ckpt") == owner
 
 
-def test_a_killed_holder_leaves_no_lease_behind(
-    tmp_path: Path, other_process: subprocess.Popen
+def test_a_killed_holders_lease_is_free_after_its_ttl_and_not_before(
+    settings: Settings, tmp_path: Path, other_process: subprocess.Popen
 ) -> None:
+    owner = holder(settings, tmp_path / "ckpt")
     os.kill(other_process.pid, signal.SIGKILL)
     other_process.wait()
-    assert holder(tmp_path / "ckpt") is None
-    with hold(tmp_path / "ckpt", "board-detail-sink", {"trigger": "processing-time"}) as mine:
-        assert mine.pid == os.getpid()
-        assert holder(tmp_path / "ckpt") == mine
-    assert holder(tmp_path / "ckpt") is None
+    killed = time.monotonic()
+    assert holder(settings, tmp_path / "ckpt") == owner  # kill -9 released nothing
+    with hold(settings, tmp_path / "ckpt", "board-detail-sink", {"trigger": "rt"}) as mine:
+        assert time.monotonic() - killed >= TTL_S * 2 / 3  # waited: renewed every third of it
+        assert mine.epoch == 2
+        now = holder(settings, tmp_path / "ckpt")
+        assert now is not None and (now.pid, now.job) == (os.getpid(), "board-detail-sink")
+    assert holder(settings, tmp_path / "ckpt") is None
+    assert last_holder(settings, tmp_path / "ckpt") == now != owner
 
 
-def test_no_lease_file_is_no_holder(tmp_path: Path) -> None:
-    assert holder(tmp_path / "never-run") is None
-    assert not (tmp_path / "never-run").exists()
-
-
-def test_the_lease_lives_beside_the_checkpoint_and_creates_no_checkpoint(tmp_path: Path) -> None:
+def test_never_held_is_no_holder_and_holding_creates_no_file(
+    settings: Settings, tmp_path: Path
+) -> None:
     """A run refused after taking its lease (too few task slots, say) leaves no checkpoint."""
-    with hold(tmp_path / "checkpoints" / "join", "board-detail-join", {}):
+    assert holder(settings, tmp_path / "never-run") is None
+    assert last_holder(settings, tmp_path / "never-run") is None
+    with hold(settings, tmp_path / "checkpoints" / "join", "board-detail-join", {}):
         pass
-    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["join.lease"]
+    assert not (tmp_path / "checkpoints").exists()
 
 
-def test_a_lease_file_being_written_is_still_held(tmp_path: Path) -> None:
-    """A holder that has locked but not yet written its record is a holder all the same."""
-    checkpoint = tmp_path / "ckpt"
-    with hold(checkpoint, "board-detail-join", {}):
-        checkpoint_lease.lease_path(checkpoint).write_text("")
-        owner = holder(checkpoint)
-    assert owner is not None and owner.pid == -1
+def test_one_lease_whether_a_checkpoint_is_named_by_path_or_uri(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with hold(settings, Path("ckpt"), "board-detail-join", {}):
+        for name in (tmp_path / "ckpt", (tmp_path / "ckpt").as_uri(), f"{tmp_path}/ckpt/"):
+            with pytest.raises(CheckpointBusyError), hold(settings, name, "other", {}):
+                pass
+        with hold(settings, tmp_path / "ckpt2", "board-detail-sink", {}):  # another one
+            pass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,8 +16,9 @@ from typing import Any
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from boardstream.leases import Leases, leases
 from boardstream.settings import Settings
-from boardstream.spark import streaming
+from boardstream.spark import checkpoint_lease, streaming
 from boardstream.spark.checkpoint_guard import CheckpointMismatchError, recorded_identity
 from boardstream.spark.progress import ProgressListener
 
@@ -305,7 +307,10 @@ class StoppedMidBatch(FakeQuery):
 def fake_spark(streams: FakeStreams) -> Any:
     """A session with its streams and py4j's callback parameters."""
     gateway = SimpleNamespace(python_parameters=SimpleNamespace(propagate_java_exceptions=False))
-    return SimpleNamespace(streams=streams, sparkContext=SimpleNamespace(_gateway=gateway))
+    context = SimpleNamespace(
+        _gateway=gateway, applicationId="app-1", master="local[1]", uiWebUrl=None
+    )
+    return SimpleNamespace(streams=streams, sparkContext=context)
 
 
 @pytest.fixture
@@ -406,3 +411,43 @@ def test_run_gives_up_on_late_workers_after_its_restarts(
     with pytest.raises(LateWorker):
         streaming.run(fake_spark(streams), settings(tmp_path), start)
     assert len(starts) == 1 + streaming.LATE_WORKER_RESTARTS
+
+
+class LeaseTakenAway(FakeQuery):
+    """Its checkpoint's lease is taken by another driver during its first wait (as one would
+    after this driver was cut off for longer than the TTL); it runs until stopped."""
+
+    def __init__(self, streams: FakeStreams, settings: Settings, checkpoint: Path) -> None:
+        super().__init__(streams)
+        self.settings, self.checkpoint = settings, checkpoint
+
+    def awaitTermination(self, timeout: float) -> bool:
+        if not self.waits:
+            name = checkpoint_lease.lease_name(self.checkpoint)
+            with Leases.of(self.settings).engine.begin() as connection:  # its TTL ran out
+                connection.execute(leases.update().values(expires_at_ms=0))
+            assert Leases.of(self.settings).try_take(name, THIEF) is not None
+        self.waits.append(timeout)
+        assert len(self.waits) < 100, "still running 10 s after its lease was taken"
+        time.sleep(0.1)
+        return self.stops > 0
+
+
+THIEF = {"pid": 7, "host": "elsewhere", "job": "board-detail-join", "since_ms": 1}
+
+
+def test_a_driver_that_lost_its_checkpoints_lease_stops_its_query_and_fails(
+    tmp_path: Path, sigterm: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    monkeypatch.setattr(streaming, "quiet_jvm_logging", lambda spark: None)
+    config = settings(tmp_path).model_copy(update={"lease_ttl_s": 1.0})
+    checkpoint = tmp_path / "ckpt"
+    streams = FakeStreams()
+    query = LeaseTakenAway(streams, config, checkpoint)
+    spark = fake_spark(streams)
+    with pytest.raises(streaming.CheckpointLeaseLostError, match="lease was lost"):
+        streaming.run(spark, config, lambda: query, Config(checkpoint=checkpoint))
+    assert query.stops == 1 and streams.removed == streams.added
+    assert "board_detail_join lost its checkpoint's lease: stopping it" in caplog.text
+    thief = checkpoint_lease.holder(config, checkpoint)  # its release left the new holder's
+    assert thief is not None and thief.host == "elsewhere"
