@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from boardstream.database import driver_said, engine_with, upsert_insert
@@ -49,6 +49,10 @@ WAIT_POLL_S = 0.5
 
 class LeaseTimeoutError(BoardstreamError):
     """A lease stayed held by another for longer than the caller would wait."""
+
+
+class LeaseLostError(BoardstreamError):
+    """A write under a lease found it no longer its holder's: it must not commit."""
 
 
 def now_ms() -> int:
@@ -110,17 +114,29 @@ class Leases:
     def renew(self, held: Held) -> bool:
         """Extend ``held`` by the TTL; False (and ``held.lost`` set) once it is no longer this
         holder's: taken by another, or expired before this renewal."""
-        now = now_ms()
         with self.engine.begin() as connection:
-            renewed = connection.execute(
-                leases.update()
-                .where(
-                    leases.c.name == held.name,
-                    leases.c.epoch == held.epoch,
-                    leases.c.expires_at_ms > now,
-                )
-                .values(expires_at_ms=now + self.ttl_ms)
+            return self._renewed(connection, held)
+
+    def fence(self, connection: Connection, held: Held) -> None:
+        """Renew ``held`` inside the caller's transaction, so that the caller's writes commit
+        only while it is this holder's (a fencing token, checked where the writes land): raise
+        :class:`LeaseLostError` (and set ``held.lost``) once it is another's or expired. The
+        renewal locks the lease's row (PostgreSQL) or the database (SQLite) until the
+        transaction ends, so a taker waits for the writes, then finds the lease renewed."""
+        if not self._renewed(connection, held):
+            raise LeaseLostError(f"{held.name} (epoch {held.epoch}) is no longer held here")
+
+    def _renewed(self, connection: Connection, held: Held) -> bool:
+        now = now_ms()
+        renewed = connection.execute(
+            leases.update()
+            .where(
+                leases.c.name == held.name,
+                leases.c.epoch == held.epoch,
+                leases.c.expires_at_ms > now,
             )
+            .values(expires_at_ms=now + self.ttl_ms)
+        )
         if renewed.rowcount != 1:
             held.lost.set()
         return not held.lost.is_set()

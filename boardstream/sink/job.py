@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import sqlalchemy as sa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -27,7 +28,7 @@ from boardstream.kafka.clients import DeliveryErrors, admin_client, client_confi
 from boardstream.kafka.limits import librdkafka_producer_limit, require_fit
 from boardstream.settings import Settings
 from boardstream.sink import table
-from boardstream.spark import streaming
+from boardstream.spark import checkpoint_lease, streaming
 from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 
@@ -111,10 +112,13 @@ def detail_rows(raw: DataFrame) -> DataFrame:
 
 
 class BatchWriter:
-    """``foreachBatch`` callback: upsert valid rows, dead-letter the rest."""
+    """``foreachBatch`` callback: upsert valid rows, dead-letter the rest. Run by the query of
+    ``checkpoint``, its upserts commit only while this driver holds that checkpoint's lease: a
+    driver cut off for longer than the TTL, whose successor runs, writes nothing more."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, checkpoint: Path | None = None) -> None:
         self.settings = settings
+        self.checkpoint = checkpoint
         self.engine = database.engine(settings.database)
         table.create(self.engine)
 
@@ -149,8 +153,13 @@ class BatchWriter:
         a replay after a crash rewrites them harmlessly. Any other error (the connection, the
         server) fails the batch, so Spark retries it."""
         rows = table.latest_per_board(rows)
+        fence = (
+            None
+            if self.checkpoint is None
+            else checkpoint_lease.fence(self.settings, self.checkpoint)
+        )
         try:
-            table.upsert(self.engine, rows)
+            table.upsert(self.engine, rows, fence=fence)
         except (DataError, IntegrityError) as error:
             if len(rows) == 1:
                 position = (rows[0]["detail_partition"], rows[0]["detail_offset"])
@@ -241,7 +250,7 @@ def start_sink(spark: SparkSession, settings: Settings, config: SinkJobConfig) -
     writer = (
         detail_rows(raw)
         .writeStream.queryName(QUERY_NAME)
-        .foreachBatch(BatchWriter(settings))
+        .foreachBatch(BatchWriter(settings, checkpoint))
         .option("checkpointLocation", str(checkpoint))
     )
     return streaming.with_trigger(writer, config.trigger, config.interval).start()

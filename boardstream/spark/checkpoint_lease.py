@@ -17,11 +17,13 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from boardstream.errors import BoardstreamError
 from boardstream.leases import WAIT_POLL_S, Held, Leases, LeaseTimeoutError
@@ -29,6 +31,8 @@ from boardstream.settings import Settings
 from boardstream.spark.checkpoint_files import checkpoint_uri
 
 logger = logging.getLogger(__name__)
+
+_held_here: dict[str, Held] = {}  # the leases this process holds, by name: for its writers
 
 
 class CheckpointBusyError(BoardstreamError):
@@ -124,4 +128,20 @@ def hold(
                 "board_detail_stream_request DAG with action=stop), or run on another "
                 "checkpoint."
             ) from None
-        yield held
+        _held_here[held.name] = held
+        try:
+            yield held
+        finally:
+            del _held_here[held.name]
+
+
+def fence(settings: Settings, checkpoint: str | Path) -> Callable[[Connection], None] | None:
+    """What a writer of ``checkpoint``'s query runs in each transaction of its writes, so that
+    they commit only while this process holds the checkpoint's lease
+    (:meth:`boardstream.leases.Leases.fence`); None when this process does not hold it (a
+    repair run, a test calling the writer directly)."""
+    held = _held_here.get(lease_name(checkpoint))
+    if held is None:
+        return None
+    leases = Leases.of(settings)
+    return lambda connection: leases.fence(connection, held)

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
@@ -175,7 +176,9 @@ def run(
         lost = held.lost if held is not None else threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
         try:
-            query = _run_restarting_late_workers(spark, start, stop_requested, lost)
+            query = _run_restarting_late_workers(
+                spark, start, stop_requested, lost, settings.lease_ttl_s / 6
+            )
             if query.lastProgress is not None:
                 listener.wait_for(str(query.runId), query.lastProgress["batchId"])
         finally:
@@ -194,6 +197,7 @@ def _run_restarting_late_workers(
     start: Callable[[], StreamingQuery],
     stop_requested: threading.Event,
     lease_lost: threading.Event,
+    lost_stop_s: float,
 ) -> StreamingQuery:
     """Run the query from ``start()`` until it ends, a stop is requested, or its checkpoint's
     lease is lost (another driver may hold it by the TTL's end); a query that failed
@@ -206,23 +210,20 @@ def _run_restarting_late_workers(
         try:
             while not query.awaitTermination(STOP_POLL_S):
                 if lease_lost.is_set():
-                    stop_requested.set()
-                    logger.warning(
-                        "%s lost its checkpoint's lease: stopping it, its batch under way "
-                        "cancelled",
-                        query.name,
-                    )
-                elif stop_requested.is_set():
+                    _stop_within(spark, query, lost_stop_s)
+                    return query
+                if stop_requested.is_set():
                     logger.info(
                         "stop requested: stopping %s, its batch under way cancelled "
                         "(replayed from the checkpoint at the next start)",
                         query.name,
                     )
-                if stop_requested.is_set():
                     quiet_jvm_logging(spark)
                     query.stop()
             return query
         except StreamingQueryException as error:
+            if lease_lost.is_set():  # a write refused for it (a fence): run says so
+                return query
             if stop_requested.is_set():
                 # Spark takes a foreachBatch whose job the stop cancelled for a failed batch
                 # (it recognises only its own code's interruptions): the stop, all the same.
@@ -242,6 +243,24 @@ def _run_restarting_late_workers(
             )
             if stop_requested.wait(pause_s):
                 raise
+
+
+def _stop_within(spark: SparkSession, query: StreamingQuery, timeout_s: float) -> None:
+    """Stop ``query``, whose driver lost its checkpoint's lease, waiting at most ``timeout_s``
+    for its thread (Spark's ``stopTimeout``, read at the stop): the lease is given up at two
+    thirds of its TTL, and the driver must be gone before the TTL lets a successor in. Past the
+    timeout the driver ends all the same, and its JVM's exit ends the query."""
+    logger.warning(
+        "%s lost its checkpoint's lease: stopping it within %g s, its batch under way cancelled",
+        query.name,
+        timeout_s,
+    )
+    quiet_jvm_logging(spark)
+    spark.conf.set("spark.sql.streaming.stopTimeout", f"{int(timeout_s * 1000)}ms")
+    try:
+        query.stop()
+    except Py4JJavaError as error:  # its java.util.concurrent.TimeoutException
+        logger.warning("%s did not stop in time: %s", query.name, str(error).split("\n")[0])
 
 
 def late_python_worker(error: BaseException) -> bool:

@@ -310,7 +310,13 @@ def fake_spark(streams: FakeStreams) -> Any:
     context = SimpleNamespace(
         _gateway=gateway, applicationId="app-1", master="local[1]", uiWebUrl=None
     )
-    return SimpleNamespace(streams=streams, sparkContext=context)
+    conf: dict[str, str] = {}
+    return SimpleNamespace(
+        streams=streams,
+        sparkContext=context,
+        conf=SimpleNamespace(set=conf.__setitem__),
+        conf_values=conf,
+    )
 
 
 @pytest.fixture
@@ -448,6 +454,8 @@ def test_a_driver_that_lost_its_checkpoints_lease_stops_its_query_and_fails(
     with pytest.raises(streaming.CheckpointLeaseLostError, match="lease was lost"):
         streaming.run(spark, config, lambda: query, Config(checkpoint=checkpoint))
     assert query.stops == 1 and streams.removed == streams.added
-    assert "board_detail_join lost its checkpoint's lease: stopping it" in caplog.text
+    # Stopped in time for the TTL: given up at 2/3 of it, stopped within 1/6 more.
+    assert spark.conf_values == {"spark.sql.streaming.stopTimeout": "166ms"}
+    assert "board_detail_join lost its checkpoint's lease: stopping it within" in caplog.text
     thief = checkpoint_lease.holder(config, checkpoint)  # its release left the new holder's
     assert thief is not None and thief.host == "elsewhere"
