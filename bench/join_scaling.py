@@ -33,8 +33,11 @@ from compare import Observer, Result, System, boardstream_env, drain, start, sto
 
 from boardstream.kafka.clients import admin_client, reliable_producer
 from boardstream.kafka.topics import TopicSpec, create_topics, platform_topics
+from boardstream.locations import checkpoint_uri
 from boardstream.reconcile.reads import readers
+from boardstream.reconcile.reads.snapshot import committed_progress
 from boardstream.settings import Settings
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.session import spark_session
 from boardstream.spark.submit import submit_command
 from boardstream.stream_progress import ProgressStore
@@ -109,15 +112,16 @@ def percentile(values: list[float], cut: int) -> float:
     )
 
 
-def waiting_read_s(settings: Settings, checkpoint: Path) -> tuple[float, int]:
-    """Seconds to read the boards waiting in the join's state as of its last batch (the best of
-    two in one session), and how many wait."""
+def waiting_read_s(settings: Settings, checkpoint: str) -> tuple[float, int]:
+    """Seconds to read the boards waiting in the join's state (its checkpoint's URI) as of its
+    last batch (the best of two in one session), and how many wait."""
     spark = spark_session(settings, "bench-join-scaling", progress=False)
-    batch = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    batch = committed_progress(CheckpointFiles(spark), checkpoint).batch_id
+    assert batch is not None, f"{checkpoint}: the join committed no batch"
     times = []
     for _ in range(2):
         began = time.perf_counter()
-        waiting = readers.pending(spark, str(checkpoint), batch).collect()
+        waiting = readers.pending(spark, checkpoint, batch).collect()
         times.append(time.perf_counter() - began)
     return min(times), len(waiting)
 
@@ -173,7 +177,7 @@ def table_size(members: int, rate: float, seconds: float) -> dict[str, float]:
         time.sleep(3)
     finally:
         stop(process)
-    read_s, waiting = waiting_read_s(settings, run_dir / "join-ckpt")
+    read_s, waiting = waiting_read_s(settings, checkpoint_uri(run_dir / "join-ckpt"))
     batches = [
         b
         for b in progress(run_dir)

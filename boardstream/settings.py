@@ -13,10 +13,11 @@ import contextlib
 import os
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from boardstream.locations import checkpoint_uri, child
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Brokers the local stack can run: one, or a quorum of three that survives losing any one.
@@ -65,8 +66,10 @@ class Settings(BaseSettings):
         "it: killed, its host lost or cut off. Its holder renews it every third of this.",
     )
     postgres_port: int = Field(default=5432, description="Port of the local PostgreSQL server.")
-    checkpoint_root: Path | None = Field(
-        default=None, description="Root of Spark checkpoints; default: var_dir/checkpoints."
+    checkpoint_root: str | None = Field(
+        default=None,
+        description="Root of Spark checkpoints: a local path or a Hadoop filesystem URI "
+        "(hdfs://namenode:8020/boardstream/checkpoints); default: var_dir/checkpoints.",
     )
     member_topic: str = "member"
     board_topic: str = "board"
@@ -239,21 +242,11 @@ class Settings(BaseSettings):
 
     @field_validator("checkpoint_root", mode="before")
     @classmethod
-    def _checkpoints_on_local_disk(cls, value: object) -> object:
-        """A URI is refused rather than read as a path ("hdfs://nn/c" would become the local
-        directory "hdfs:/nn/c"): the checkpoint's lease and the streams' lag still read it as
-        local files, so another filesystem's checkpoints cannot be offered yet."""
-        text = str(value) if value is not None else ""
-        scheme = urlsplit(text).scheme
-        if scheme == "file":
-            return Path(urlsplit(text).path)
-        if len(scheme) > 1:
-            raise ValueError(
-                f"checkpoints on {scheme}:// are not supported yet (the checkpoint lease and the "
-                f"streams' lag read local files); give a local directory or file:// URI, got "
-                f"{text!r}"
-            )
-        return value
+    def _checkpoint_root_is_a_location(cls, value: object) -> str | None:
+        """A path or a Hadoop filesystem URI (``hdfs://nn:8020/c``), as a URI; a relative path
+        is made absolute here, so a driver started elsewhere names the same directory."""
+        text = "" if value is None else str(value).strip()
+        return checkpoint_uri(text) if text else None
 
     @field_validator("topic_retention_ms")
     @classmethod
@@ -318,8 +311,13 @@ class Settings(BaseSettings):
         return self.database_url or f"sqlite:///{self.var_dir / 'boardstream.db'}"
 
     @property
-    def checkpoints(self) -> Path:
-        return self.checkpoint_root or self.var_dir / "checkpoints"
+    def checkpoints(self) -> str:
+        """The checkpoints' root, as a URI (a local one ``file://``)."""
+        return self.checkpoint_root or checkpoint_uri(self.var_dir / "checkpoints")
+
+    def checkpoint(self, query: str) -> str:
+        """The default checkpoint of the query (job) ``query``."""
+        return child(self.checkpoints, query)
 
     @property
     def data_docs(self) -> Path:

@@ -9,7 +9,6 @@ an aggregation's rejects (of ``board`` records, too) must not read as the join's
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
@@ -115,7 +114,7 @@ class OutputConfig(Protocol):
     @property
     def query_name(self) -> str: ...
 
-    def checkpoint_dir(self, settings: Settings) -> Path: ...
+    def checkpoint_dir(self, settings: Settings) -> str: ...
 
 
 def start_output(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -34,6 +35,7 @@ from boardstream.entrypoints.argtypes import (
 )
 from boardstream.errors import BoardstreamError, InvalidOptionError, ServiceUnreachableError
 from boardstream.generator.plan import GeneratorOptions
+from boardstream.locations import checkpoint_uri, shown
 from boardstream.logs import VERBOSE_ENV, configure
 from boardstream.preflight import require
 from boardstream.settings import CLUSTER_SIZES, Settings
@@ -225,14 +227,17 @@ def _compaction(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _state(args: argparse.Namespace, settings: Settings) -> int:
+    from boardstream.spark.checkpoint_files import CheckpointFiles
     from boardstream.spark.session import spark_session
-    from boardstream.spark.state import state_report
+    from boardstream.spark.state import require_checkpoint, state_report
 
-    if not args.checkpoint.is_dir():
-        raise BoardstreamError(f"no checkpoint at {args.checkpoint}")
+    location = checkpoint_uri(args.checkpoint)
+    if urlsplit(location).scheme == "file" and not Path(shown(location)).is_dir():
+        raise BoardstreamError(f"no checkpoint at {shown(location)}")  # before a JVM starts
     spark = spark_session(settings, "state-show", master="local[1]", progress=False)
     spark.sparkContext.setLogLevel("ERROR")
-    for line in state_report(spark, args.checkpoint, args.key, args.var, args.limit):
+    checkpoint = require_checkpoint(CheckpointFiles(spark), location)
+    for line in state_report(spark, checkpoint, args.key, args.var, args.limit):
         print(line, flush=True)
     return 0
 
@@ -505,7 +510,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     state = parsers["state"]
     state.add_argument("action", choices=["show"])
-    state.add_argument("--checkpoint", type=Path, required=True, help="the query's checkpoint")
+    state.add_argument(
+        "--checkpoint", required=True, help="the query's checkpoint: a path or hdfs://… URI"
+    )
     state.add_argument("--key", help="only the rows with this key")
     state.add_argument("--var", help="only this state variable (timers included)")
     state.add_argument("--limit", type=positive, default=20, help="rows shown per variable")
@@ -533,8 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--run", type=positive, required=True, help="reconciliation run id")
     repair.add_argument("--join-mode", choices=["latest", "as-of"], default="latest")
     for command in (reconcile, repair):
-        command.add_argument("--join-checkpoint", type=Path, help="default: the join job's")
-        command.add_argument("--sink-checkpoint", type=Path, help="default: the sink job's")
+        command.add_argument("--join-checkpoint", help="default: the join job's")
+        command.add_argument("--sink-checkpoint", help="default: the sink job's")
     return parser
 
 

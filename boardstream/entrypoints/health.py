@@ -131,7 +131,7 @@ def stream_progress(
 def _last_run_as(settings: Settings, query: str) -> dict[str, Any] | None:
     """How the query's last driver ran it (trigger, interval), as its default checkpoint's
     lease says; None without one."""
-    holder = last_holder(settings, settings.checkpoints / query)
+    holder = last_holder(settings, settings.checkpoint(query))
     return None if holder is None else dict(holder.details)
 
 

@@ -10,7 +10,6 @@ import argparse
 import logging
 import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
@@ -108,7 +107,7 @@ def _query_arguments(
         "(real-time)",
     )
     parser.add_argument("--max-offsets-per-trigger", type=positive, default=max_offsets)
-    parser.add_argument("--checkpoint", type=Path, default=None)
+    parser.add_argument("--checkpoint", default=None, help="a path or a Hadoop filesystem URI")
 
 
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

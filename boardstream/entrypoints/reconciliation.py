@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from boardstream import database, reconcile
@@ -29,8 +28,8 @@ def reconcile_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reconcile", description=(running.__doc__ or "").splitlines()[0]
     )
-    parser.add_argument("--join-checkpoint", type=Path)
-    parser.add_argument("--sink-checkpoint", type=Path)
+    parser.add_argument("--join-checkpoint")
+    parser.add_argument("--sink-checkpoint")
     parser.add_argument("--run-by", default="cli")
     parser.add_argument(
         "--full",
@@ -92,8 +91,8 @@ def _run(
     spark: SparkSession,
     settings: Settings,
     run_by: str,
-    join_checkpoint: Path | None,
-    sink_checkpoint: Path | None,
+    join_checkpoint: str | None,
+    sink_checkpoint: str | None,
     options: ReconcileOptions | None,
     kind: str,
 ) -> int:
@@ -118,8 +117,8 @@ def repair_parser() -> argparse.ArgumentParser:
         prog="repair", description=(repairing.__doc__ or "").splitlines()[0]
     )
     parser.add_argument("--run", type=positive, required=True, help="reconciliation run id")
-    parser.add_argument("--join-checkpoint", type=Path)
-    parser.add_argument("--sink-checkpoint", type=Path)
+    parser.add_argument("--join-checkpoint")
+    parser.add_argument("--sink-checkpoint")
     parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
     parser.add_argument("--run-by", default="cli")
     return parser

@@ -43,7 +43,7 @@ from boardstream.kafka.clients import (
 from boardstream.kafka.limits import require_fit, spark_producer_limit
 from boardstream.settings import Settings
 from boardstream.spark import streaming
-from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import guard_checkpoint, record_identity, recorded_identity
 
 QUERY_NAME = "board-detail-join"
@@ -242,7 +242,7 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
     require_output_fits(settings, config)
     if config.trigger == streaming.REAL_TIME:
         require_real_time_slots(spark, settings)
-    files, checkpoint = CheckpointFiles(spark), checkpoint_uri(config.checkpoint_dir(settings))
+    files, checkpoint = CheckpointFiles(spark), config.checkpoint_dir(settings)
     name_legacy_engine(files, checkpoint)
     # A checkpoint of another configuration is refused before anything is written (a tick).
     guard_checkpoint(files, checkpoint, {"query": QUERY_NAME, **identity}, ENGINE_ADVICE)

@@ -54,21 +54,19 @@ def repair(
     settings: Settings,
     run_id: int,
     join_mode: str = LATEST,
-    join_checkpoint: Path | None = None,
+    join_checkpoint: str | Path | None = None,
 ) -> dict[str, int]:
     """Fix the findings of run ``run_id`` with the join's own code (in ``join_mode``, reading
     pending boards from ``join_checkpoint``, by default the join job's); returns how many ids
     each step touched."""
-    join_checkpoint = join_checkpoint or checkpoints(settings)[0]
+    join_checkpoint = checkpoints(settings, join_checkpoint)[0]
     options = JoinOptions(mode=join_mode)
     engine = database.engine(settings.database)
     read, snapshot, table_read = readers.read_run(spark, settings, stored_snapshot(engine, run_id))
     with engine.connect() as connection:
         kept = expired.kept(connection, settings, snapshot)
     every = ReconcileOptions(examples=None)  # every id of each finding, not a few examples
-    found = reconcile(
-        spark, settings, snapshot, str(join_checkpoint), kept, read, table_read, every
-    )
+    found = reconcile(spark, settings, snapshot, join_checkpoint, kept, read, table_read, every)
     ids = {kind: f.examples for kind, f in found.findings.items()}
     # A board whose output expired unread is joined again: its record is then evidence anew.
     lost = set(ids["missing"]) | set(ids["expired_unseen"])

@@ -22,6 +22,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka import retention
 from boardstream.kafka.clients import admin_client
+from boardstream.locations import checkpoint_uri
 from boardstream.reconcile.checks.spark_checks import (
     FAILING,
     REPORTED,
@@ -122,16 +123,22 @@ class RunResult:
         return lines
 
 
-def checkpoints(settings: Settings) -> tuple[Path, Path]:
-    return settings.checkpoints / JOIN, settings.checkpoints / SINK
+def checkpoints(
+    settings: Settings, join: str | Path | None = None, sink: str | Path | None = None
+) -> tuple[str, str]:
+    """The join's and the sink's checkpoints as URIs: those given, else the jobs' own."""
+    return (
+        settings.checkpoint(JOIN) if join is None else checkpoint_uri(join),
+        settings.checkpoint(SINK) if sink is None else checkpoint_uri(sink),
+    )
 
 
 def reconcile_once(
     spark: SparkSession,
     settings: Settings,
     run_by: str,
-    join_checkpoint: Path | None = None,
-    sink_checkpoint: Path | None = None,
+    join_checkpoint: str | Path | None = None,
+    sink_checkpoint: str | Path | None = None,
     options: ReconcileOptions | None = None,
     kind: str = FULL,
 ) -> RunResult:
@@ -143,9 +150,7 @@ def reconcile_once(
     while no full run has filled the ledger."""
     if kind not in (FULL, INCREMENTAL):
         raise BoardstreamError(f"a reconciliation is {FULL} or {INCREMENTAL}, not {kind!r}")
-    default_join, default_sink = checkpoints(settings)
-    join_checkpoint = join_checkpoint or default_join
-    sink_checkpoint = sink_checkpoint or default_sink
+    join_checkpoint, sink_checkpoint = checkpoints(settings, join_checkpoint, sink_checkpoint)
     engine = database.engine(settings.database)
     with _recording(engine, "its start"):
         for store in (digest_ledger, fact_store, table_watch):
@@ -176,7 +181,7 @@ def reconcile_once(
     check = _full if kind == FULL else _incremental
     with Heartbeat(engine, run_id, settings.reconcile_heartbeat_timeout_s):
         try:
-            outcome = check(spark, engine, settings, snapshot, str(join_checkpoint), options)
+            outcome = check(spark, engine, settings, snapshot, join_checkpoint, options)
             validation = _validate(outcome, settings, run_id)
         except Exception as error:
             _errored(engine, run_id, error)

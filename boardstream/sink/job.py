@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import sqlalchemy as sa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -26,10 +25,11 @@ from boardstream.failpoints import failpoint
 from boardstream.joins import schema
 from boardstream.kafka.clients import DeliveryErrors, admin_client, client_config, reliable_producer
 from boardstream.kafka.limits import librdkafka_producer_limit, require_fit
+from boardstream.locations import checkpoint_uri
 from boardstream.settings import Settings
 from boardstream.sink import table
 from boardstream.spark import checkpoint_lease, streaming
-from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 
 QUERY_NAME = "board-detail-sink"
@@ -116,7 +116,7 @@ class BatchWriter:
     ``checkpoint``, its upserts commit only while this driver holds that checkpoint's lease: a
     driver cut off for longer than the TTL, whose successor runs, writes nothing more."""
 
-    def __init__(self, settings: Settings, checkpoint: Path | None = None) -> None:
+    def __init__(self, settings: Settings, checkpoint: str | None = None) -> None:
         self.settings = settings
         self.checkpoint = checkpoint
         self.engine = database.engine(settings.database)

@@ -12,14 +12,13 @@ filesystem keeps beside each file (a file changed on disk behind Hadoop's back i
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from boardstream.errors import BoardstreamError
+from boardstream.locations import shown
 
 # Writes replace a file in one step: FileContext's rename with OVERWRITE is atomic (HDFS, local);
 # the FileSystem-based manager's rename keeps the old file when the new one exists.
@@ -38,26 +37,6 @@ class CheckpointChecksumError(CheckpointFilesError):
 
 _CHECKSUM_EXCEPTION = "org.apache.hadoop.fs.ChecksumException"
 T = TypeVar("T")
-
-
-def checkpoint_uri(location: str | Path) -> str:
-    """``location`` as a URI: one with a scheme as it is, a plain path as an absolute
-    ``file://`` URI (a cluster's default filesystem must not reinterpret it)."""
-    text = str(location)
-    if len(urlsplit(text).scheme) > 1:  # "C:" is a drive, not a scheme
-        return text.rstrip("/")
-    return Path(text).absolute().as_uri()
-
-
-def child(uri: str, name: str) -> str:
-    """The file ``name`` in the directory ``uri``."""
-    return f"{uri.rstrip('/')}/{name}"
-
-
-def shown(uri: str) -> str:
-    """``uri`` as a message names it: a local file by its path."""
-    parts = urlsplit(uri)
-    return parts.path if parts.scheme == "file" else uri
 
 
 class CheckpointFiles:

@@ -15,7 +15,8 @@ import json
 from collections.abc import Mapping
 
 from boardstream.errors import BoardstreamError
-from boardstream.spark.checkpoint_files import CheckpointFiles, child
+from boardstream.locations import child
+from boardstream.spark.checkpoint_files import CheckpointFiles
 
 IDENTITY_FILE = "boardstream-identity.json"
 

@@ -27,8 +27,8 @@ from sqlalchemy.engine import Connection
 
 from boardstream.errors import BoardstreamError
 from boardstream.leases import WAIT_POLL_S, Held, Leases, LeaseTimeoutError
+from boardstream.locations import checkpoint_uri
 from boardstream.settings import Settings
-from boardstream.spark.checkpoint_files import checkpoint_uri
 
 logger = logging.getLogger(__name__)
 

@@ -14,24 +14,33 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from boardstream.errors import BoardstreamError
+from boardstream.locations import checkpoint_uri, child, shown
+from boardstream.spark.checkpoint_files import CheckpointFiles
 
 TIMER_PREFIX = "$"  # Spark's internal timer variables, e.g. $procTimers_keyToTimestamp
 
 
+def require_checkpoint(files: CheckpointFiles, location: str | Path) -> str:
+    """``location`` (a path or URI) as a URI, refused unless a streaming query wrote there."""
+    checkpoint = checkpoint_uri(location)
+    if not files.exists(child(checkpoint, "offsets")):
+        raise BoardstreamError(f"{shown(checkpoint)} is not a streaming checkpoint (no offsets/)")
+    return checkpoint
+
+
 def state_report(
     spark: SparkSession,
-    checkpoint: Path,
+    checkpoint: str,
     key: str | None = None,
     variable: str | None = None,
     limit: int = 20,
 ) -> Iterator[str]:
-    """Lines describing every stateful operator of the checkpoint's query and, per state
-    variable, its rows per partition and its rows (those whose key is ``key``, if given)."""
-    if not (checkpoint / "offsets").is_dir():
-        raise BoardstreamError(f"{checkpoint} is not a streaming checkpoint (no offsets/)")
-    operators = spark.read.format("state-metadata").load(str(checkpoint)).collect()
+    """Lines describing every stateful operator of the query of ``checkpoint`` (a URI) and, per
+    state variable, its rows per partition and its rows (those whose key is ``key``, if
+    given)."""
+    operators = spark.read.format("state-metadata").load(checkpoint).collect()
     if not operators:
-        raise BoardstreamError(f"{checkpoint}: the query keeps no state")
+        raise BoardstreamError(f"{shown(checkpoint)}: the query keeps no state")
     known = {
         v["stateName"]
         for o in operators
@@ -39,7 +48,8 @@ def state_report(
     }
     if variable is not None and variable not in known:
         raise BoardstreamError(
-            f"no state variable {variable!r} in {checkpoint}; it has: {', '.join(sorted(known))}"
+            f"no state variable {variable!r} in {shown(checkpoint)}; it has: "
+            f"{', '.join(sorted(known))}"
         )
     for operator in operators:
         properties = json.loads(operator.operatorProperties or "{}")
@@ -59,7 +69,7 @@ def state_report(
 
 def _variable(
     spark: SparkSession,
-    checkpoint: Path,
+    checkpoint: str,
     operator_id: int,
     name: str | None,
     key: str | None,
@@ -68,7 +78,7 @@ def _variable(
     reader = spark.read.format("statestore").option("operatorId", str(operator_id))
     if name is not None:
         reader = reader.option("stateVarName", name)
-    rows = reader.load(str(checkpoint)).cache()
+    rows = reader.load(checkpoint).cache()
     counts = sorted(rows.groupBy("partition_id").count().collect())
     per_partition = ", ".join(f"{r.partition_id}: {r['count']:,}" for r in counts)
     total = sum(r["count"] for r in counts)

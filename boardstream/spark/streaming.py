@@ -18,9 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from boardstream.errors import BoardstreamError
+from boardstream.locations import checkpoint_uri
 from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
-from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 from boardstream.spark.progress import ProgressListener
 from boardstream.spark.triggers import (
@@ -56,7 +57,7 @@ class QueryConfig:
 
     trigger: str = AVAILABLE_NOW
     interval: str = "1 second"
-    checkpoint: Path | None = None
+    checkpoint: str | Path | None = None  # a path or a Hadoop filesystem URI
 
     def __post_init__(self) -> None:
         require_interval(self.trigger, self.interval)
@@ -65,8 +66,11 @@ class QueryConfig:
     def query_name(self) -> str:
         raise NotImplementedError
 
-    def checkpoint_dir(self, settings: Settings) -> Path:
-        return self.checkpoint or settings.checkpoints / self.query_name
+    def checkpoint_dir(self, settings: Settings) -> str:
+        """The checkpoint's URI."""
+        if self.checkpoint is None:
+            return settings.checkpoint(self.query_name)
+        return checkpoint_uri(self.checkpoint)
 
 
 def kafka_stream(
@@ -117,20 +121,19 @@ def start_to_kafka(
     rows: DataFrame,
     settings: Settings,
     name: str,
-    checkpoint: Path,
+    checkpoint: str,
     trigger: str,
     interval: str,
     identity: Mapping[str, object],
 ) -> StreamingQuery:
     """Start a query writing Kafka rows (topic, key, value), checkpointed, under ``trigger``;
     refused if the checkpoint was written under another ``identity`` (see checkpoint_guard)."""
-    location = checkpoint_uri(checkpoint)
-    guard_checkpoint(CheckpointFiles(rows.sparkSession), location, {"query": name, **identity})
+    guard_checkpoint(CheckpointFiles(rows.sparkSession), checkpoint, {"query": name, **identity})
     writer = (
         rows.writeStream.queryName(name)
         .format("kafka")
         .options(**settings.to_spark_kafka_sink_options())
-        .option("checkpointLocation", location)
+        .option("checkpointLocation", checkpoint)
         .outputMode(output_mode(trigger))
     )
     if trigger == REAL_TIME:

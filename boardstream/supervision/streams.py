@@ -4,7 +4,6 @@ application on its own checkpoint, started with a continuous trigger."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from boardstream.errors import InvalidOptionError
 from boardstream.joins.job import QUERY_NAME as JOIN
@@ -50,7 +49,7 @@ class Stream:
 
     job: str
     args: tuple[str, ...]
-    checkpoint: Path
+    checkpoint: str  # its URI
     cores: int  # its share of a Spark cluster (local mode ignores it)
     cores_setting: str  # the setting of ``cores`` (BOARDSTREAM_STREAM_<JOB>_CORES)
     sources: tuple[str, ...] = ()  # the topics it reads: its lag is counted on them
@@ -70,7 +69,7 @@ def board_detail_streams(settings: Settings, options: StreamOptions) -> tuple[St
         Stream(
             JOIN,
             (*join_args, *options.join_args),
-            settings.checkpoints / JOIN,
+            settings.checkpoint(JOIN),
             settings.stream_join_cores,
             env_var("stream_join_cores"),
             (settings.member_topic, settings.board_topic),
@@ -78,7 +77,7 @@ def board_detail_streams(settings: Settings, options: StreamOptions) -> tuple[St
         Stream(
             SINK,
             sink_args,
-            settings.checkpoints / SINK,
+            settings.checkpoint(SINK),
             settings.stream_sink_cores,
             env_var("stream_sink_cores"),
             (settings.board_detail_topic,),

@@ -167,13 +167,14 @@ def halt(
         )
     with contextlib.suppress(ProcessLookupError):  # it ended in between: the lease is free
         os.kill(owner.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
+    deadline, killed = time.monotonic() + timeout_s, False
     while holder(settings, stream.checkpoint) is not None:
         if time.monotonic() > deadline:
-            if not then_kill:
+            if killed or not then_kill:
                 raise StreamStopError(
-                    f"{stream.job} did not stop within {timeout_s:g}s of SIGTERM: "
-                    f"{owner.describe()}; see {register.log_file(settings, stream.job)}"
+                    f"{stream.job} did not stop within {timeout_s:g}s of SIGTERM"
+                    + (" nor its lease expire after a SIGKILL" if killed else "")
+                    + f": {owner.describe()}; see {register.log_file(settings, stream.job)}"
                 )
             logger.warning(
                 "%s did not stop within %g s of SIGTERM: killed (%s)",
@@ -183,6 +184,7 @@ def halt(
             )
             with contextlib.suppress(ProcessLookupError):
                 os.kill(owner.pid, signal.SIGKILL)
-            deadline = float("inf")  # its lease is free once its TTL has run out
+            killed = True  # its lease is free once its TTL has run out
+            deadline = time.monotonic() + settings.lease_ttl_s + timeout_s
         time.sleep(POLL_S)
     return owner

@@ -29,7 +29,7 @@ def test_a_live_checkpoint_refuses_the_catch_up_run(operator, tmp_path, run_type
     settings = isolated_settings(tmp_path, lease_ttl_s=1)
     context = {"dag_run": SimpleNamespace(run_type=run_type)}
     operator._refuse_a_live_checkpoint(settings, context)  # nobody holds it: no refusal
-    checkpoint = settings.checkpoints / "board-detail-join"
+    checkpoint = settings.checkpoint("board-detail-join")
     with (
         hold(settings, checkpoint, "board-detail-join", {"application_id": "app-3"}),
         pytest.raises(Exception) as refused,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from boardstream import failpoints, supervision
 from boardstream.generator.plan import GeneratorOptions, Plan
+from boardstream.locations import shown
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stream_progress import ProgressStore
 from tests.pipeline import Pipeline, consume_all, query
@@ -162,7 +163,7 @@ class Scenario:
         process = self.continuous(job, args, extra_env={failpoints.ENV: point})
         assert process.wait(timeout=300) == -signal.SIGKILL, self.tail(job)
         self.faults += 1
-        checkpoint = self.settings.checkpoints / job
+        checkpoint = Path(shown(self.settings.checkpoint(job)))  # a local one, read directly
         planned = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
         assert not (checkpoint / "commits" / str(planned)).exists(), "no batch left to replay"
 
@@ -179,8 +180,8 @@ class Scenario:
         """`boardstream reconcile` against this scenario's checkpoints, as the DAG runs it."""
         return self.cli(
             "reconcile",
-            f"--join-checkpoint={self.settings.checkpoints / 'board-detail-join'}",
-            f"--sink-checkpoint={self.settings.checkpoints / 'board-detail-sink'}",
+            f"--join-checkpoint={self.settings.checkpoint('board-detail-join')}",
+            f"--sink-checkpoint={self.settings.checkpoint('board-detail-sink')}",
             *options,
         )
 

@@ -31,7 +31,6 @@ HEARTBEAT_TIMEOUT_S = 10  # a beat every 0.5 s; a run silent for 10 s is dead
 def reconcile(s: Scenario) -> subprocess.Popen:
     """`boardstream reconcile --full` on the scenario's checkpoints, in a process group of its
     own (the CLI, spark-submit, the driver: killed together as a host's power cut would)."""
-    checkpoints = s.settings.checkpoints
     return subprocess.Popen(
         [
             sys.executable,
@@ -39,8 +38,8 @@ def reconcile(s: Scenario) -> subprocess.Popen:
             "boardstream.entrypoints.cli",
             "reconcile",
             "--full",
-            f"--join-checkpoint={checkpoints / 'board-detail-join'}",
-            f"--sink-checkpoint={checkpoints / 'board-detail-sink'}",
+            f"--join-checkpoint={s.settings.checkpoint('board-detail-join')}",
+            f"--sink-checkpoint={s.settings.checkpoint('board-detail-sink')}",
         ],
         env=s.env(BOARDSTREAM_RECONCILE_HEARTBEAT_TIMEOUT_S=str(HEARTBEAT_TIMEOUT_S)),
         stdout=subprocess.PIPE,

@@ -49,7 +49,7 @@ def _expire(settings: Settings, name: str) -> None:
 
 
 def test_a_driver_whose_lease_was_taken_writes_nothing(settings: Settings) -> None:
-    checkpoint = settings.checkpoints / "board-detail-sink"
+    checkpoint = settings.checkpoint("board-detail-sink")
     writer = BatchWriter(settings, checkpoint)
     with checkpoint_lease.hold(settings, checkpoint, "board-detail-sink", {}) as held:
         assert writer.upsert_isolating([_row("b1", 1)]) == {}
@@ -73,7 +73,7 @@ def test_a_taker_waits_for_the_holders_open_write_and_finds_the_lease_renewed(
     for that transaction, and finds the lease renewed by it; no write of the holder can land
     after a taking."""
     settings = settings.model_copy(update={"lease_ttl_s": 1.0})
-    checkpoint = settings.checkpoints / "board-detail-sink"
+    checkpoint = settings.checkpoint("board-detail-sink")
     name = checkpoint_lease.lease_name(checkpoint)
     writer = BatchWriter(settings, checkpoint)
     with checkpoint_lease.hold(settings, checkpoint, "board-detail-sink", {}) as held:

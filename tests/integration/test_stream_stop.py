@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from boardstream import database
+from boardstream.locations import shown
 from boardstream.sink import table as sink_table
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_lease import holder
@@ -44,9 +45,11 @@ def _wait_for(what: str, ready, timeout_s: float = 180.0) -> None:
         time.sleep(0.5)
 
 
-def _planned(checkpoint: Path) -> int:
-    """The newest batch in the offset log: Spark logs a batch there before running it."""
-    return max((int(p.name) for p in (checkpoint / "offsets").glob("[0-9]*")), default=-1)
+def _planned(checkpoint: str) -> int:
+    """The newest batch in the offset log (of a local checkpoint, at its URI): Spark logs a
+    batch there before running it."""
+    offsets = Path(shown(checkpoint)) / "offsets"
+    return max((int(p.name) for p in offsets.glob("[0-9]*")), default=-1)
 
 
 def _boards(database_url: str) -> list[str]:

@@ -28,18 +28,30 @@ def test_env_vars_are_read_at_construction(monkeypatch: pytest.MonkeyPatch) -> N
 def test_defaults_live_under_var_dir(tmp_path) -> None:
     settings = Settings(var_dir=tmp_path)
     assert settings.database == f"sqlite:///{tmp_path / 'boardstream.db'}"
-    assert settings.checkpoints == tmp_path / "checkpoints"
+    assert settings.checkpoints == (tmp_path / "checkpoints").as_uri()
+    assert settings.checkpoint("board-detail-join") == f"{settings.checkpoints}/board-detail-join"
     assert settings.jars_dir == tmp_path / "jars"
 
 
-def test_a_file_uri_checkpoint_root_is_its_local_directory(tmp_path) -> None:
-    assert Settings(checkpoint_root=(tmp_path / "c").as_uri()).checkpoints == tmp_path / "c"
+@pytest.mark.parametrize(
+    ("root", "uri"),
+    [
+        ("hdfs://nn:8020/c/", "hdfs://nn:8020/c"),
+        ("s3a://bucket/c", "s3a://bucket/c"),
+        ("file:///srv/c", "file:///srv/c"),
+        ("/srv/c", "file:///srv/c"),
+        ("", None),
+    ],
+)
+def test_a_checkpoint_root_is_a_uri_on_any_filesystem(root: str, uri: str | None) -> None:
+    """ "hdfs://nn/c" was once read as the local directory "hdfs:/nn/c"."""
+    assert Settings(checkpoint_root=root).checkpoint_root == uri
 
 
-@pytest.mark.parametrize("root", ["hdfs://nn:8020/c", "s3a://bucket/c"])
-def test_a_checkpoint_root_on_another_filesystem_is_refused_not_misread(root: str) -> None:
-    with pytest.raises(ValidationError, match=f"checkpoints on {root[:3]}[a-z]*:// are not sup"):
-        Settings(checkpoint_root=root)
+def test_a_relative_checkpoint_root_is_made_absolute(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(checkpoint_root="ckpt")
+    assert settings.checkpoint("join") == f"{(tmp_path / 'ckpt').as_uri()}/join"
 
 
 @pytest.mark.parametrize("servers", ["localhost", "localhost:abc", ":9092"])

@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import JoinOptions
+from boardstream.locations import checkpoint_uri
 from boardstream.reconcile.checks import facts as facts_query
 from boardstream.reconcile.checks import liveness, positions, sql, table_checks
 from boardstream.reconcile.reads import expired, readers
@@ -39,7 +40,7 @@ from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.reconcile.reads.waiting import waiting_lines
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
-from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.timing import phase
 

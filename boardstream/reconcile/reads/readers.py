@@ -28,11 +28,12 @@ from boardstream.joins import schema
 from boardstream.joins.job import JVM
 from boardstream.kafka import replay
 from boardstream.kafka.clients import admin_client
+from boardstream.locations import checkpoint_uri
 from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 from boardstream.reconcile.reads.snapshot import Snapshot, ends_now, retained
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
-from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.timing import phase
 

@@ -15,15 +15,15 @@ import json
 import logging
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import require_topics
+from boardstream.locations import child, shown
 from boardstream.settings import Settings
-from boardstream.spark.checkpoint_files import CheckpointFiles, checkpoint_uri, child, shown
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_lease import last_holder
 from boardstream.spark.triggers import real_time_interval_ms
 
@@ -140,7 +140,7 @@ def committed_progress(files: CheckpointFiles, checkpoint: str) -> JobProgress:
 def as_listed(
     files: CheckpointFiles,
     settings: Settings,
-    checkpoint: Path,
+    checkpoint: str,
     progress: JobProgress,
     latest: Offsets,
 ) -> JobProgress:
@@ -150,7 +150,7 @@ def as_listed(
     last = last_holder(settings, checkpoint)
     interval = None if last is None else real_time_interval_ms(last.details)
     progress = replace(progress, real_time_interval_ms=interval)
-    under_way = under_way_to(files, checkpoint_uri(checkpoint), progress, latest)
+    under_way = under_way_to(files, checkpoint, progress, latest)
     return replace(progress, under_way_to=under_way)
 
 
@@ -211,11 +211,13 @@ def take_snapshot(
     files: CheckpointFiles,
     admin: AdminClient,
     settings: Settings,
-    join_checkpoint: Path,
-    sink_checkpoint: Path,
+    join_checkpoint: str,
+    sink_checkpoint: str,
 ) -> Snapshot:
-    join = committed_progress(files, checkpoint_uri(join_checkpoint))
-    sink = committed_progress(files, checkpoint_uri(sink_checkpoint))
+    """What the topics hold and how far the jobs of ``join_checkpoint`` and ``sink_checkpoint``
+    (URIs) got, read so that every output counted is accounted for."""
+    join = committed_progress(files, join_checkpoint)
+    sink = committed_progress(files, sink_checkpoint)
     topics = [
         settings.member_topic,
         settings.board_topic,

@@ -90,7 +90,7 @@ class BoardstreamSparkSubmitOperator(SparkSubmitOperator):
         driver was killed a moment ago is waited for, up to the lease's TTL."""
         from boardstream.spark.checkpoint_lease import live_holder
 
-        owner = live_holder(settings, settings.checkpoints / self.job)
+        owner = live_holder(settings, settings.checkpoint(self.job))
         if owner is None:
             return
         message = (

@@ -126,7 +126,7 @@ def test_start_creates_the_topics_then_starts_with_the_checkpoint_identity(
         ("rows", "spark", settings, config),
         settings,
         "table-count-per-city",
-        tmp_path / "checkpoints" / "table-count-per-city",
+        (tmp_path / "checkpoints" / "table-count-per-city").as_uri(),
         "processing-time",
         "5 seconds",
         {

@@ -273,9 +273,7 @@ def test_a_real_time_query_is_held_to_the_slo_plus_its_interval(settings: Settin
     later = NOW + timedelta(seconds=601)
     assert stream_progress(settings, 1, SLO, later)[0]["slo"]["breaches"] == ["age"]
     details = {"trigger": "real-time", "interval": "5 minutes"}
-    with checkpoint_lease.hold(
-        settings, settings.checkpoints / "board-detail-join", "join", details
-    ):
+    with checkpoint_lease.hold(settings, settings.checkpoint("board-detail-join"), "join", details):
         assert stream_progress(settings, 1, SLO, later)[0]["slo"]["ok"] is True
     assert stream_progress(settings, 1, SLO, later)[0]["slo"]["ok"] is True
     too_late = NOW + timedelta(seconds=901)
@@ -444,7 +442,7 @@ def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_
         register.write(
             cluster, "board-detail-sink", StreamRecord(STOPPED, (Start(1, False, 3),), 5)
         )
-    join = cluster.checkpoints / "board-detail-join"
+    join = cluster.checkpoint("board-detail-join")
     with hold(cluster, join, "board-detail-join", {"application_id": "app-9"}):
         driver = holder(cluster, join)
         assert driver is not None

@@ -4,8 +4,6 @@ here), and bad flags fail before any Spark starts, naming the problem (exit 2)."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from boardstream.aggregations.event_time import SessionSpec, WindowSpec
@@ -67,7 +65,7 @@ def test_join_flags(started) -> None:
             interval="5 seconds",
             max_record_bytes=1000,
             max_offsets_per_trigger=500,
-            checkpoint=Path("/tmp/cp"),
+            checkpoint="/tmp/cp",
             state_buckets=16,
         )
     ]
@@ -85,7 +83,7 @@ def test_sink_flags(started) -> None:
             trigger="processing-time",
             interval="5 seconds",
             max_offsets_per_trigger=9,
-            checkpoint=Path("/tmp/cp"),
+            checkpoint="/tmp/cp",
         )
     ]
 
@@ -113,7 +111,7 @@ def test_table_count_flags(started) -> None:
             86_400_000,
             trigger="processing-time",
             interval="5 seconds",
-            checkpoint=Path("/tmp/cp"),
+            checkpoint="/tmp/cp",
         )
     ]
 

@@ -98,7 +98,7 @@ def test_reconcile_flags_become_the_runs_options(calls, capsys) -> None:
         (
             Spark,
             "airflow:r/1/t",
-            Path("/cp/join"),
+            "/cp/join",
             None,
             ReconcileOptions(stall_after_ms=1_800_000, unmatched_timeout_ms=300_000),
             "full",
@@ -202,10 +202,8 @@ def test_a_repair_then_reconciles_again(calls, monkeypatch, capsys) -> None:
     assert reconciliation.repair_main(argv) == 1
     assert looked_up == [7]
     assert calls["spark"] == ["repair"]
-    assert calls["repairs"] == [(Spark, 7, "as-of", Path("/cp/j"))]
-    assert calls["runs"] == [
-        (Spark, "me (after repair of run 7)", Path("/cp/j"), None, None, "full")
-    ]
+    assert calls["repairs"] == [(Spark, 7, "as-of", "/cp/j")]
+    assert calls["runs"] == [(Spark, "me (after repair of run 7)", "/cp/j", None, None, "full")]
     assert capsys.readouterr().out == (
         "rejoined: 1,234, table: 2\nreconciliation run 9: FAILED\n  source 3\n"
     )

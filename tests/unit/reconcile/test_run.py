@@ -164,6 +164,10 @@ def test_a_run_that_cannot_finish_names_its_run_and_error() -> None:
 def test_the_default_checkpoints_are_the_jobs_query_names(tmp_path: Path) -> None:
     settings = Settings(var_dir=tmp_path, checkpoint_root=tmp_path / "cp")
     assert checkpoints(settings) == (
-        tmp_path / "cp" / "board-detail-join",
-        tmp_path / "cp" / "board-detail-sink",
+        (tmp_path / "cp" / "board-detail-join").as_uri(),
+        (tmp_path / "cp" / "board-detail-sink").as_uri(),
+    )
+    assert checkpoints(settings, "hdfs://nn:8020/j/", tmp_path / "s") == (
+        "hdfs://nn:8020/j",
+        (tmp_path / "s").as_uri(),
     )

@@ -186,24 +186,24 @@ def test_a_real_time_batch_may_have_read_whatever_was_listed(
         checkpoint_files, checkpoint, 1, 9, committed=False
     )  # the batch under way ends: it is logged first
     committed = committed_progress(checkpoint_files, checkpoint.as_uri())
-    no_lease = as_listed(checkpoint_files, settings, checkpoint, committed, LATEST)
+    no_lease = as_listed(checkpoint_files, settings, checkpoint.as_uri(), committed, LATEST)
     assert no_lease == replace(committed, under_way_to={"board": {0: 9}})
     details = {"trigger": REAL_TIME, "interval": "5 minutes"}
     with checkpoint_lease.hold(settings, checkpoint, "join", details):
-        running = as_listed(checkpoint_files, settings, checkpoint, committed, LATEST)
+        running = as_listed(checkpoint_files, settings, checkpoint.as_uri(), committed, LATEST)
     assert (running.under_way_to, running.real_time_interval_ms) == (LATEST, 300_000)
     assert (
-        as_listed(checkpoint_files, settings, checkpoint, committed, LATEST) == running
+        as_listed(checkpoint_files, settings, checkpoint.as_uri(), committed, LATEST) == running
     )  # the lease released
     with checkpoint_lease.hold(settings, checkpoint, "join", {**details, "interval": "5m"}):
         assert (
             as_listed(
-                checkpoint_files, settings, checkpoint, committed, LATEST
+                checkpoint_files, settings, checkpoint.as_uri(), committed, LATEST
             ).real_time_interval_ms
             == 0
         )
     with checkpoint_lease.hold(settings, checkpoint, "join", {"trigger": PROCESSING_TIME}):
-        after = as_listed(checkpoint_files, settings, checkpoint, committed, LATEST)
+        after = as_listed(checkpoint_files, settings, checkpoint.as_uri(), committed, LATEST)
     assert (after.under_way_to, after.real_time_interval_ms) == ({"board": {0: 9}}, None)
     snapshot = Snapshot(datetime(2026, 11, 27, 10, tzinfo=UTC), {}, LATEST, running, after)
     assert Snapshot.from_json(snapshot.to_json()) == snapshot

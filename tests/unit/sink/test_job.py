@@ -59,8 +59,8 @@ def test_the_query_name_bounded_batches_and_default_checkpoint(settings: Setting
     config = SinkJobConfig()
     assert (QUERY_NAME, config.query_name) == ("board-detail-sink", "board-detail-sink")
     assert config.max_offsets_per_trigger == 100_000
-    assert config.checkpoint_dir(settings) == settings.var_dir / "checkpoints" / QUERY_NAME
-    assert SinkJobConfig(checkpoint=Path("/cp")).checkpoint_dir(settings) == Path("/cp")
+    assert config.checkpoint_dir(settings) == f"{settings.checkpoint_root}/{QUERY_NAME}"
+    assert SinkJobConfig(checkpoint=Path("/cp")).checkpoint_dir(settings) == "file:///cp"
 
 
 def test_the_writer_creates_the_table(settings: Settings) -> None:

@@ -1,4 +1,4 @@
-"""Checkpoint files at a Hadoop filesystem URI: where a location points, what a tampered or
+"""Checkpoint files at a Hadoop filesystem URI: what a tampered or
 unreachable file gives, and that a write replaces a file whole."""
 
 from __future__ import annotations
@@ -7,36 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from boardstream.locations import child
 from boardstream.spark.checkpoint_files import (
     CheckpointChecksumError,
     CheckpointFiles,
     CheckpointFilesError,
-    checkpoint_uri,
-    child,
 )
-
-
-@pytest.mark.parametrize(
-    ("location", "uri"),
-    [
-        ("/srv/ckpt", "file:///srv/ckpt"),
-        ("/srv/ckpt/", "file:///srv/ckpt"),
-        ("file:///srv/ckpt/", "file:///srv/ckpt"),
-        ("hdfs://nn:8020/ckpt/", "hdfs://nn:8020/ckpt"),
-        ("s3a://bucket/ckpt", "s3a://bucket/ckpt"),
-    ],
-)
-def test_a_location_is_a_uri_and_a_plain_path_a_local_file(location: str, uri: str) -> None:
-    assert checkpoint_uri(location) == uri
-
-
-def test_a_relative_path_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert checkpoint_uri(Path("ckpt")) == (tmp_path / "ckpt").as_uri()
-
-
-def test_child() -> None:
-    assert child("hdfs://nn:8020/ckpt/", "offsets") == "hdfs://nn:8020/ckpt/offsets"
 
 
 def test_a_write_replaces_the_file_and_reads_back_exactly(

@@ -14,7 +14,8 @@ import pytest
 from pyspark.sql import Row
 
 from boardstream.errors import BoardstreamError
-from boardstream.spark.state import _jsonable, state_report
+from boardstream.spark.checkpoint_files import CheckpointFiles
+from boardstream.spark.state import _jsonable, require_checkpoint, state_report
 
 
 class FakeRead:
@@ -53,17 +54,18 @@ def operator(operator_id: int, variables: list[str] | None, **properties: Any) -
     )
 
 
-def checkpoint(tmp_path: Path) -> Path:
+def checkpoint(tmp_path: Path) -> str:
     (tmp_path / "ckpt" / "offsets").mkdir(parents=True)
-    return tmp_path / "ckpt"
+    return (tmp_path / "ckpt").as_uri()
 
 
-def test_a_directory_without_offsets_is_not_a_checkpoint(tmp_path: Path) -> None:
-    spark = FakeSpark([])
+def test_a_directory_without_offsets_is_not_a_checkpoint(
+    tmp_path: Path, checkpoint_files: CheckpointFiles
+) -> None:
     with pytest.raises(BoardstreamError) as raised:
-        next(state_report(spark, tmp_path))
+        require_checkpoint(checkpoint_files, tmp_path)
     assert str(raised.value) == f"{tmp_path} is not a streaming checkpoint (no offsets/)"
-    assert spark.read.loaded == [], "refused before Spark reads anything"
+    assert require_checkpoint(checkpoint_files, checkpoint(tmp_path)) == f"{tmp_path.as_uri()}/ckpt"
 
 
 def test_a_query_without_state_is_refused(tmp_path: Path) -> None:
@@ -71,7 +73,7 @@ def test_a_query_without_state_is_refused(tmp_path: Path) -> None:
     spark = FakeSpark([])
     with pytest.raises(BoardstreamError) as raised:
         next(state_report(spark, ckpt))
-    assert str(raised.value) == f"{ckpt}: the query keeps no state"
+    assert str(raised.value) == f"{tmp_path / 'ckpt'}: the query keeps no state"
     assert spark.read.loaded == [("state-metadata", str(ckpt))]
 
 
@@ -83,7 +85,8 @@ def test_an_unknown_variable_is_refused_listing_the_known_ones(tmp_path: Path) -
     with pytest.raises(BoardstreamError) as raised:
         next(state_report(spark, ckpt, variable="member"))
     assert str(raised.value) == (
-        f"no state variable 'member' in {ckpt}; it has: $procTimers_keyToTimestamp, alpha, members"
+        f"no state variable 'member' in {tmp_path / 'ckpt'}; it has: "
+        "$procTimers_keyToTimestamp, alpha, members"
     )
 
 

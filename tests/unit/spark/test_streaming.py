@@ -70,11 +70,12 @@ def test_a_config_runs_available_now_every_second_by_default() -> None:
 
 
 def test_the_checkpoint_defaults_to_the_query_name_under_the_root(tmp_path: Path) -> None:
-    assert (
-        Config().checkpoint_dir(settings(tmp_path)) == tmp_path / "var" / "checkpoints" / "my-query"
-    )
+    default = (tmp_path / "var" / "checkpoints" / "my-query").as_uri()
+    assert Config().checkpoint_dir(settings(tmp_path)) == default
     chosen = tmp_path / "elsewhere"
-    assert Config(checkpoint=chosen).checkpoint_dir(settings(tmp_path)) == chosen
+    assert Config(checkpoint=chosen).checkpoint_dir(settings(tmp_path)) == chosen.as_uri()
+    on_hdfs = "hdfs://nn:8020/c/join/"
+    assert Config(checkpoint=on_hdfs).checkpoint_dir(settings(tmp_path)) == on_hdfs.rstrip("/")
 
 
 def test_the_base_config_names_no_query() -> None:
@@ -174,7 +175,7 @@ def test_a_query_to_kafka_is_checkpointed_and_guarded(
         SimpleNamespace(writeStream=writer, sparkSession=spark),
         settings(tmp_path),
         "q",
-        checkpoint,
+        checkpoint.as_uri(),
         "processing-time",
         "2 seconds",
         {"sources": ["member"]},
@@ -210,7 +211,7 @@ def test_a_real_time_query_writes_in_update_mode(tmp_path: Path, spark: Any) -> 
         SimpleNamespace(writeStream=writer, sparkSession=spark),
         settings(tmp_path),
         "q",
-        tmp_path / "ckpt",
+        (tmp_path / "ckpt").as_uri(),
         "real-time",
         "5 seconds",
         {},
@@ -222,7 +223,7 @@ def test_a_real_time_query_writes_in_update_mode(tmp_path: Path, spark: Any) -> 
 def test_a_checkpoint_of_another_query_is_refused_before_the_writer_is_built(
     tmp_path: Path, spark: Any, checkpoint_files: Any
 ) -> None:
-    checkpoint = tmp_path / "ckpt"
+    checkpoint = (tmp_path / "ckpt").as_uri()
     first = SimpleNamespace(writeStream=Recorder(), sparkSession=spark)
     streaming.start_to_kafka(first, settings(tmp_path), "q", checkpoint, "available-now", "", {})
     second = Recorder()
@@ -237,7 +238,7 @@ def test_a_checkpoint_of_another_query_is_refused_before_the_writer_is_built(
             {},
         )
     assert second.calls == []
-    assert recorded_identity(checkpoint_files, checkpoint.as_uri()) == {"query": "q"}
+    assert recorded_identity(checkpoint_files, checkpoint) == {"query": "q"}
 
 
 class FakeStreams:

@@ -13,10 +13,16 @@ def test_the_join_then_the_sink_each_on_its_checkpoint_with_its_share_of_cores(t
     settings = isolated_settings(tmp_path, stream_join_cores=3, stream_sink_cores=1)
     options = StreamOptions("real-time", "30 seconds", "2 seconds", ("--join-mode=as-of",))
     join, sink = board_detail_streams(settings, options)
-    assert (join.job, join.checkpoint) == ("board-detail-join", tmp_path / "checkpoints" / join.job)
+    assert (join.job, join.checkpoint) == (
+        "board-detail-join",
+        (tmp_path / "checkpoints" / join.job).as_uri(),
+    )
     assert join.args == ("--trigger=real-time", "--interval=30 seconds", "--join-mode=as-of")
     assert join.conf() == {"spark.cores.max": "3"}
-    assert (sink.job, sink.checkpoint) == ("board-detail-sink", tmp_path / "checkpoints" / sink.job)
+    assert (sink.job, sink.checkpoint) == (
+        "board-detail-sink",
+        (tmp_path / "checkpoints" / sink.job).as_uri(),
+    )
     assert sink.args == ("--trigger=processing-time", "--interval=2 seconds")
     assert sink.conf() == {"spark.cores.max": "1"}
 

@@ -33,7 +33,7 @@ print("driver starting", flush=True)
 time.sleep(float(sys.argv[2]))
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
-with hold(Settings(), Path(sys.argv[1]), "board-detail-sink", {"application_id": "app-1"}):
+with hold(Settings(), sys.argv[1], "board-detail-sink", {"application_id": "app-1"}):
     stop.wait(600)
 """
 # A driver deaf to SIGTERM: stuck in a batch that cannot end (its broker gone, say).
