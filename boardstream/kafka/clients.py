@@ -12,9 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin import AdminClient, ClusterMetadata
+from confluent_kafka.admin import (
+    AdminClient,
+    ClusterMetadata,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
-from boardstream.errors import BrokerUnreachableError, KafkaAuthenticationError, UnknownTopicError
+from boardstream.errors import (
+    BoardstreamError,
+    BrokerUnreachableError,
+    KafkaAuthenticationError,
+    UnknownTopicError,
+)
 from boardstream.settings import Settings
 
 # librdkafka's own connection chatter goes here; the CLI shows it only with --verbose.
@@ -118,3 +129,34 @@ def require_topics(admin: AdminClient, settings: Settings, topics: list[str]) ->
             "create them with `boardstream topics create`"
         )
     return metadata
+
+
+def topic_configs(
+    admin: AdminClient, settings: Settings, topics: list[str]
+) -> dict[str, dict[str, ConfigEntry]]:
+    """Each topic's configs (name -> entry). A topic just created is unknown for a moment to
+    the brokers that have not yet applied its creation (CreateTopics returns before every
+    broker knows the topic, and librdkafka asks any broker), so UNKNOWN_TOPIC_OR_PART is
+    retried until ``settings.connect_timeout_s``; any other error is raised at once."""
+    deadline = time.monotonic() + settings.connect_timeout_s
+    configs: dict[str, dict[str, ConfigEntry]] = {}
+    pending = list(topics)
+    while pending:
+        futures = admin.describe_configs(
+            [ConfigResource(ResourceType.TOPIC, topic) for topic in pending],
+            request_timeout=settings.connect_timeout_s,
+        )
+        pending = []
+        for resource, future in futures.items():
+            try:
+                configs[resource.name] = future.result()
+            except KafkaException as error:
+                unknown = error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+                if not unknown or time.monotonic() > deadline:
+                    raise BoardstreamError(
+                        f"reading the configs of {resource.name} failed: {error}"
+                    ) from None
+                pending.append(resource.name)
+        if pending:
+            time.sleep(0.2)
+    return configs

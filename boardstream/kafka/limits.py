@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient
 
 from boardstream.errors import InvalidOptionError
-from boardstream.kafka.clients import require_topics
+from boardstream.kafka.clients import require_topics, topic_configs
 from boardstream.settings import Settings
 
 # Defaults of the producers' request limits: the Java client's (Spark's Kafka sink) and
@@ -39,13 +39,9 @@ def topic_message_limits(
 ) -> dict[str, int]:
     """``max.message.bytes`` of each topic (its own setting or the broker's default)."""
     require_topics(admin, settings, topics)
-    futures = admin.describe_configs(
-        [ConfigResource(ResourceType.TOPIC, topic) for topic in topics],
-        request_timeout=settings.connect_timeout_s,
-    )
     return {
-        resource.name: int(future.result()["max.message.bytes"].value)
-        for resource, future in futures.items()
+        topic: int(entries["max.message.bytes"].value)
+        for topic, entries in topic_configs(admin, settings, topics).items()
     }
 
 

@@ -17,12 +17,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient
 
 from boardstream.durations import span
-from boardstream.errors import BoardstreamError
-from boardstream.kafka.clients import cluster_metadata
+from boardstream.kafka.clients import cluster_metadata, topic_configs
 from boardstream.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -151,18 +149,10 @@ def read_retention(admin: AdminClient, settings: Settings) -> StreamRetention:
     """``board``'s and the outputs' effective retention; topics that do not exist are left out."""
     existing = cluster_metadata(admin, settings).topics
     names = [name for name in (settings.board_topic, *settings.output_topics) if name in existing]
-    resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
-    found = {}
-    if resources:
-        futures = admin.describe_configs(resources, request_timeout=settings.connect_timeout_s)
-        for resource, future in futures.items():
-            try:
-                entries = future.result()
-            except KafkaException as error:
-                raise BoardstreamError(
-                    f"reading the configs of {resource.name} failed: {error}"
-                ) from None
-            found[resource.name] = Retention.of({n: e.value for n, e in entries.items()})
+    found = {
+        name: Retention.of({n: e.value for n, e in entries.items()})
+        for name, entries in topic_configs(admin, settings, names).items()
+    }
     return StreamRetention(
         settings.board_topic,
         found.pop(settings.board_topic, None),

@@ -6,17 +6,10 @@ import time
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (
-    AdminClient,
-    ConfigResource,
-    ConfigSource,
-    NewTopic,
-    OffsetSpec,
-    ResourceType,
-)
+from confluent_kafka.admin import AdminClient, ConfigSource, NewTopic, OffsetSpec
 
 from boardstream.errors import BoardstreamError
-from boardstream.kafka.clients import cluster_metadata, require_topics
+from boardstream.kafka.clients import cluster_metadata, require_topics, topic_configs
 from boardstream.kafka.retention import Retention, stream_retention
 from boardstream.settings import Settings
 
@@ -161,14 +154,12 @@ def describe_topics(
 ) -> list[TopicDescription]:
     """Configs (flagging defaults) and earliest/latest offsets per partition."""
     metadata = require_topics(admin, settings, topics)
-    resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
-    config_futures = admin.describe_configs(resources, request_timeout=settings.connect_timeout_s)
     configs = {
-        resource.name: {
+        topic: {
             name: (entry.value, entry.source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
-            for name, entry in future.result().items()
+            for name, entry in entries.items()
         }
-        for resource, future in config_futures.items()
+        for topic, entries in topic_configs(admin, settings, topics).items()
     }
     descriptions = []
     for topic in topics:

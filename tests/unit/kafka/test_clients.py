@@ -1,7 +1,8 @@
 """Client configuration and the broker-facing error handling of boardstream/kafka/clients.py,
 against a fake admin client passed where the code takes one (no broker): the deadline on
-metadata, the authentication and TLS failures librdkafka reports only through ``error_cb``, and
-the messages a user reads for each."""
+metadata, the authentication and TLS failures librdkafka reports only through ``error_cb``, a
+new topic's configs asked of a broker that does not know it yet, and the messages a user reads
+for each."""
 
 from __future__ import annotations
 
@@ -11,8 +12,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import ConfigResource, ResourceType
 
-from boardstream.errors import BrokerUnreachableError, KafkaAuthenticationError, UnknownTopicError
+from boardstream.errors import (
+    BoardstreamError,
+    BrokerUnreachableError,
+    KafkaAuthenticationError,
+    UnknownTopicError,
+)
 from boardstream.kafka.clients import (
     LIBRDKAFKA_LOGGER,
     DeliveryErrors,
@@ -20,6 +27,7 @@ from boardstream.kafka.clients import (
     client_config,
     cluster_metadata,
     require_topics,
+    topic_configs,
 )
 from boardstream.settings import Settings
 
@@ -191,3 +199,68 @@ def test_missing_topics_are_named_in_the_order_asked() -> None:
     assert str(raised.value) == (
         "unknown topic(s) zeta, alpha on broker:9092; create them with `boardstream topics create`"
     )
+
+
+UNKNOWN = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, "Broker: Unknown topic or partition")
+
+
+class Answer:
+    """A describe_configs future: its configs, or its error."""
+
+    def __init__(self, topic: str, error: KafkaError | None) -> None:
+        self.topic, self.error = topic, error
+
+    def result(self) -> dict[str, SimpleNamespace]:
+        if self.error is not None:
+            raise KafkaException(self.error)
+        return {"retention.ms": SimpleNamespace(value=f"{self.topic}-ms")}
+
+
+class LaggingBrokers:
+    """describe_configs answers each topic's errors in ``lag`` in turn, then its configs: the
+    brokers that have not yet applied a topic's creation."""
+
+    def __init__(self, lag: dict[str, list[KafkaError]]) -> None:
+        self.lag = {topic: list(errors) for topic, errors in lag.items()}
+        self.asked: list[list[str]] = []
+
+    def describe_configs(
+        self, resources: list[ConfigResource], request_timeout: float
+    ) -> dict[ConfigResource, Answer]:
+        assert all(r.restype == ResourceType.TOPIC for r in resources)
+        self.asked.append([r.name for r in resources])
+        return {r: Answer(r.name, (self.lag.get(r.name) or [None]).pop(0)) for r in resources}
+
+
+def test_a_new_topic_unknown_to_the_broker_asked_is_asked_again() -> None:
+    admin = LaggingBrokers({"board": [UNKNOWN, UNKNOWN]})
+    configs = topic_configs(admin, settings(), ["member", "board"])
+    assert {name: entries["retention.ms"].value for name, entries in configs.items()} == {
+        "member": "member-ms",
+        "board": "board-ms",
+    }
+    assert admin.asked == [["member", "board"], ["board"], ["board"]]
+
+
+def test_a_topic_still_unknown_at_the_deadline_is_an_error_naming_it() -> None:
+    admin = LaggingBrokers({"board": [UNKNOWN] * 1000})
+    with pytest.raises(BoardstreamError) as raised:
+        topic_configs(admin, settings(connect_timeout_s=0.001), ["board"])
+    assert str(raised.value) == (
+        "reading the configs of board failed: KafkaError{code=UNKNOWN_TOPIC_OR_PART,val=3,"
+        'str="Broker: Unknown topic or partition"}'
+    )
+
+
+def test_other_config_errors_are_not_retried() -> None:
+    denied = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "denied")
+    admin = LaggingBrokers({"board": [denied]})
+    with pytest.raises(BoardstreamError, match=r"^reading the configs of board failed: "):
+        topic_configs(admin, settings(), ["board"])
+    assert admin.asked == [["board"]]
+
+
+def test_no_topics_ask_nothing() -> None:
+    admin = LaggingBrokers({})
+    assert topic_configs(admin, settings(), []) == {}
+    assert admin.asked == []
