@@ -54,8 +54,10 @@ def run_job(
 ) -> int:
     """A job's main: settings, a session, the query run to its end on its checkpoint's lease;
     the exit code says how (2: the job refused to start, naming the flag to change, its broker
-    or database not answering, or its checkpoint in use; 1: the query failed, or was stopped
-    when its driver lost its checkpoint's lease)."""
+    or database not answering, or its checkpoint in use; 1: the query failed, its error raised
+    by :func:`streaming.run`, or was stopped when its driver lost its checkpoint's lease). A
+    query that returns has finished or was stopped, even one whose ``exception()`` is the batch
+    its stop cancelled (Spark's view of it, not a failure)."""
     configure(verbose_requested())  # the CLI passes --verbose on in the environment
     try:
         settings = Settings()
@@ -72,7 +74,7 @@ def run_job(
     # the database's progress store instead (boardstream.stream_progress).
     spark.sparkContext.setLogLevel("WARN")
     try:
-        query = streaming.run(spark, settings, lambda: start(spark, settings), config)
+        streaming.run(spark, settings, lambda: start(spark, settings), config)
     except InvalidOptionError as error:  # e.g. a record that could outgrow a topic's limit
         logger.error("%s: %s", name, flag_message(error))
         return 2
@@ -82,9 +84,6 @@ def run_job(
     except BoardstreamError as error:  # e.g. a checkpoint in use, or of other settings
         logger.error("%s: %s", name, error)
         return 2
-    if query.exception() is not None:
-        logger.error("%s failed: %s", name, query.exception())
-        return 1
     return 0
 
 

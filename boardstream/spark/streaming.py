@@ -155,7 +155,9 @@ def run(
     """Start the query built by ``start()`` with a progress listener; block until it ends.
     SIGTERM (e.g. Airflow stopping a task, or the stream's supervisor) stops the query between
     batches. With its ``config``, the query holds its checkpoint's lease while it runs
-    (:mod:`.checkpoint_lease`): a second driver on the same checkpoint is refused.
+    (:mod:`.checkpoint_lease`): a second driver on the same checkpoint is refused. A query
+    that failed raises; one returned has finished or stopped, even with an ``exception()``
+    (the batch the stop cancelled, see :func:`_run_restarting_late_workers`).
 
     The handler only takes note: it runs on the main thread, which is waiting on its py4j
     connection, and a py4j call from it would read that same socket again ("reentrant call",

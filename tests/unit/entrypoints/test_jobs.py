@@ -1,8 +1,12 @@
 """The Spark jobs' command lines: every flag reaches the job's config under its own field (flag
 dests are the config's field names; a renamed flag that fell back to a default would show
-here), and bad flags fail before any Spark starts, naming the problem (exit 2)."""
+here), and bad flags fail before any Spark starts, naming the problem (exit 2); a query stopped
+mid-batch ends its job cleanly, a failed one raises."""
 
 from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
 
 import pytest
 
@@ -220,3 +224,35 @@ def test_the_real_time_trigger_is_the_joins_alone(started, capsys) -> None:
         jobs.sink_main(argv)  # foreachBatch is not in Spark's real-time allowlist
     assert sink.value.code == 2
     assert "argument --trigger: invalid choice: 'real-time'" in capsys.readouterr().err
+
+
+class Failed(Exception):
+    """A query's failure, as :func:`streaming.run` raises it."""
+
+
+@pytest.fixture
+def no_spark(monkeypatch) -> None:
+    """run_job up to :func:`streaming.run`, without settings checks or a session."""
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(setLogLevel=lambda level: None))
+    monkeypatch.setattr(jobs, "configure", lambda verbose: None)
+    monkeypatch.setattr(jobs, "Settings", lambda: None)
+    monkeypatch.setattr(jobs, "require", lambda settings, name: None)
+    monkeypatch.setattr(jobs, "spark_session", lambda settings, name: spark)
+
+
+def test_a_query_stopped_mid_batch_ends_its_job_cleanly(no_spark, monkeypatch, caplog) -> None:
+    """Spark keeps the batch its stop cancelled as the query's exception (#48): no failure."""
+    stopped = SimpleNamespace(exception=lambda: "[STREAM_FAILED] ... foreach batch sink")
+    monkeypatch.setattr(jobs.streaming, "run", lambda *_: stopped)
+    with caplog.at_level(logging.INFO):
+        assert jobs.run_job("board-detail-sink", SinkJobConfig(), lambda *_: stopped) == 0
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+def test_a_failed_query_raises_out_of_its_job(no_spark, monkeypatch) -> None:
+    def failing(*_: object) -> None:
+        raise Failed("[STREAM_FAILED] the database refused")
+
+    monkeypatch.setattr(jobs.streaming, "run", failing)
+    with pytest.raises(Failed):
+        jobs.run_job("board-detail-sink", SinkJobConfig(), lambda *_: None)
