@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -47,9 +47,15 @@ class ManagedProcess:
         return None
 
     def start(
-        self, command: list[str], log_file: Path, env: dict[str, str] | None = None
+        self,
+        command: list[str],
+        log_file: Path,
+        env: Mapping[str, str] | None = None,
+        inherit: bool = True,
     ) -> subprocess.Popen[bytes]:
-        """Start ``command`` in its own session, output appended to ``log_file``.
+        """Start ``command`` in its own session, output appended to ``log_file``, with ``env``
+        over this process's environment (or, not ``inherit``-ing it, ``env`` alone: a test
+        host's process, see hosts.py).
 
         Callers waiting for readiness watch the returned handle, not ``pid()``: right after
         the exec the kernel can show an empty command line for a moment (seen about once in a
@@ -64,7 +70,7 @@ class ManagedProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                env={**os.environ, **(env or {})},
+                env={**(os.environ if inherit else {}), **(env or {})},
             )
         self.pid_file.write_text(str(process.pid))
         return process

@@ -63,6 +63,24 @@ def test_a_pid_file_naming_someone_elses_process_is_stale(tmp_path: Path) -> Non
     assert not process.pid_file.exists()
 
 
+def test_a_process_not_inheriting_gets_the_given_environment_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BOARDSTREAM_VAR_DIR", "/not/for/it")
+    marker = str(tmp_path / "marker")
+    code = "import os; print(sorted(k for k in os.environ if k[:4] in ('BSX', 'BOAR')))"
+    for inherit in (False, True):
+        managed(tmp_path, marker).start(
+            [sys.executable, "-c", code, marker],
+            tmp_path / "log",
+            env={"BSX": "1"},
+            inherit=inherit,
+        ).wait(timeout=10)
+    first, second = (tmp_path / "log").read_text().splitlines()
+    assert first == "['BSX']"
+    assert second == "['BOARDSTREAM_VAR_DIR', 'BSX']"
+
+
 # The leader (sh) runs a sleep, a subshell that ignores SIGTERM and SIGINT and runs a sleep of its
 # own (which inherits that), and a sleep in the foreground: five processes in one session.
 FAMILY = 'sleep 300 & (trap "" TERM INT; sleep 300; :) & sleep 300; wait'

@@ -1,0 +1,140 @@
+"""Test hosts as network namespaces on a bridge (needs root): a service bound to a host's
+address is reached from the other hosts and the tests; one on a host's loopback only from that
+host; a host cut off from nobody until reconnected; and ``down`` leaves nothing behind."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from boardstream.stack.hosts import Hosts
+
+PORT = 18080
+# Connects to argv[1]:argv[2] and says how it went: connected, refused (nothing listens there),
+# or unreachable (no answer within a second, or no route: the host is cut off).
+PROBE = """
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1).close()
+    print("connected")
+except ConnectionRefusedError:
+    print("refused")
+except OSError:
+    print("unreachable")
+"""
+
+
+@pytest.fixture
+def hosts() -> Iterator[Hosts]:
+    root = Path(tempfile.mkdtemp(prefix="bsh-hosts-"))
+    hosts = Hosts(["a", "b", "c"], root)
+    try:
+        hosts.up()
+        yield hosts
+    finally:
+        hosts.down()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def probe(hosts: Hosts, where: str | None, address: str, port: int = PORT) -> str:
+    """How a connection to ``address:port`` from host ``where`` (None: the tests' own root
+    namespace) goes."""
+    argv = [sys.executable, "-c", PROBE, address, str(port)]
+    command = hosts.command(where, argv) if where else argv
+    result = subprocess.run(command, capture_output=True, text=True, timeout=20, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def serve(hosts: Hosts, name: str, bind: str) -> None:
+    """An HTTP server in host ``name`` on ``bind:PORT``, awaited from within that host."""
+    directory = str(hosts.var_dir(name))
+    _, handle = hosts.start(
+        name,
+        "http",
+        [sys.executable, "-m", "http.server", "--bind", bind, "--directory", directory, str(PORT)],
+        marker=directory,
+    )
+    deadline = time.monotonic() + 10
+    while probe(hosts, name, bind) != "connected":
+        assert handle.poll() is None, hosts.log_file(name, "http").read_text()
+        assert time.monotonic() < deadline, "the server did not listen within 10 s"
+        time.sleep(0.1)
+
+
+def test_a_service_on_a_hosts_address_is_reached_from_the_others_and_the_tests(hosts) -> None:
+    a = hosts.address("a")
+    assert [hosts.address(n) for n in ("a", "b", "c")] == ["10.231.0.2", "10.231.0.3", "10.231.0.4"]
+    serve(hosts, "a", a)
+    assert probe(hosts, "b", a) == "connected"
+    assert probe(hosts, "c", a) == "connected"
+    assert probe(hosts, None, a) == "connected"
+    with socket.create_connection((a, PORT), timeout=2) as connection:
+        connection.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        assert connection.recv(64).startswith(b"HTTP/1.0 200")
+    # Nothing listens on B: its own address refuses.
+    assert probe(hosts, "c", hosts.address("b")) == "refused"
+
+
+def test_a_service_on_a_hosts_loopback_is_reached_from_that_host_only(hosts) -> None:
+    serve(hosts, "a", "127.0.0.1")  # awaited from within A: its loopback answers
+    assert probe(hosts, "b", "127.0.0.1") == "refused"  # B's loopback is B's own
+    assert probe(hosts, "b", hosts.address("a")) == "refused"  # A's address is not its loopback
+    assert probe(hosts, None, hosts.address("a")) == "refused"
+
+
+def test_a_host_cut_off_is_reached_by_nobody_until_reconnected(hosts) -> None:
+    a = hosts.address("a")
+    serve(hosts, "a", a)
+    assert probe(hosts, "b", a) == "connected"
+    hosts.cut("a")
+    try:
+        assert probe(hosts, "b", a) == "unreachable"
+        assert probe(hosts, None, a) == "unreachable"
+        assert probe(hosts, "a", a) == "connected"  # within itself, A still runs
+        assert probe(hosts, "c", hosts.address("b")) == "refused"  # the others still talk
+    finally:
+        hosts.reconnect("a")
+    assert probe(hosts, "b", a) == "connected"
+    assert probe(hosts, None, a) == "connected"
+
+
+def test_down_leaves_nothing_behind_and_up_and_down_repeat(hosts) -> None:
+    hosts.up()  # a second up keeps what is there
+    assert probe(hosts, "b", hosts.address("c"), 1) == "refused"
+    serve(hosts, "a", hosts.address("a"))
+    process = hosts.process("a", "http", str(hosts.var_dir("a")))
+    pid = process.pid()
+    assert pid is not None
+    # A process started outside ``start``, which down must not leave running in a namespace.
+    stray = subprocess.Popen(hosts.command("c", ["sleep", "300"]))
+    try:
+        hosts.down()
+        assert stray.wait(timeout=10) == -9
+        assert process.pid() is None
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+        assert "bsh-" not in _ip("netns", "list")
+        assert "bsh-" not in _ip("link", "show")
+        assert "10.231.0." not in _ip("-4", "addr", "show")
+        hosts.down()  # nothing left to remove
+        hosts.up()
+        assert probe(hosts, None, hosts.address("c"), 1) == "refused"
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+
+
+def _ip(*args: str) -> str:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=True).stdout
+
+
+def _zombie(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
