@@ -54,6 +54,11 @@ class Settings(BaseSettings):
     controller_port: int = Field(
         default=9093, description="Port of the local KRaft controller listener."
     )
+    kafka_host: str = Field(
+        default="localhost",
+        description="Address the local Kafka nodes (stack up) listen on, controllers too, and "
+        "advertise to clients: a test host's (stack/hosts.py) for a broker other hosts reach.",
+    )
     database_url: str | None = Field(
         default=None,
         description="SQLAlchemy URL of the board_detail database; default: SQLite under var_dir.",

@@ -23,11 +23,12 @@ class KafkaNode:
     node_id: int
     port: int
     controller_port: int
+    host: str = "localhost"  # the address it binds and advertises (settings' kafka_host)
 
     @property
     def address(self) -> str:
         """Where clients, and the other brokers, reach this node."""
-        return f"localhost:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def name(self) -> str:
@@ -37,7 +38,7 @@ class KafkaNode:
     @property
     def controller(self) -> str:
         """Where the quorum's voters reach this node's controller."""
-        return f"localhost:{self.controller_port}"
+        return f"{self.host}:{self.controller_port}"
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def kafka_layout(settings: Settings, size: int) -> KafkaLayout:
                 n,
                 settings.kafka_port + PORT_STRIDE * (n - 1),
                 settings.controller_port + PORT_STRIDE * (n - 1),
+                settings.kafka_host,
             )
             for n in range(1, size + 1)
         )

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from boardstream.settings import PROJECT_ROOT
 from boardstream.stack.hosts import Hosts
+from tests.fixtures import cli_command
 
 PORT = 18080
 # Connects to argv[1]:argv[2] and says how it went: connected, refused (nothing listens there),
@@ -130,6 +132,68 @@ def test_down_leaves_nothing_behind_and_up_and_down_repeat(hosts) -> None:
     finally:
         if stray.poll() is None:
             stray.kill()
+
+
+# In host B: create a topic on the broker at argv[1], produce a record, consume it back.
+KAFKA_CLIENT = """
+import sys
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+servers = {"bootstrap.servers": sys.argv[1]}
+admin = AdminClient(servers)
+admin.create_topics([NewTopic("across", 1, 1)])["across"].result(timeout=30)
+producer = Producer(servers)
+producer.produce("across", key=b"k", value=b"from b")
+assert producer.flush(30) == 0
+consumer = Consumer({**servers, "group.id": "b", "auto.offset.reset": "earliest"})
+consumer.subscribe(["across"])
+for _ in range(60):
+    message = consumer.poll(1)
+    if message is not None and message.error() is None:
+        print(message.value().decode())
+        break
+consumer.close()
+"""
+
+
+def test_a_kafka_broker_on_one_host_serves_another(hosts) -> None:
+    """`stack up` run in host A binds A's address (BOARDSTREAM_KAFKA_HOST), and a client in
+    host B produces and consumes through it; B's own localhost has no broker."""
+    a = hosts.address("a")
+    servers = f"{a}:9092"
+    env = hosts.environment(
+        "a",
+        {
+            "BOARDSTREAM_KAFKA_HOST": a,
+            "BOARDSTREAM_BOOTSTRAP_SERVERS": servers,
+            "BOARDSTREAM_JAR_CACHE": str(PROJECT_ROOT / "var" / "jars"),
+        },
+    )
+
+    def in_a(*args: str) -> subprocess.CompletedProcess[str]:
+        command = hosts.command("a", cli_command(*args))
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+
+    try:
+        up = in_a("stack", "up")
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "kafka started (pid" in up.stdout and f"on {servers}" in up.stdout
+        assert probe(hosts, None, a, 9092) == "connected"
+        client = subprocess.run(
+            hosts.command("b", [sys.executable, "-c", KAFKA_CLIENT, servers]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (client.returncode, client.stdout) == (0, "from b\n"), client.stderr
+        assert probe(hosts, "b", "127.0.0.1", 9092) == "refused"
+        assert (hosts.var_dir("a") / "kafka" / "data" / "meta.properties").exists()
+    finally:
+        down = in_a("stack", "down")
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "kafka stopped" in down.stdout
+    assert probe(hosts, None, a, 9092) == "refused"
 
 
 def _ip(*args: str) -> str:

@@ -7,6 +7,7 @@ import pytest
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
+from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.kafka_layout import KafkaNode, kafka_layout
 
 
@@ -55,3 +56,17 @@ def test_ports_the_nodes_would_share_are_refused_by_number() -> None:
 def test_only_one_or_three_brokers(size: int) -> None:
     with pytest.raises(BoardstreamError, match=f"1 or 3 brokers, not {size}"):
         kafka_layout(Settings(), size)
+
+
+def test_nodes_listen_on_and_advertise_the_settings_kafka_host() -> None:
+    """A broker on a test host (stack/hosts.py) binds that host's address, which the other hosts
+    reach, not a loopback of its own."""
+    settings = Settings(
+        bootstrap_servers="10.231.0.2:9092", controller_port=9093, kafka_host="10.231.0.2"
+    )
+    layout = kafka_layout(settings, 1)
+    assert (layout.bootstrap_servers, layout.controllers) == ("10.231.0.2:9092", "10.231.0.2:9093")
+    properties = KafkaBroker(settings, layout.nodes[0], layout).server_properties().splitlines()
+    assert "listeners=PLAINTEXT://10.231.0.2:9092,CONTROLLER://10.231.0.2:9093" in properties
+    assert "advertised.listeners=PLAINTEXT://10.231.0.2:9092" in properties
+    assert "controller.quorum.bootstrap.servers=10.231.0.2:9093" in properties
