@@ -170,6 +170,12 @@ class Settings(BaseSettings):
     hdfs_datanode_ipc_port: int = Field(
         default=9867, description="Port of the local HDFS DataNode's IPC (admin commands)."
     )
+    hdfs_replication: int | None = Field(
+        default=None,
+        ge=1,
+        description="Copies of each file the Spark sessions write to HDFS (checkpoints): the "
+        "writing client chooses. Default: Hadoop's (3); the local stack's one DataNode holds 1.",
+    )
     airflow_port: int = Field(
         default=8080, description="Port of the local Airflow UI and API (stack up --airflow)."
     )

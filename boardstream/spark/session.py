@@ -91,7 +91,14 @@ def session_options(
         # base64() would break a dead letter's original bytes into 76-character MIME lines.
         "spark.sql.chunkBase64String.enabled": "false",
         CHECKPOINT_FILE_MANAGER: CHECKPOINT_FILES,
+        # A client's connection to an HDFS NameNode that restarted fails its next call
+        # (EOFException, tests/integration/test_hdfs.py) unless it retries: 2 s apart, for up to
+        # a minute, enough for a NameNode's restart and short of hiding one that is gone.
+        "spark.hadoop.dfs.client.retry.policy.enabled": "true",
+        "spark.hadoop.dfs.client.retry.policy.spec": "2000,30",
     }
+    if settings.hdfs_replication is not None:
+        options["spark.hadoop.dfs.replication"] = str(settings.hdfs_replication)
     if master or not under_submit:
         options["spark.master"] = master or settings.spark_master
     if not under_submit:

@@ -45,6 +45,8 @@ JOB_SETTINGS = (
     "board_detail_topic",
     "unmatched_topic",
     "dlq_topic",
+    "checkpoint_root",
+    "hdfs_replication",
 )
 JOIN_ARGS = ["--max-offsets-per-trigger", "1500"]  # the default engine (jvm)
 SINK_ARGS = ["--max-offsets-per-trigger", "1000"]
@@ -70,6 +72,7 @@ class Scenario:
     database_url: str
     workdir: Path
     seed: int
+    overrides: dict[str, object] = field(default_factory=dict)  # of the pipeline's settings
     boards: set[str] = field(default_factory=set)
     records_in: int = 0
     faults: int = 0
@@ -83,6 +86,7 @@ class Scenario:
             var_dir=self.workdir,
             database_url=self.database_url,
             lease_ttl_s=LEASE_TTL_S,
+            **self.overrides,
         )
         self.settings = self.pipeline.settings
         self.rng = random.Random(self.seed)
@@ -105,7 +109,11 @@ class Scenario:
     # -- jobs --------------------------------------------------------------------------------
 
     def env(self, **extra: str) -> dict[str, str]:
-        values = {f"BOARDSTREAM_{n.upper()}": str(getattr(self.settings, n)) for n in JOB_SETTINGS}
+        values = {
+            f"BOARDSTREAM_{n.upper()}": str(getattr(self.settings, n))
+            for n in JOB_SETTINGS
+            if getattr(self.settings, n) is not None
+        }
         return {**os.environ, **values, "BOARDSTREAM_SPARK_MASTER": "local[2]", **extra}
 
     def log(self, job: str) -> Path:
@@ -163,7 +171,7 @@ class Scenario:
         process = self.continuous(job, args, extra_env={failpoints.ENV: point})
         assert process.wait(timeout=300) == -signal.SIGKILL, self.tail(job)
         self.faults += 1
-        checkpoint = Path(shown(self.settings.checkpoint(job)))  # a local one, read directly
+        checkpoint = Path(shown(self.settings.checkpoint(job)))  # a local one: read directly
         planned = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
         assert not (checkpoint / "commits" / str(planned)).exists(), "no batch left to replay"
 

@@ -45,6 +45,8 @@ def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.chunkBase64String.enabled": "false",
         "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILES,
+        "spark.hadoop.dfs.client.retry.policy.enabled": "true",
+        "spark.hadoop.dfs.client.retry.policy.spec": "2000,30",
         "spark.master": "local[3]",
         # The parallel collector for both (tests/unit/spark/test_collector.py), and the class
         # archive's option too, when setup built one (tests/unit/spark/test_class_archive.py).
@@ -58,6 +60,14 @@ def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
         ),
     }
     assert "boardstream-jvm.jar" in classpath and "spark-sql-kafka" in classpath
+
+
+def test_hdfs_files_get_the_replication_set_else_hadoops(tmp_path: Path) -> None:
+    settings = isolated_settings(tmp_path, hdfs_replication=1)
+    options = session_options(settings, "app", None, under_submit=True, console=False)
+    assert options["spark.hadoop.dfs.replication"] == "1"
+    default = session_options(isolated_settings(tmp_path), "app", None, True, False)
+    assert "spark.hadoop.dfs.replication" not in default
 
 
 def test_the_callers_master_wins_and_a_console_draws_progress(tmp_path: Path) -> None:
