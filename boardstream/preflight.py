@@ -1,4 +1,5 @@
-"""Refuse fast: a job asks its broker and its database for an answer before Spark starts.
+"""Refuse fast: a job asks its broker, its database and its checkpoints' HDFS NameNode for an
+answer before Spark starts.
 
 Without it a job found out minutes in (``reconcile`` with no broker: 62-142 s of Spark, then the
 error) or with a long SQLAlchemy traceback (a sink started while PostgreSQL was down). Each
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 import time
+from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
@@ -21,22 +24,43 @@ from boardstream.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-# The Spark jobs that read or write the database; every job needs the broker.
-DATABASE_JOBS = frozenset({"board-detail-sink", "reconcile", "board-detail-repair"})
+HDFS_DEFAULT_PORT = 8020  # a NameNode's RPC port when its URI names none
 
 
-def require(settings: Settings, job: str, database: bool | None = None) -> None:
-    """The broker, and the database when ``job`` uses one (``database``; by default the
-    :data:`DATABASE_JOBS`), answer within the settings' ``connect_timeout_s`` each; else
+def require(
+    settings: Settings, job: str, database: bool = True, checkpoints: bool = True
+) -> None:
+    """The broker, the database (unless ``database`` is False: every Spark job takes its
+    checkpoint's lease there, or loads into it) and the NameNode of checkpoints on HDFS (unless
+    ``checkpoints`` is False) answer within the settings' ``connect_timeout_s`` each; else
     :class:`ServiceUnreachableError` naming what did not."""
     began = time.monotonic()
     try:
         cluster_metadata(admin_client(settings), settings)
     except BoardstreamError as error:  # no answer, or a rejected login: either way, not started
         raise ServiceUnreachableError(f"{job} not started: {error}") from None
-    if job in DATABASE_JOBS if database is None else database:
+    if database:
         require_database(settings, job)
+    if checkpoints:
+        require_namenode(settings, job)
     logger.debug("%s: its services answered in %.2f s", job, time.monotonic() - began)
+
+
+def require_namenode(settings: Settings, job: str) -> None:
+    """A connection to the NameNode of the checkpoints' root, when it is on HDFS: Hadoop's
+    client retries one that does not answer for minutes before it fails."""
+    root = urlsplit(settings.checkpoints)
+    if root.scheme != "hdfs" or root.hostname is None:
+        return
+    port = root.port or HDFS_DEFAULT_PORT
+    try:
+        socket.create_connection((root.hostname, port), settings.connect_timeout_s).close()
+    except OSError as error:
+        raise ServiceUnreachableError(
+            f"{job} not started: the HDFS NameNode at hdfs://{root.hostname}:{port} (the "
+            f"checkpoints' root {settings.checkpoints}) did not answer ({error.strerror or error});"
+            " is it up? (`boardstream stack up --hdfs` for the local HDFS)"
+        ) from None
 
 
 def require_database(settings: Settings, job: str) -> None:

@@ -194,7 +194,7 @@ def _compaction(args: argparse.Namespace, settings: Settings) -> int:
         raise BoardstreamError(f"compaction {args.action} needs --change ID")
     # The tuning log is in the database: applying, rolling back and verifying write it.
     writes_log = args.action in ("rollback", "verify") or (args.action == "apply" and args.execute)
-    require(settings, "compaction", database=writes_log)
+    require(settings, "compaction", database=writes_log, checkpoints=False)
     admin = admin_client(settings)
     run_by = f"cli:{getpass.getuser()}"
     if args.action in ("rollback", "verify"):

@@ -1,6 +1,7 @@
 """Refuse fast: every job, started as a user starts it (the `boardstream` command) or as
-spark-submit and Airflow start it (its ``jobs/*.py`` main), checks its broker and its database
-before Spark: when one does not answer, one line naming it on stderr and exit 2, in seconds."""
+spark-submit and Airflow start it (its ``jobs/*.py`` main), checks its broker, its database and
+its checkpoints' HDFS NameNode before Spark: when one does not answer, one line naming it on
+stderr and exit 2, in seconds."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ MAINS = {
     "reconcile-main": ["reconcile.py"],
     "repair-main": ["repair.py", "--run", "1"],
 }
-USES_DATABASE = ("sink", "compaction-apply", "reconcile", "repair")
+# Every Spark job takes its checkpoint's lease in the database, or loads into it.
+USES_DATABASE = tuple(command for command in COMMANDS if command != "compaction")
 
 
 def refusal(settings: Settings, command: str, extra_env: dict[str, str]) -> str:
@@ -96,3 +98,19 @@ def test_database_down_is_one_line_and_exit_2(command: str, kafka: Settings) -> 
     line = refusal(kafka, command, {"BOARDSTREAM_DATABASE_URL": url})
     assert "the database at postgresql+psycopg2://boardstream:***@localhost:" in line
     assert "s3cret" not in line
+
+
+@pytest.mark.parametrize("command", ["join", "reconcile-main"])
+def test_checkpoints_on_an_hdfs_nobody_answers_is_one_line_and_exit_2(
+    command: str, kafka: Settings, tmp_path: Path
+) -> None:
+    root = f"hdfs://127.0.0.1:{free_port()}/boardstream/checkpoints"
+    env = {
+        "BOARDSTREAM_DATABASE_URL": f"sqlite:///{tmp_path}/db",
+        "BOARDSTREAM_CHECKPOINT_ROOT": root,
+    }
+    line = refusal(kafka, command, env)
+    assert (
+        f"the HDFS NameNode at {root.rsplit('/boardstream', 1)[0]} (the checkpoints' root " in line
+    )
+    assert "not started" in line

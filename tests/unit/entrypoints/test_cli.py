@@ -362,14 +362,19 @@ def test_compaction_targets_selection_and_dry_run(argv, execute, monkeypatch, ca
 
     calls = []
     asked = []
-    monkeypatch.setattr(cli, "require", lambda _s, job, database: asked.append((job, database)))
+    monkeypatch.setattr(
+        cli,
+        "require",
+        lambda _s, job, database, checkpoints: asked.append((job, database, checkpoints)),
+    )
     monkeypatch.setattr("boardstream.kafka.clients.admin_client", lambda _settings: "admin")
     # Tuned nothing: the report is empty.
     monkeypatch.setattr(compaction, "tune", lambda *args: calls.append(args) or [])
     flags = ["--topic", "m*", "--exclude", "m-dlq", "--restore-budget", "10m", "--update-rate", "5"]
     assert main([*argv, *flags]) == 0
     ((admin, _settings, selection, targets, executed, run_by),) = calls
-    assert asked == [("compaction", execute)]  # the database only for the log it writes
+    # The database only for the log it writes; no checkpoint is touched.
+    assert asked == [("compaction", execute, False)]
     assert admin == "admin"
     assert selection == Selection(("m*",), ("m-dlq",), ("member", "board"))
     assert targets == Targets(
