@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 
 from boardstream.errors import BoardstreamError
 from boardstream.leases import WAIT_POLL_S, Held, Leases, LeaseTimeoutError
-from boardstream.locations import checkpoint_uri
+from boardstream.locations import checkpoint_uri, shown
 from boardstream.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def hold(
         logger.info(
             "checkpoint %s is held by %s: waiting up to %g s for it (a driver that died lets "
             "it go within that)",
-            checkpoint,
+            shown(checkpoint_uri(checkpoint)),
             owner.describe(),
             settings.lease_ttl_s,
         )
@@ -122,7 +122,7 @@ def hold(
         except LeaseTimeoutError:
             owner = holder(settings, checkpoint)
             raise CheckpointBusyError(
-                f"checkpoint {checkpoint} is in use by "
+                f"checkpoint {shown(checkpoint_uri(checkpoint))} is in use by "
                 f"{owner.describe() if owner else 'another driver'}: one query runs on a "
                 "checkpoint at a time. Stop that one first (a supervised stream: the "
                 "board_detail_stream_request DAG with action=stop), or run on another "
