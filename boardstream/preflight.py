@@ -27,9 +27,7 @@ logger = logging.getLogger(__name__)
 HDFS_DEFAULT_PORT = 8020  # a NameNode's RPC port when its URI names none
 
 
-def require(
-    settings: Settings, job: str, database: bool = True, checkpoints: bool = True
-) -> None:
+def require(settings: Settings, job: str, database: bool = True, checkpoints: bool = True) -> None:
     """The broker, the database (unless ``database`` is False: every Spark job takes its
     checkpoint's lease there, or loads into it) and the NameNode of checkpoints on HDFS (unless
     ``checkpoints`` is False) answer within the settings' ``connect_timeout_s`` each; else
@@ -47,20 +45,24 @@ def require(
 
 
 def require_namenode(settings: Settings, job: str) -> None:
-    """A connection to the NameNode of the checkpoints' root, when it is on HDFS: Hadoop's
-    client retries one that does not answer for minutes before it fails."""
-    root = urlsplit(settings.checkpoints)
-    if root.scheme != "hdfs" or root.hostname is None:
-        return
-    port = root.port or HDFS_DEFAULT_PORT
-    try:
-        socket.create_connection((root.hostname, port), settings.connect_timeout_s).close()
-    except OSError as error:
-        raise ServiceUnreachableError(
-            f"{job} not started: the HDFS NameNode at hdfs://{root.hostname}:{port} (the "
-            f"checkpoints' root {settings.checkpoints}) did not answer ({error.strerror or error});"
-            " is it up? (`boardstream stack up --hdfs` for the local HDFS)"
-        ) from None
+    """A connection to the NameNode of the checkpoints' root and of the Spark event log, when
+    on HDFS: Hadoop's client retries one that does not answer for minutes before it fails."""
+    located = {"the checkpoints' root": settings.checkpoints}
+    if settings.spark_event_log_dir is not None:
+        located["the Spark event log"] = settings.spark_event_log_dir
+    for what, uri in located.items():
+        parts = urlsplit(uri)
+        if parts.scheme != "hdfs" or parts.hostname is None:
+            continue
+        port = parts.port or HDFS_DEFAULT_PORT
+        try:
+            socket.create_connection((parts.hostname, port), settings.connect_timeout_s).close()
+        except OSError as error:
+            raise ServiceUnreachableError(
+                f"{job} not started: the HDFS NameNode at hdfs://{parts.hostname}:{port} ({what} "
+                f"{uri}) did not answer ({error.strerror or error}); is it up? (`boardstream "
+                "stack up --hdfs` for the local HDFS)"
+            ) from None
 
 
 def require_database(settings: Settings, job: str) -> None:

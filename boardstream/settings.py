@@ -170,6 +170,13 @@ class Settings(BaseSettings):
     hdfs_datanode_ipc_port: int = Field(
         default=9867, description="Port of the local HDFS DataNode's IPC (admin commands)."
     )
+    spark_event_log_dir: str | None = Field(
+        default=None,
+        description="Where every Spark application writes its event log: a path or a Hadoop "
+        "filesystem URI (hdfs://127.0.0.1:9000/boardstream/spark-events) that a Spark history "
+        "server, or an operator on any host, reads a driver's record from after the driver is "
+        "gone; made if missing. Default: none written.",
+    )
     hdfs_replication: int | None = Field(
         default=None,
         ge=1,
@@ -251,7 +258,7 @@ class Settings(BaseSettings):
                 raise ValueError(f"expected host:port[,host:port], got {value!r}")
         return value
 
-    @field_validator("checkpoint_root", mode="before")
+    @field_validator("checkpoint_root", "spark_event_log_dir", mode="before")
     @classmethod
     def _checkpoint_root_is_a_location(cls, value: object) -> str | None:
         """A path or a Hadoop filesystem URI (``hdfs://nn:8020/c``), as a URI; a relative path

@@ -18,6 +18,7 @@ from boardstream.compaction import tuning_log
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.retention import read_retention, reconciliation_overdue
+from boardstream.locations import child
 from boardstream.reconcile.checks.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
 from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import Settings
@@ -152,6 +153,11 @@ def live_streams(settings: Settings, now: datetime) -> dict[str, dict[str, Any]]
             "reasons": list(health.reasons),
             "application_id": app,
             "spark_ui": spark_ui(settings, app) if app else None,
+            # Its record after it is gone, on the shared filesystem: Spark 4's rolling event
+            # log, a directory named after the application.
+            "event_log": child(settings.spark_event_log_dir, f"eventlog_v2_{app}")
+            if app and settings.spark_event_log_dir
+            else None,
             "uptime_s": health.uptime_s,
             "restarts": health.restarts,
             "lag": health.lag,

@@ -60,6 +60,8 @@ def spark_session(
     )
     if not under_submit and not terminal:
         _launch_jvm_into_logging(options)
+    if settings.spark_event_log_dir is not None:
+        _make_event_log_dir(settings.spark_event_log_dir, options)
     return SparkSession.builder.config(map=options).getOrCreate()
 
 
@@ -99,12 +101,29 @@ def session_options(
     }
     if settings.hdfs_replication is not None:
         options["spark.hadoop.dfs.replication"] = str(settings.hdfs_replication)
+    if settings.spark_event_log_dir is not None:
+        options["spark.eventLog.enabled"] = "true"
+        options["spark.eventLog.dir"] = settings.spark_event_log_dir
     if master or not under_submit:
         options["spark.master"] = master or settings.spark_master
     if not under_submit:
         options |= logs.spark_conf(console=console)
         options = jvm_options.configure(options, settings.jars_dir, short_lived)
     return options
+
+
+def _make_event_log_dir(uri: str, options: dict[str, str]) -> None:
+    """Make the event log directory ``uri`` (Spark refuses to start without it), through
+    Hadoop with the session's ``spark.hadoop.*`` settings, on the JVM the session will use."""
+    conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
+    SparkContext._ensure_initialized(conf=conf)
+    jvm = SparkContext._jvm
+    hadoop = jvm.org.apache.hadoop.conf.Configuration()
+    for key, value in options.items():
+        if key.startswith("spark.hadoop."):
+            hadoop.set(key.removeprefix("spark.hadoop."), value)
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    path.getFileSystem(hadoop).mkdirs(path)
 
 
 def _launch_jvm_into_logging(options: dict[str, str]) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from boardstream.spark.checkpoint_guard import (
 )
 from boardstream.stack.hdfs import DataNode, NameNode
 from boardstream.stack.local import LocalStack
-from tests.fixtures import cli, isolated_settings
+from tests.fixtures import cli, cli_env, isolated_settings
 
 pytestmark = pytest.mark.integration
 
@@ -158,6 +160,42 @@ def test_a_stateful_query_resumes_from_its_checkpoint_on_hdfs(
     ):
         guard_checkpoint(files, checkpoint, {"query": "other"})
     assert not (tmp_path / "checkpoints").exists()  # nothing of it on the local disk
+
+
+EVENT_LOGGED = """
+import sys
+from boardstream.settings import Settings
+from boardstream.spark.session import spark_session
+spark = spark_session(Settings(), "event-logged", master="local[1]", progress=False)
+assert spark.range(10).count() == 10
+print(spark.sparkContext.applicationId, flush=True)
+spark.stop()
+"""
+
+
+def test_a_sessions_event_log_lands_on_hdfs_in_a_directory_it_makes(
+    settings: Settings, spark: SparkSession
+) -> None:
+    """Where a driver's record is, readable from any host once it ended (issue #50)."""
+    NameNode(settings).start()
+    DataNode(settings).start()
+    events = f"{settings.hdfs_uri}/boardstream/spark-events"
+    env = {"BOARDSTREAM_SPARK_EVENT_LOG_DIR": events, "BOARDSTREAM_HDFS_REPLICATION": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", EVENT_LOGGED],
+        env=cli_env(settings, env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    application = done.stdout.split()[-1]
+    files = CheckpointFiles(spark)
+    assert files.list_names(events) == [f"eventlog_v2_{application}"]  # Spark 4's rolling log
+    written = files.list_names(f"{events}/eventlog_v2_{application}")
+    # Ended (its status no longer .inprogress), its events compressed as Spark 4 writes them.
+    assert written == [f"appstatus_{application}", f"events_1_{application}.zstd"]
 
 
 def test_up_twice_starts_hdfs_once_and_down_stops_both(settings: Settings) -> None:

@@ -430,7 +430,10 @@ def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_
     from boardstream.supervision import register
     from boardstream.supervision.register import STOPPED, Start, StreamRecord
 
-    cluster = settings.model_copy(update={"spark_master": "spark://10.0.0.5:7077"})
+    events = "hdfs://nn:8020/spark-events"
+    cluster = settings.model_copy(
+        update={"spark_master": "spark://10.0.0.5:7077", "spark_event_log_dir": events}
+    )
     since = int(NOW.timestamp() * 1000) - 90_000
     with register.locked(cluster, "board-detail-join"):
         register.write(
@@ -457,6 +460,7 @@ def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_
             "reasons": [],
             "application_id": "app-9",
             "spark_ui": f"http://10.0.0.5:{cluster.spark_master_ui_port}/app/?appId=app-9",
+            "event_log": f"{events}/eventlog_v2_app-9",
             "uptime_s": 30.0,
             "restarts": 1,
             "lag": None,  # no broker here to count it at
@@ -469,6 +473,7 @@ def test_live_streams_are_the_supervised_ones_with_their_application_uptime_and_
             "reasons": [],
             "application_id": None,
             "spark_ui": None,
+            "event_log": None,
             "uptime_s": None,
             "restarts": 0,
             "lag": None,

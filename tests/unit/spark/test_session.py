@@ -62,6 +62,15 @@ def test_a_session_of_its_own_gets_the_settings_master_and_boardstream_logging(
     assert "boardstream-jvm.jar" in classpath and "spark-sql-kafka" in classpath
 
 
+def test_an_event_log_dir_turns_the_event_log_on_there(tmp_path: Path) -> None:
+    settings = isolated_settings(tmp_path, spark_event_log_dir="hdfs://nn:8020/events/")
+    options = session_options(settings, "app", None, under_submit=True, console=False)
+    assert options["spark.eventLog.enabled"] == "true"
+    assert options["spark.eventLog.dir"] == "hdfs://nn:8020/events"
+    default = session_options(isolated_settings(tmp_path), "app", None, True, False)
+    assert not any(key.startswith("spark.eventLog") for key in default)
+
+
 def test_hdfs_files_get_the_replication_set_else_hadoops(tmp_path: Path) -> None:
     settings = isolated_settings(tmp_path, hdfs_replication=1)
     options = session_options(settings, "app", None, under_submit=True, console=False)
