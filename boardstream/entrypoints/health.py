@@ -20,7 +20,9 @@ from boardstream.kafka.clients import admin_client
 from boardstream.kafka.retention import read_retention, reconciliation_overdue
 from boardstream.locations import child
 from boardstream.reconcile.checks.vocabulary import FAILING_PARTS, IN_TRANSIT, PARTS, SUMMARY_ORDER
+from boardstream.reconcile.evidence import docs_store
 from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.data_docs import ASSETS, INDEX, VENDOR
 from boardstream.settings import Settings
 from boardstream.spark import standalone
 from boardstream.spark.checkpoint_lease import last_holder
@@ -39,7 +41,8 @@ def pipeline_health(
     settings: Settings, runs: int = 20, batches: int = 60, now: datetime | None = None
 ) -> dict[str, Any]:
     engine = database.engine(settings.database)
-    recent = [_run(run, settings.data_docs) for run in ledger.recent_runs(engine, runs)]
+    stored = docs_store.sites(settings.database)
+    recent = [_run(run, stored) for run in ledger.recent_runs(engine, runs)]
     slo = StreamSlo.from_settings(settings)
     now = now or datetime.now(UTC)
     return {
@@ -181,18 +184,27 @@ def airflow_run(run_by: str) -> tuple[str, str, str] | None:
     return (match["dag"], match["run"], match["task"]) if match else None
 
 
-def data_docs_page(recorded: str | None, docs_root: Path) -> str | None:
-    """The run's Data Docs index relative to the site root the UI serves, if it is still there
-    (the oldest runs' are deleted past the retention)."""
+def data_docs_page(recorded: str | None, stored: set[str]) -> str | None:
+    """The run's Data Docs index as the UI serves it (``<site>/index.html``), if its site is
+    among the ``stored`` ones (the oldest runs' are dropped past the retention). ``recorded``:
+    the index's path on the host that ran it, whose folder names the site."""
     if not recorded:
         return None
-    page = Path(recorded)
-    if not page.is_relative_to(docs_root) or not page.is_file():
-        return None
-    return page.relative_to(docs_root).as_posix()
+    site = Path(recorded).parent.name
+    return f"{site}/{INDEX}" if site in stored else None
 
 
-def _run(run: dict[str, Any], docs_root: Path) -> dict[str, Any]:
+def data_docs_file(settings: Settings, path: str) -> bytes | Path | None:
+    """The file ``<site>/<path in it>`` of a run's Data Docs: a vendored asset from this install
+    (its path), another from the database (its bytes), or None."""
+    site, _, inside = path.partition("/")
+    if docs_store.shared(inside):
+        asset = (ASSETS / inside.removeprefix(f"{VENDOR}/")).resolve()
+        return asset if asset.is_relative_to(ASSETS.resolve()) and asset.is_file() else None
+    return docs_store.read(settings.database, site, inside or INDEX)
+
+
+def _run(run: dict[str, Any], stored: set[str]) -> dict[str, Any]:
     return _jsonable(
         {
             **{k: run[k] for k in ("run_id", "started_at", "finished_at", "passed", "run_by")},
@@ -203,7 +215,7 @@ def _run(run: dict[str, Any], docs_root: Path) -> dict[str, Any]:
             "counts": run["counts"] or {},
             "findings": findings(run["issues"], run["passed"]),
             "in_transit": in_transit(run["issues"]),
-            "data_docs": data_docs_page(run["data_docs"], docs_root),
+            "data_docs": data_docs_page(run["data_docs"], stored),
             "airflow": airflow_run(run["run_by"]),
             # Runs recorded before #22 were all full ones, of no recorded range.
             "kind": run.get("kind") or ledger.FULL,

@@ -32,6 +32,7 @@ from boardstream.reconcile.checks.spark_checks import (
     reconcile,
 )
 from boardstream.reconcile.checks.vocabulary import SUMMARY_ORDER
+from boardstream.reconcile.evidence import docs_store
 from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.evidence.expectations import ValidationReport, validate_reconciliation
 from boardstream.reconcile.evidence.heartbeat import Heartbeat
@@ -338,7 +339,7 @@ def _incremental(
 def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationReport:
     """The Great Expectations suite over the rows the run read (all of them in a full run)."""
     with phase("reconcile: Great Expectations"):
-        return validate_reconciliation(
+        report = validate_reconciliation(
             outcome.reconciliation.table_snapshot,
             outcome.validated_rows,
             outcome.reconciliation.difference_sets(),
@@ -347,3 +348,8 @@ def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationR
             settings.data_docs_retention,
             outcome.rechecked_boards,
         )
+    if report.data_docs_index is not None:  # served from the database, on any host
+        docs_store.save(
+            settings.database, report.data_docs_index.parent, settings.data_docs_retention
+        )
+    return report

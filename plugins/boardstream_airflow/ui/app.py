@@ -6,17 +6,18 @@ Airflow user (the UI's session cookie or a bearer token): an anonymous request g
 
 from __future__ import annotations
 
+import mimetypes
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from airflow.api_fastapi.core_api.security import requires_authenticated
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from boardstream.durations import span
-from boardstream.entrypoints.health import pipeline_health
+from boardstream.entrypoints.health import data_docs_file, pipeline_health
 from boardstream.reconcile import BALANCE
 from boardstream.settings import Settings
 from boardstream_airflow.ui.chart import sparkline
@@ -51,10 +52,16 @@ def health_page(request: Request) -> HTMLResponse:
 
 
 @app.get("/data-docs/{path:path}")
-def data_docs(path: str) -> FileResponse:
-    """The Great Expectations Data Docs site the reconciliation runs write, behind the same
-    authentication as the page."""
-    return _file_under(Settings().data_docs, path or "index.html")
+def data_docs(path: str) -> Response:
+    """A run's Great Expectations Data Docs (``<site>/<path>``), from the database whichever
+    host ran it, behind the same authentication as the page."""
+    found = data_docs_file(Settings(), path)
+    if found is None:
+        raise HTTPException(status_code=404, detail=f"no such file {path!r}")
+    if isinstance(found, Path):
+        return FileResponse(found)
+    media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    return Response(found, media_type=media_type)
 
 
 @app.get("/static/{path:path}")

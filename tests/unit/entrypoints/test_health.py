@@ -23,6 +23,7 @@ from boardstream.entrypoints.health import (
     _run,
     airflow_run,
     balance_chart,
+    data_docs_file,
     data_docs_page,
     findings,
     in_transit,
@@ -30,7 +31,9 @@ from boardstream.entrypoints.health import (
     stream_progress,
 )
 from boardstream.kafka.retention import Retention, StreamRetention, reconciliation_overdue
+from boardstream.reconcile.evidence import docs_store
 from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.data_docs import ASSETS
 from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.slo import StreamSlo
@@ -72,19 +75,34 @@ def test_the_airflow_task_behind_a_run(run_by: str, expected: tuple | None) -> N
     assert airflow_run(run_by) == expected
 
 
-def test_a_data_docs_page_is_linked_only_while_it_is_under_the_site(tmp_path: Path) -> None:
-    root = tmp_path / "data_docs"
-    page = root / "runs" / "7" / "index.html"
-    page.parent.mkdir(parents=True)
-    page.write_text("<html/>")
-    outside = tmp_path / "elsewhere.html"
-    outside.write_text("<html/>")
-    assert data_docs_page(str(page), root) == "runs/7/index.html"
-    assert data_docs_page(str(root / "runs" / "6" / "index.html"), root) is None  # deleted
-    assert data_docs_page(str(outside), root) is None
-    assert data_docs_page(str(page.parent), root) is None  # a directory is not a page
-    assert data_docs_page(None, root) is None
-    assert data_docs_page("", root) is None
+def test_a_data_docs_page_is_linked_only_while_its_site_is_stored() -> None:
+    recorded = "/elsewhere/var/reconciliation/data_docs/reconciliation-7/index.html"
+    assert data_docs_page(recorded, {"reconciliation-7"}) == "reconciliation-7/index.html"
+    assert data_docs_page(recorded, {"reconciliation-8"}) is None  # dropped past the retention
+    assert data_docs_page(None, {"reconciliation-7"}) is None
+    assert data_docs_page("", {"reconciliation-7"}) is None
+
+
+def test_a_data_docs_file_comes_from_the_database_and_its_assets_from_the_install(
+    settings: Settings, tmp_path: Path
+) -> None:
+    site = tmp_path / "built" / "reconciliation-3"
+    (site / "validations").mkdir(parents=True)
+    (site / "index.html").write_text("<html>index</html>")
+    (site / "validations" / "v.html").write_text("<html>v</html>")
+    docs_store.save(settings.database, site, keep_runs=5)
+    assert data_docs_file(settings, "reconciliation-3/index.html") == b"<html>index</html>"
+    assert data_docs_file(settings, "reconciliation-3/") == b"<html>index</html>"
+    assert data_docs_file(settings, "reconciliation-3/validations/v.html") == b"<html>v</html>"
+    css = data_docs_file(settings, "reconciliation-3/static/vendor/bootstrap/bootstrap.min.css")
+    assert css == ASSETS / "bootstrap" / "bootstrap.min.css"
+    for missing in (
+        "reconciliation-4/index.html",
+        "reconciliation-3/../reconciliation-3/index.html",
+        "reconciliation-3/static/vendor/../../../settings.py",
+        "reconciliation-3/static/vendor/bootstrap",  # a folder
+    ):
+        assert data_docs_file(settings, missing) is None, missing
 
 
 def ledger_run(run_id: int, **changes: Any) -> dict[str, Any]:
