@@ -9,6 +9,7 @@ on SQLite."""
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,7 @@ def test_a_data_docs_file_comes_from_the_database_and_its_assets_from_the_instal
     (site / "index.html").write_text("<html>index</html>")
     (site / "validations" / "v.html").write_text("<html>v</html>")
     docs_store.save(settings.database, site, keep_runs=5)
+    shutil.rmtree(site)  # the reconciling host's copy: another host's, as far as this one knows
     assert data_docs_file(settings, "reconciliation-3/index.html") == b"<html>index</html>"
     assert data_docs_file(settings, "reconciliation-3/") == b"<html>index</html>"
     assert data_docs_file(settings, "reconciliation-3/validations/v.html") == b"<html>v</html>"
