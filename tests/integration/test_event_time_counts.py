@@ -101,7 +101,7 @@ def test_windows_grace_lateness_retention_and_restart(pipeline) -> None:
     assert late(pipeline, "windows-stepped") == late(pipeline, "windows-once") == [("a", 9)]
 
     # a's windows are past their 30 s retention at stream time 41 s: gone from the state store.
-    lines = list(state_report(pipeline.spark, pipeline.workdir / "windows-stepped"))
+    lines = list(state_report(pipeline.spark, (pipeline.workdir / "windows-stepped").as_uri()))
     stored = json.loads(next(line for line in lines if line.startswith("    key ")).split(" → ")[1])
     assert (stored["group"], stored["start_ms"]) == (["b", "b"], [T0 + 20 * S, T0 + 40 * S])
     assert any(line.startswith("  state clock: 1 rows") for line in lines)
