@@ -19,6 +19,9 @@ from tests.faults.conftest import Services
 from tests.faults.harness import JOIN_ARGS, SINK_ARGS, Scenario, Supervisor
 
 SEED = 20261130
+# Two minutes: CI keeps the checkpoints on HDFS in tests/integration/test_hdfs.py (a stateful
+# query resumed from them, the event log) and the NameNode-down refusal in test_preflight.py.
+pytestmark = pytest.mark.long
 
 
 @pytest.fixture
