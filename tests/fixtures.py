@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.sink import table
 
 # The local HDFS's ports (stack up --hdfs), each a setting.
 HDFS_PORTS = (
@@ -201,3 +202,14 @@ def logged_lines(logger: logging.Logger, level: int) -> Iterator[list[tuple[str,
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous)
+
+
+def detail_row(board_id: str, offset: int, member_id: int | None = 7) -> dict[str, object]:
+    """A ``board_detail`` row of partition 0 at ``offset``, every other column null: what the
+    sink's writer and the repair take, with only what a test asserts on set."""
+    return dict.fromkeys(table.COLUMNS) | {
+        "board_id": board_id,
+        "member_id": member_id,
+        "detail_partition": 0,
+        "detail_offset": offset,
+    }

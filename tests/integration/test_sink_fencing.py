@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -17,7 +16,7 @@ from boardstream.settings import Settings
 from boardstream.sink import table
 from boardstream.sink.job import BatchWriter
 from boardstream.spark import checkpoint_lease
-from tests.fixtures import isolated_settings, sqlite_or_postgres_url
+from tests.fixtures import detail_row, isolated_settings, sqlite_or_postgres_url
 
 SUCCESSOR = {"pid": 2, "host": "elsewhere", "job": "board-detail-sink", "since_ms": 1}
 
@@ -26,15 +25,6 @@ SUCCESSOR = {"pid": 2, "host": "elsewhere", "job": "board-detail-sink", "since_m
 def settings(request, tmp_path: Path) -> Settings:
     url = sqlite_or_postgres_url(request, tmp_path)
     return isolated_settings(tmp_path, database_url=url, lease_ttl_s=30)
-
-
-def _row(board_id: str, offset: int) -> dict[str, Any]:
-    return dict.fromkeys(table.COLUMNS) | {
-        "board_id": board_id,
-        "member_id": 7,
-        "detail_partition": 0,
-        "detail_offset": offset,
-    }
 
 
 def _boards(writer: BatchWriter) -> list[str]:
@@ -52,11 +42,11 @@ def test_a_driver_whose_lease_was_taken_writes_nothing(settings: Settings) -> No
     checkpoint = settings.checkpoint("board-detail-sink")
     writer = BatchWriter(settings, checkpoint)
     with checkpoint_lease.hold(settings, checkpoint, "board-detail-sink", {}) as held:
-        assert writer.upsert_isolating([_row("b1", 1)]) == {}
+        assert writer.upsert_isolating([detail_row("b1", 1)]) == {}
         _expire(settings, held.name)
         assert Leases.of(settings).try_take(held.name, SUCCESSOR) is not None
         with pytest.raises(LeaseLostError, match=r"epoch 1\) is no longer held here"):
-            writer.upsert_isolating([_row("b2", 2), _row("b1", 3)])
+            writer.upsert_isolating([detail_row("b2", 2), detail_row("b1", 3)])
         assert held.lost.is_set()
     assert _boards(writer) == ["b1"]
     with writer.engine.connect() as connection:
@@ -82,7 +72,7 @@ def test_a_taker_waits_for_the_holders_open_write_and_finds_the_lease_renewed(
         taken: list[tuple[object, float]] = []
         with writer.engine.begin() as transaction:
             fence(transaction)
-            transaction.execute(table.board_detail.insert().values(_row("b1", 1)))
+            transaction.execute(table.board_detail.insert().values(detail_row("b1", 1)))
             taker = threading.Thread(
                 target=lambda: taken.append(
                     (Leases.of(settings).try_take(name, SUCCESSOR), time.monotonic())

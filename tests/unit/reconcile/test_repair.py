@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -20,6 +19,7 @@ from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.reconcile.repair import _rejoin, _repair_table, stored_snapshot
 from boardstream.settings import Settings
 from boardstream.sink import table
+from tests.fixtures import detail_row
 
 SNAPSHOT = Snapshot(
     datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC),
@@ -38,15 +38,6 @@ SNAPSHOT = Snapshot(
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(var_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'boardstream.db'}")
-
-
-def _row(board_id: str, offset: int) -> dict[str, Any]:
-    return dict.fromkeys(table.COLUMNS) | {
-        "board_id": board_id,
-        "member_id": 1,
-        "detail_partition": 0,
-        "detail_offset": offset,
-    }
 
 
 def _board_ids(settings: Settings) -> list[str]:
@@ -73,7 +64,14 @@ def test_foreign_rows_are_deleted_and_the_rest_kept(settings: Settings) -> None:
     """With nothing to reload, no board-detail record is read: spark is never used."""
     engine = database.engine(settings.database)
     table.create(engine)
-    table.upsert(engine, [_row("b1", 1), _row("b2", 2), _row("b3", 3)])
+    table.upsert(
+        engine,
+        [
+            detail_row("b1", 1, member_id=1),
+            detail_row("b2", 2, member_id=1),
+            detail_row("b3", 3, member_id=1),
+        ],
+    )
     _repair_table(None, settings, set(), {"b2", "ghost"})  # type: ignore[arg-type]
     assert _board_ids(settings) == ["b1", "b3"]
     _repair_table(None, settings, set(), set())  # type: ignore[arg-type]

@@ -7,7 +7,6 @@ letters needs Spark and a broker: tests/integration/test_sink.py covers them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -16,6 +15,7 @@ from boardstream.dead_letters import envelope_json
 from boardstream.settings import Settings
 from boardstream.sink import table
 from boardstream.sink.job import DETAIL_SCHEMA, QUERY_NAME, BatchWriter, SinkJobConfig, _named
+from tests.fixtures import detail_row
 
 NOT_NULL = "database rejected the row: NOT NULL constraint failed: board_detail.member_id"
 
@@ -27,15 +27,6 @@ def settings(tmp_path: Path) -> Settings:
         database_url=f"sqlite:///{tmp_path / 'boardstream.db'}",
         checkpoint_root=tmp_path / "checkpoints",
     )
-
-
-def _row(board_id: str, offset: int, member_id: int | None = 7) -> dict[str, Any]:
-    return dict.fromkeys(table.COLUMNS) | {
-        "board_id": board_id,
-        "member_id": member_id,
-        "detail_partition": 0,
-        "detail_offset": offset,
-    }
 
 
 def _table(writer: BatchWriter) -> list[tuple[str, int]]:
@@ -71,28 +62,31 @@ def test_the_writer_creates_the_table(settings: Settings) -> None:
 
 def test_a_batch_the_database_takes_is_written_whole(settings: Settings) -> None:
     writer = BatchWriter(settings)
-    assert writer.upsert_isolating([_row("b1", 1), _row("b2", 2), _row("b1", 3)]) == {}
+    assert (
+        writer.upsert_isolating([detail_row("b1", 1), detail_row("b2", 2), detail_row("b1", 3)])
+        == {}
+    )
     assert _table(writer) == [("b1", 3), ("b2", 2)]
     assert writer.upsert_isolating([]) == {}
 
 
 def test_refused_rows_are_isolated_and_every_good_row_written(settings: Settings) -> None:
     writer = BatchWriter(settings)
-    rows = [_row(f"b{n}", n, None if n in (2, 5) else 7) for n in range(7)]
+    rows = [detail_row(f"b{n}", n, None if n in (2, 5) else 7) for n in range(7)]
     assert writer.upsert_isolating(rows) == {(0, 2): NOT_NULL, (0, 5): NOT_NULL}
     assert _table(writer) == [("b0", 0), ("b1", 1), ("b3", 3), ("b4", 4), ("b6", 6)]
 
 
-def test_a_single_refused_row(settings: Settings) -> None:
+def test_a_single_refuseddetail_row(settings: Settings) -> None:
     writer = BatchWriter(settings)
-    assert writer.upsert_isolating([_row("b1", 4, None)]) == {(0, 4): NOT_NULL}
+    assert writer.upsert_isolating([detail_row("b1", 4, None)]) == {(0, 4): NOT_NULL}
     assert _table(writer) == []
 
 
 def test_only_a_boards_newest_copy_is_tried(settings: Settings) -> None:
     """The newest copy is the one refused; the older one is not written in its place."""
     writer = BatchWriter(settings)
-    rows = [_row("b1", 1), _row("b1", 3, None), _row("b2", 2)]
+    rows = [detail_row("b1", 1), detail_row("b1", 3, None), detail_row("b2", 2)]
     assert writer.upsert_isolating(rows) == {(0, 3): NOT_NULL}
     assert _table(writer) == [("b2", 2)]
 
@@ -101,7 +95,7 @@ def test_an_error_that_is_not_the_datas_fails_the_batch(settings: Settings) -> N
     writer = BatchWriter(settings)
     table.board_detail.drop(writer.engine)
     with pytest.raises(sa.exc.OperationalError, match="no such table: board_detail"):
-        writer.upsert_isolating([_row("b1", 1)])
+        writer.upsert_isolating([detail_row("b1", 1)])
 
 
 def test_nothing_refused_reads_nothing_back(settings: Settings) -> None:
