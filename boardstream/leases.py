@@ -5,9 +5,11 @@ A lock file holds only among the processes of one host; the database is the serv
 of a deployment reaches (PostgreSQL on a cluster, SQLite alone: the same code). A lease is a row
 taken by one conditional UPDATE, so two takers cannot both win; its holder renews it while it
 lives, and it is free again at most ``ttl_ms`` after its holder stops renewing (killed, its host
-lost or cut off). Each taking numbers it anew (``epoch``): a holder's renewal names its epoch, so
-one that lost its lease learns so at its next renewal instead of taking it back. Expiry is read
-from the hosts' clocks, which are assumed to agree within a small part of the TTL (NTP).
+lost or cut off). Each taking numbers it anew (``epoch``) and writes a random token into the
+row: a holder's renewal names both, so one that lost its lease learns so at its next renewal
+instead of taking it back, even when the row was deleted and a new taking numbered alike.
+Expiry is read from the hosts' clocks, which are assumed to agree within a small part of the TTL
+(NTP).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,6 +48,7 @@ leases = sa.Table(
 )
 
 WAIT_POLL_S = 0.5
+TOKEN = "lease_token"  # in a row's holder JSON: which taking wrote it
 
 
 class LeaseTimeoutError(BoardstreamError):
@@ -66,6 +70,10 @@ class Held:
     name: str
     epoch: int
     holder: Mapping[str, Any]
+    # The lease's row as this taking wrote it (the holder's words and a random token): what
+    # its renewals, fences and release match, so no other taking can pass for this one, even
+    # one numbered alike after the row was deleted.
+    stored: str = ""
     lost: threading.Event = field(default_factory=threading.Event)
 
 
@@ -88,6 +96,7 @@ class Leases:
     def try_take(self, name: str, holder: Mapping[str, Any]) -> Held | None:
         """The lease ``name`` if it is free (never taken, released or expired), else None."""
         now = now_ms()
+        stored = json.dumps({**holder, TOKEN: uuid.uuid4().hex})
         with self.engine.begin() as connection:
             insert = upsert_insert(connection.dialect, leases, "leases")
             connection.execute(
@@ -100,7 +109,7 @@ class Leases:
                 .where(leases.c.name == name, leases.c.expires_at_ms <= now)
                 .values(
                     epoch=leases.c.epoch + 1,
-                    holder=json.dumps(dict(holder)),
+                    holder=stored,
                     expires_at_ms=now + self.ttl_ms,
                 )
             )
@@ -109,7 +118,7 @@ class Leases:
             epoch = connection.execute(
                 sa.select(leases.c.epoch).where(leases.c.name == name)
             ).scalar_one()
-        return Held(name, epoch, holder)
+        return Held(name, epoch, holder, stored)
 
     def renew(self, held: Held) -> bool:
         """Extend ``held`` by the TTL; False (and ``held.lost`` set) once it is no longer this
@@ -130,11 +139,7 @@ class Leases:
         now = now_ms()
         renewed = connection.execute(
             leases.update()
-            .where(
-                leases.c.name == held.name,
-                leases.c.epoch == held.epoch,
-                leases.c.expires_at_ms > now,
-            )
+            .where(_mine(held), leases.c.expires_at_ms > now)
             .values(expires_at_ms=now + self.ttl_ms)
         )
         if renewed.rowcount != 1:
@@ -144,11 +149,7 @@ class Leases:
     def release(self, held: Held) -> None:
         """Free ``held`` now, if it is still this holder's."""
         with self.engine.begin() as connection:
-            connection.execute(
-                leases.update()
-                .where(leases.c.name == held.name, leases.c.epoch == held.epoch)
-                .values(expires_at_ms=0)
-            )
+            connection.execute(leases.update().where(_mine(held)).values(expires_at_ms=0))
 
     def holder(self, name: str) -> dict[str, Any] | None:
         """Who holds ``name`` now (what it said when it took it), or None."""
@@ -156,16 +157,14 @@ class Leases:
             leases.c.name == name, leases.c.expires_at_ms > now_ms()
         )
         with self.engine.connect() as connection:
-            found = connection.execute(select).scalar()
-        return None if found is None else json.loads(found)
+            return _said(connection.execute(select).scalar())
 
     def last_holder(self, name: str) -> dict[str, Any] | None:
         """Who held ``name`` last, holding it still or not (what it said when it took it), or
         None when nobody ever has."""
         select = sa.select(leases.c.holder).where(leases.c.name == name, leases.c.epoch > 0)
         with self.engine.connect() as connection:
-            found = connection.execute(select).scalar()
-        return None if found is None else json.loads(found)
+            return _said(connection.execute(select).scalar())
 
     @contextmanager
     def hold(self, name: str, holder: Mapping[str, Any], wait_s: float = 0.0) -> Iterator[Held]:
@@ -213,3 +212,19 @@ class Leases:
                     held.lost.set()
                     logger.warning("lease %s (epoch %d) given up", held.name, held.epoch)
                     return
+
+
+def _mine(held: Held) -> sa.ColumnElement[bool]:
+    """The lease's row while it is still ``held``'s taking."""
+    return sa.and_(
+        leases.c.name == held.name, leases.c.epoch == held.epoch, leases.c.holder == held.stored
+    )
+
+
+def _said(stored: str | None) -> dict[str, Any] | None:
+    """What a holder said when it took a lease, from its row (without the taking's token)."""
+    if stored is None:
+        return None
+    said = json.loads(stored)
+    said.pop(TOKEN, None)
+    return said

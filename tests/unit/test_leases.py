@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import OperationalError
 
-from boardstream.leases import Leases, LeaseTimeoutError, leases
+from boardstream.leases import LeaseLostError, Leases, LeaseTimeoutError, leases
 
 A, B = {"pid": 1, "host": "a"}, {"pid": 2, "host": "b"}
 
@@ -51,6 +51,29 @@ def test_a_lease_not_renewed_expires_and_its_holder_learns_it_lost_it(tmp_path: 
     assert store.renew(first) is False and first.lost.is_set()
     store.release(first)  # a stale release frees nothing
     assert store.holder("ckpt") == B
+
+
+def test_a_lease_whose_row_was_deleted_is_lost_and_fences_its_holders_writes(
+    tmp_path: Path,
+) -> None:
+    """Tampering: the lease's row deleted behind its holder. The holder must not go on as if
+    it held it (nor take it back unnoticed at its next renewal), and a write it fences must not
+    commit; a new taking starts the epochs again, which the old holder's epoch does not match."""
+    store = Leases(url(tmp_path), ttl_ms=30_000)
+    held = store.try_take("ckpt", A)
+    assert held is not None
+    with store.engine.begin() as connection:
+        connection.execute(leases.delete())
+    with pytest.raises(LeaseLostError), store.engine.begin() as connection:
+        store.fence(connection, held)
+    assert held.lost.is_set() and store.renew(held) is False
+    again = store.try_take("ckpt", B)
+    assert again is not None and again.epoch == 1 == held.epoch  # the epoch alone is reused
+    held.lost.clear()  # as if the old holder had not tried since the deletion
+    with pytest.raises(LeaseLostError), store.engine.begin() as connection:
+        store.fence(connection, held)
+    store.release(held)  # frees nothing of the new taking's
+    assert store.renew(again) is True and store.holder("ckpt") == B
 
 
 def test_a_held_lease_is_renewed_while_the_block_runs(tmp_path: Path) -> None:
