@@ -114,21 +114,29 @@ def sqlite_or_postgres_url(request, tmp_path: Path) -> str:
     its own, or a database of its own on the session's PostgreSQL (the ``postgres`` fixture)."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'test.db'}"
-    return new_database(request.getfixturevalue("postgres"))
+    return new_database(request.getfixturevalue("postgres"), request)
 
 
-def new_database(postgres: Settings) -> str:
-    """A PostgreSQL database of its own on the test server, so no other test's rows show up."""
+def new_database(postgres: Settings, request) -> str:
+    """A PostgreSQL database of its own on the test server, so no other test's rows show up,
+    dropped when ``request``'s test or fixture ends. The drop is forced: it closes the
+    connections that the process's cached engines (``database.engine_with``) keep open, which
+    one test after another would otherwise pile up past the server's ``max_connections``."""
     import uuid
 
     import sqlalchemy as sa
 
     server = postgres.database_url.rsplit("/", 1)[0]
     name = f"db_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(sa.text(f"CREATE DATABASE {name}"))
-    admin.dispose()
+
+    def run(statement: str) -> None:
+        admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            connection.execute(sa.text(statement))
+        admin.dispose()
+
+    run(f"CREATE DATABASE {name}")
+    request.addfinalizer(lambda: run(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
     return f"{server}/{name}"
 
 

@@ -32,13 +32,13 @@ def populate(pipeline: Pipeline) -> None:
 
 
 @pytest.fixture(scope="module")
-def table_world(kafka, spark, postgres, tmp_path_factory) -> Iterator[Pipeline]:
+def table_world(kafka, spark, postgres, tmp_path_factory, request) -> Iterator[Pipeline]:
     """One pipeline whose table every test may tamper with; restored after each test. Its
     full runs check in Spark, as a large one does (the other worlds' in DuckDB, as a small
     one does), so each tampering of the table is caught by both engines: Spark's full run and
     DuckDB's incremental one (:func:`.world.reconcile`)."""
     workdir = tmp_path_factory.mktemp("table-world")
-    url = new_database(postgres)
+    url = new_database(postgres, request)
     pipeline = Pipeline(
         kafka,
         spark,
@@ -69,9 +69,9 @@ def world(table_world: Pipeline) -> Iterator[Pipeline]:
 
 
 @pytest.fixture
-def fresh(kafka, spark, postgres, tmp_path) -> Pipeline:
+def fresh(kafka, spark, postgres, tmp_path, request) -> Pipeline:
     """A pipeline of its own, for tampering with topics (records cannot be taken back)."""
-    url = new_database(postgres)
+    url = new_database(postgres, request)
     pipeline = Pipeline(kafka, spark, tmp_path, var_dir=tmp_path, database_url=url)
     populate(pipeline)
     pipeline.join()

@@ -34,8 +34,10 @@ HOSTILE = {  # key -> (value, the dead letter's reason)
 }
 
 
-def test_hostile_records_are_dead_lettered_and_accounted(kafka, spark, postgres, tmp_path) -> None:
-    url = new_database(postgres)
+def test_hostile_records_are_dead_lettered_and_accounted(
+    kafka, spark, postgres, tmp_path, request
+) -> None:
+    url = new_database(postgres, request)
     pipeline = Pipeline(kafka, spark, tmp_path, var_dir=tmp_path, database_url=url)
     pipeline.allow_records_up_to(pipeline.settings.board_topic, 2_000_000)
     pipeline.member(1, "m1", ts=NOW)

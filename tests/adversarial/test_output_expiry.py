@@ -38,11 +38,11 @@ RETENTION_MS = 150_000  # board-detail's in the retention test: longer than a ru
 
 
 @pytest.fixture
-def expiring(kafka, spark, postgres, tmp_path) -> Pipeline:
+def expiring(kafka, spark, postgres, tmp_path, request) -> Pipeline:
     """The adversarial data joined and loaded, with `waits` unmatched and the malformed board
     dead-lettered: an outcome in each output topic. Not reconciled yet."""
     pipeline = Pipeline(
-        kafka, spark, tmp_path, var_dir=tmp_path, database_url=new_database(postgres)
+        kafka, spark, tmp_path, var_dir=tmp_path, database_url=new_database(postgres, request)
     )
     populate(pipeline)
     pipeline.join(unmatched_timeout_ms=TIMEOUT_MS)

@@ -26,9 +26,9 @@ BOARDS = [f"b{i}" for i in range(1, 9)]
 
 
 @pytest.fixture
-def database_url(postgres) -> str:
+def database_url(postgres, request) -> str:
     """A database of its own, so no other test's board_detail rows show up as extra."""
-    return new_database(postgres)
+    return new_database(postgres, request)
 
 
 @pytest.fixture

@@ -57,9 +57,9 @@ def _boards(database_url: str) -> list[str]:
 
 
 def test_a_stream_stopped_while_its_batch_is_starved_stops_cleanly(
-    kafka, spark, postgres, tmp_path: Path, t0: int
+    kafka, spark, postgres, tmp_path: Path, t0: int, request
 ) -> None:
-    url = new_database(postgres)
+    url = new_database(postgres, request)
     sink_table.create(database.engine(url))  # as the sink's start does, for the polls below
     pipeline = Pipeline(kafka, spark, tmp_path, partitions=1, database_url=url)
     pipeline.member(1, "m1", t0)
