@@ -12,7 +12,8 @@ Each host also has a var directory of its own, which every process started in it
 ``BOARDSTREAM_VAR_DIR`` (and no other ``BOARDSTREAM_*`` variable of ours): no host reads another's
 local files (pid files, SQLite, checkpoints) through the settings.
 
-Everything created is named ``bsh-``, and ``down`` removes only what these hosts named.
+Everything created is named ``<prefix>-`` (``bsh`` and 10.231.0.0/24 unless another ``Network``
+is given), and ``down`` removes only what these hosts named.
 Network namespaces need root and iproute2's ``ip``.
 """
 
@@ -36,15 +37,45 @@ from boardstream.stack.processes import ManagedProcess
 
 logger = logging.getLogger(__name__)
 
-PREFIX = "bsh"
-BRIDGE = f"{PREFIX}-br0"
-SUBNET = ipaddress.IPv4Network("10.231.0.0/24")
-BRIDGE_ADDRESS = SUBNET[1]
-FIRST_HOST = 2  # host n's address: SUBNET[FIRST_HOST + n]
+FIRST_HOST = 2  # host n's address: the subnet's address FIRST_HOST + n
 HOST_INTERFACE = "eth0"  # a host's end of its veth, inside its namespace
 # A name fits a namespace file and the settings' host names; it appears only in the namespace's
 # name (interface names, at most 15 characters, use the host's number instead).
 NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
+
+@dataclass(frozen=True)
+class Network:
+    """The bridge and subnet hosts share, its names all starting ``prefix-``. Two sets of hosts
+    on one machine (two test sessions) need a network each: ``down`` removes its bridge."""
+
+    prefix: str = "bsh"
+    block: str = "10.231.0.0/24"
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9]{0,5}", self.prefix):
+            raise HostsError(
+                f"network prefix {self.prefix!r}: 1-6 lower-case letters and digits, starting "
+                "with a letter (interface names hold at most 15 characters)"
+            )
+
+    @property
+    def subnet(self) -> ipaddress.IPv4Network:
+        return ipaddress.IPv4Network(self.block)
+
+    @property
+    def bridge(self) -> str:
+        return f"{self.prefix}-br0"
+
+    @property
+    def bridge_address(self) -> str:
+        return str(self.subnet[1])
+
+    def cidr(self, address: str) -> str:
+        return f"{address}/{self.subnet.prefixlen}"
+
+
+DEFAULT_NETWORK = Network()
 
 
 class HostsError(BoardstreamError):
@@ -56,19 +87,20 @@ class Host:
     name: str
     number: int  # from 0, in the order the hosts were named
     root: Path
+    network: Network = DEFAULT_NETWORK
 
     @property
     def namespace(self) -> str:
-        return f"{PREFIX}-{self.name}"
+        return f"{self.network.prefix}-{self.name}"
 
     @property
     def address(self) -> str:
-        return str(SUBNET[FIRST_HOST + self.number])
+        return str(self.network.subnet[FIRST_HOST + self.number])
 
     @property
     def port(self) -> str:
         """Its veth's end on the bridge, in the root namespace: down, the host is cut off."""
-        return f"{PREFIX}-v{FIRST_HOST + self.number}"
+        return f"{self.network.prefix}-v{FIRST_HOST + self.number}"
 
     @property
     def var_dir(self) -> Path:
@@ -76,9 +108,9 @@ class Host:
 
 
 class Hosts:
-    """The hosts ``names``, their var directories under ``root``."""
+    """The hosts ``names`` on ``network``, their var directories under ``root``."""
 
-    def __init__(self, names: list[str], root: Path) -> None:
+    def __init__(self, names: list[str], root: Path, network: Network = DEFAULT_NETWORK) -> None:
         for name in names:
             if not NAME.fullmatch(name):
                 raise HostsError(
@@ -87,10 +119,10 @@ class Hosts:
                 )
         if len(set(names)) != len(names):
             raise HostsError(f"host names repeat: {names}")
-        if FIRST_HOST + len(names) >= SUBNET.num_addresses - 1:
-            raise HostsError(f"{len(names)} hosts do not fit in {SUBNET}")
-        self.root = root
-        self.hosts = {name: Host(name, n, root) for n, name in enumerate(names)}
+        if FIRST_HOST + len(names) >= network.subnet.num_addresses - 1:
+            raise HostsError(f"{len(names)} hosts do not fit in {network.subnet}")
+        self.root, self.network = root, network
+        self.hosts = {name: Host(name, n, root, network) for n, name in enumerate(names)}
         self._processes: dict[str, list[ManagedProcess]] = {name: [] for name in names}
 
     def host(self, name: str) -> Host:
@@ -114,9 +146,12 @@ class Hosts:
     def environment(self, name: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """This process's environment for a process of host ``name``: without our own
         ``BOARDSTREAM_*`` variables (which could name another host's files), with the host's
-        var directory, and ``env`` last."""
+        var directory, its address as Spark's ``SPARK_LOCAL_IP`` (the hosts share the machine's
+        hostname, which names none of them: a driver, master or worker would advertise an
+        address other hosts cannot reach), and ``env`` last."""
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("BOARDSTREAM_")}
-        return {**inherited, "BOARDSTREAM_VAR_DIR": str(self.var_dir(name)), **(env or {})}
+        own = {"BOARDSTREAM_VAR_DIR": str(self.var_dir(name)), "SPARK_LOCAL_IP": self.address(name)}
+        return {**inherited, **own, **(env or {})}
 
     def settings(self, name: str, **overrides: object) -> Settings:
         """Settings as a process of host ``name`` reads them (its var directory)."""
@@ -126,13 +161,13 @@ class Hosts:
         """Create what is missing of the bridge and the hosts, addressed and up (a host cut
         off is reconnected); what exists is kept."""
         _require()
-        links, namespaces = _links(), _namespaces()
-        if BRIDGE not in links:
+        links, namespaces, net = _links(), _namespaces(), self.network
+        if net.bridge not in links:
             # Without STP a port forwards as soon as it is up (no forward delay): a reconnected
             # host is reached at once.
-            _ip("link", "add", BRIDGE, "type", "bridge", "stp_state", "0", "forward_delay", "0")
-        _ip("addr", "replace", f"{BRIDGE_ADDRESS}/{SUBNET.prefixlen}", "dev", BRIDGE)
-        _ip("link", "set", BRIDGE, "up")
+            _ip("link", "add", net.bridge, "type", "bridge", "stp_state", "0", "forward_delay", "0")
+        _ip("addr", "replace", net.cidr(net.bridge_address), "dev", net.bridge)
+        _ip("link", "set", net.bridge, "up")
         for host in self.hosts.values():
             if host.namespace not in namespaces:
                 _ip("netns", "add", host.namespace)
@@ -142,16 +177,16 @@ class Hosts:
                     "link", "add", host.port, "type", "veth",
                     "peer", "name", HOST_INTERFACE, "netns", host.namespace,
                 )  # fmt: skip
-            _ip("link", "set", host.port, "master", BRIDGE, "up")
+            _ip("link", "set", host.port, "master", net.bridge, "up")
             _ip(
                 "-n", host.namespace, "addr", "replace",
-                f"{host.address}/{SUBNET.prefixlen}", "dev", HOST_INTERFACE,
+                net.cidr(host.address), "dev", HOST_INTERFACE,
             )  # fmt: skip
             _ip("-n", host.namespace, "link", "set", HOST_INTERFACE, "up")
             host.var_dir.mkdir(parents=True, exist_ok=True)
         logger.info(
             "hosts up on %s: %s",
-            BRIDGE,
+            net.bridge,
             ", ".join(f"{h.name} {h.address}" for h in self.hosts.values()),
         )
 
@@ -173,8 +208,8 @@ class Hosts:
                 _ip("link", "del", host.port)  # both ends: the namespace's eth0 too
             if host.namespace in namespaces:
                 _ip("netns", "del", host.namespace)
-        if BRIDGE in links:
-            _ip("link", "del", BRIDGE)
+        if self.network.bridge in links:
+            _ip("link", "del", self.network.bridge)
         logger.info("hosts down: %s", ", ".join(self.hosts))
 
     def cut(self, name: str) -> None:

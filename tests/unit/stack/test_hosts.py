@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from boardstream.stack import hosts as hosts_module
-from boardstream.stack.hosts import Hosts, HostsError
+from boardstream.stack.hosts import Hosts, HostsError, Network
 
 
 def test_each_host_has_a_namespace_an_address_a_port_and_a_var_dir_of_its_own() -> None:
@@ -53,6 +53,16 @@ def test_a_hosts_process_gets_its_var_dir_and_none_of_our_settings(
         "BOARDSTREAM_BROKERS": "3",
     }
     assert env["PATH"] == "/usr/bin"
+    assert env["SPARK_LOCAL_IP"] == "10.231.0.2"  # Spark advertises the host's own address
+
+
+def test_hosts_on_another_network_share_no_name_or_address_with_the_default() -> None:
+    hosts = Hosts(["a"], Path("/tmp/cluster"), Network("bsk", "10.232.7.0/24"))
+    host = hosts.host("a")
+    assert (host.namespace, host.address, host.port) == ("bsk-a", "10.232.7.2", "bsk-v2")
+    assert (hosts.network.bridge, hosts.network.bridge_address) == ("bsk-br0", "10.232.7.1")
+    with pytest.raises(HostsError, match="network prefix 'bs-k'"):
+        Network("bs-k")
 
 
 @pytest.mark.parametrize(
