@@ -70,6 +70,7 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
             spark_cluster=args.spark_cluster,
             brokers=args.brokers,
             hdfs=args.hdfs,
+            only=args.only or (),
         )
     elif args.action == "down":
         lines = stack.down()
@@ -436,6 +437,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=CLUSTER_SIZES,
         help="Kafka brokers (up): 1, or 3 in a KRaft quorum, each at the next ports "
         "(default: BOARDSTREAM_BROKERS, 1)",
+    )
+    stack.add_argument(
+        "--only",
+        action="append",
+        metavar="SERVICE",
+        help="start this service and not the broker (up, repeatable): one host's part of a "
+        "cluster. SERVICE as status names it: kafka, postgres, namenode, datanode, "
+        "spark-master, spark-worker, airflow",
     )
 
     topics = parsers["topics"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from boardstream.errors import InvalidOptionError
 from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.stack.airflow import AirflowStandalone
 from boardstream.stack.hdfs import DataNode, NameNode
@@ -74,18 +76,21 @@ class LocalStack:
         spark_cluster: bool = False,
         brokers: int | None = None,
         hdfs: bool = False,
+        only: Sequence[str] = (),
     ) -> list[str]:
         """Start what is not running yet; report what already was. Returns one line each (a
         Kafka cluster's ends with its bootstrap servers), and with the Spark cluster, a last
-        one on how jobs reach it. ``brokers``: 1 or 3, by default the settings'. A port held
+        one on how jobs reach it. ``brokers``: 1 or 3, by default the settings'. ``only``: the
+        services named and nothing else, as one host of a cluster runs its part. A port held
         by another process is refused before anything starts (see ports.py)."""
         size = brokers or self.settings.brokers
-        cluster = KafkaCluster(self.settings, size) if size > 1 else None
-        wanted: list[Service] = [] if cluster else [self.kafka]
+        cluster = KafkaCluster(self.settings, size) if size > 1 and not only else None
+        wanted: list[Service] = [] if cluster or only else [self.kafka]
         wanted += [self.postgres] if postgres else []
         wanted += [self.namenode, self.datanode] if hdfs else []
         wanted += [self.spark_master, self.spark_worker] if spark_cluster else []
         wanted += [self.airflow] if airflow else []
+        wanted += [self.service(name) for name in only]
         starting = [service for service in wanted if service.process.pid() is None]
         refuse_held(
             [
@@ -105,6 +110,14 @@ class LocalStack:
         if spark_cluster:
             report.append(self.spark_master.how_jobs_reach_it())
         return report
+
+    def service(self, name: str) -> Service:
+        """The service called ``name`` (as ``status`` lists it)."""
+        for service in self.services:
+            if service.name == name:
+                return service
+        names = ", ".join(service.name for service in self.services)
+        raise InvalidOptionError(f"no service {name!r}; the services are {names}", "only")
 
     def down(self) -> list[str]:
         """Stop only the processes this stack's pid files name, in reverse start order (the

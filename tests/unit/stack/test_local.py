@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from boardstream.errors import BoardstreamError
+from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.settings import Settings
 from boardstream.stack import local
 from boardstream.stack.kafka_cluster import KafkaCluster
@@ -132,6 +132,23 @@ def test_the_stacks_services_in_start_order(tmp_path: Path) -> None:
 def test_up_starts_kafka_alone_unless_asked(tmp_path, log) -> None:
     assert stack(tmp_path, log).up() == ["kafka started (pid 101) on localhost:5"]
     assert log == ["start kafka"]
+
+
+def test_up_only_starts_the_services_named_and_not_the_broker(tmp_path, log) -> None:
+    """One host's part of a cluster: its worker, or its broker, and nothing else."""
+    lines = stack(tmp_path, log, spark_worker=7).up(only=["spark-worker", "postgres"])
+    assert lines == [
+        "spark-worker already running (pid 7) on localhost:12",
+        "postgres started (pid 101) on localhost:8",
+    ]
+    assert log == ["start postgres"]
+    assert stack(tmp_path, log).up(only=["kafka-2"]) == ["kafka-2 started (pid 102) on localhost:7"]
+
+
+def test_up_only_refuses_a_service_it_does_not_know_naming_those_it_does(tmp_path, log) -> None:
+    with pytest.raises(InvalidOptionError, match="no service 'hdfs'; the services are kafka, "):
+        stack(tmp_path, log).up(only=["postgres", "hdfs"])
+    assert log == []
 
 
 def test_up_starts_what_was_asked_and_reports_what_was_running(tmp_path, log) -> None:
