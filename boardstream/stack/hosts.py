@@ -222,6 +222,12 @@ class Hosts:
         _require()
         _ip("link", "set", self.host(name).port, "up")
 
+    def kill(self, name: str) -> list[int]:
+        """SIGKILL every process of host ``name``, as when its machine dies: the pids killed.
+        Its namespace and address stay (the machine can be started again)."""
+        _require()
+        return _kill_left_in(self.host(name).namespace, quiet=True)
+
     def process(self, name: str, service: str, marker: str) -> ManagedProcess:
         """Host ``name``'s process ``service``, its pid file in the host's var directory;
         ``marker``: a string its command line holds (see ``ManagedProcess``)."""
@@ -285,12 +291,13 @@ def _namespaces() -> set[str]:
     return {line.split()[0] for line in _ip("netns", "list").splitlines() if line.strip()}
 
 
-def _kill_left_in(namespace: str) -> None:
-    """SIGKILL what still runs in ``namespace`` (ours: only our hosts run in it)."""
+def _kill_left_in(namespace: str, quiet: bool = False) -> list[int]:
+    """SIGKILL what runs in ``namespace`` (ours: only our hosts run in it); said as a warning
+    unless ``quiet`` (a host's death asked for)."""
     left = [int(pid) for pid in _ip("netns", "pids", namespace).split()]
-    if not left:
-        return
-    logger.warning("killing processes left in %s: %s", namespace, left)
+    if left and not quiet:
+        logger.warning("killing processes left in %s: %s", namespace, left)
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    return left

@@ -109,6 +109,19 @@ def test_a_host_cut_off_is_reached_by_nobody_until_reconnected(hosts) -> None:
     assert probe(hosts, None, a) == "connected"
 
 
+def test_a_killed_host_loses_every_process_and_keeps_its_address(hosts) -> None:
+    a = hosts.address("a")
+    serve(hosts, "a", a)
+    pid = hosts.process("a", "http", str(hosts.var_dir("a"))).pid()
+    stray = subprocess.Popen(hosts.command("a", ["sleep", "300"]))
+    assert sorted(hosts.kill("a")) == sorted([pid, stray.pid])
+    assert stray.wait(timeout=10) == -9
+    assert probe(hosts, "b", a) == "refused"  # the machine answers; nothing listens on it
+    assert hosts.kill("a") == []
+    serve(hosts, "a", a)  # and it starts again
+    assert probe(hosts, "b", a) == "connected"
+
+
 def test_down_leaves_nothing_behind_and_up_and_down_repeat(hosts) -> None:
     hosts.up()  # a second up keeps what is there
     assert probe(hosts, "b", hosts.address("c"), 1) == "refused"
