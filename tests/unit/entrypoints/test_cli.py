@@ -470,8 +470,9 @@ def test_stack_passes_the_services_asked_for_and_prints_a_line_each(monkeypatch,
             spark_cluster: bool,
             brokers: int | None,
             hdfs: bool,
+            only: tuple[str, ...] | list[str],
         ) -> list[str]:
-            asked.append(("up", postgres, airflow, spark_cluster, brokers, hdfs))
+            asked.append(("up", postgres, airflow, spark_cluster, brokers, hdfs, tuple(only)))
             return ["kafka started", "postgres started"]
 
         def down(self) -> list[str]:
@@ -486,17 +487,19 @@ def test_stack_passes_the_services_asked_for_and_prints_a_line_each(monkeypatch,
     assert main(["stack", "up", "--airflow", "--spark-cluster"]) == 0
     assert main(["stack", "up", "--brokers", "3"]) == 0
     assert main(["stack", "up", "--hdfs"]) == 0
+    assert main(["stack", "up", "--only", "spark-worker", "--only", "postgres"]) == 0
     assert main(["stack", "down"]) == 0
     assert main(["stack", "status"]) == 0
     assert asked == [
-        ("up", True, False, False, None, False),
-        ("up", False, True, True, None, False),
-        ("up", False, False, False, 3, False),
-        ("up", False, False, False, None, True),
+        ("up", True, False, False, None, False, ()),
+        ("up", False, True, True, None, False, ()),
+        ("up", False, False, False, 3, False, ()),
+        ("up", False, False, False, None, True, ()),
+        ("up", False, False, False, None, False, ("spark-worker", "postgres")),
         ("down",),
     ]
     assert capsys.readouterr().out == (
-        "kafka started\npostgres started\n" * 4 + "nothing was running\n"
+        "kafka started\npostgres started\n" * 5 + "nothing was running\n"
         "kafka        stopped                localhost:9092\n"
     )
 
