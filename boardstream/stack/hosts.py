@@ -8,6 +8,11 @@ reached from the other hosts at that address; one bound to 127.0.0.1 only from i
 and a host cut off (``cut``: its bridge port down) is reached by nobody, as a machine whose
 cable was pulled. Nothing routes out of the subnet: the hosts have no default route.
 
+Each host also has a name of its own: its processes see the namespace's name as their hostname
+(a UTS namespace each), and every host's name resolves to its address in every host (``ip netns
+exec`` mounts ``/etc/netns/<namespace>/hosts`` over ``/etc/hosts``), as machines on a network.
+A lease's holder, a Spark executor or an HDFS DataNode names its host truly.
+
 Each host also has a var directory of its own, which every process started in it gets as
 ``BOARDSTREAM_VAR_DIR`` (and no other ``BOARDSTREAM_*`` variable of ours): no host reads another's
 local files (pid files, SQLite, checkpoints) through the settings.
@@ -38,6 +43,8 @@ from boardstream.stack.processes import ManagedProcess
 logger = logging.getLogger(__name__)
 
 FIRST_HOST = 2  # host n's address: the subnet's address FIRST_HOST + n
+# Where ``ip netns exec`` finds a namespace's own /etc files (ip-netns(8)).
+NETNS_ETC = Path("/etc/netns")
 HOST_INTERFACE = "eth0"  # a host's end of its veth, inside its namespace
 # A name fits a namespace file and the settings' host names; it appears only in the namespace's
 # name (interface names, at most 15 characters, use the host's number instead).
@@ -98,6 +105,10 @@ class Host:
         return str(self.network.subnet[FIRST_HOST + self.number])
 
     @property
+    def hostname(self) -> str:
+        return self.namespace
+
+    @property
     def port(self) -> str:
         """Its veth's end on the bridge, in the root namespace: down, the host is cut off."""
         return f"{self.network.prefix}-v{FIRST_HOST + self.number}"
@@ -138,10 +149,13 @@ class Hosts:
         return self.host(name).var_dir
 
     def command(self, name: str, argv: list[str]) -> list[str]:
-        """``argv`` run in host ``name``'s network namespace. ``ip netns exec`` execs it in
-        place: the process keeps the pid it was started with, and its command line ends as
-        ``argv``'s (a ``ManagedProcess`` recognises it by its marker)."""
-        return ["ip", "netns", "exec", self.host(name).namespace, *argv]
+        """``argv`` run in host ``name``'s network namespace, under its hostname. ``ip netns
+        exec``, ``unshare`` and the shell each exec the next in place: the process keeps the
+        pid it was started with, and its command line ends as ``argv``'s (a ``ManagedProcess``
+        recognises it by its marker)."""
+        host = self.host(name)
+        named = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', host.hostname]
+        return ["ip", "netns", "exec", host.namespace, *named, *argv]
 
     def environment(self, name: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """This process's environment for a process of host ``name``: without our own
@@ -184,6 +198,9 @@ class Hosts:
             )  # fmt: skip
             _ip("-n", host.namespace, "link", "set", HOST_INTERFACE, "up")
             host.var_dir.mkdir(parents=True, exist_ok=True)
+            etc = NETNS_ETC / host.namespace
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hosts").write_text(self._hosts_file())
         logger.info(
             "hosts up on %s: %s",
             net.bridge,
@@ -208,9 +225,18 @@ class Hosts:
                 _ip("link", "del", host.port)  # both ends: the namespace's eth0 too
             if host.namespace in namespaces:
                 _ip("netns", "del", host.namespace)
+            shutil.rmtree(NETNS_ETC / host.namespace, ignore_errors=True)
+        with contextlib.suppress(OSError):  # left when another's files are in it
+            NETNS_ETC.rmdir()
         if self.network.bridge in links:
             _ip("link", "del", self.network.bridge)
         logger.info("hosts down: %s", ", ".join(self.hosts))
+
+    def _hosts_file(self) -> str:
+        """Every host's /etc/hosts: its loopback, and each host's name at its address."""
+        lines = ["127.0.0.1 localhost", "::1 localhost"]
+        lines += [f"{host.address} {host.hostname}" for host in self.hosts.values()]
+        return "\n".join(lines) + "\n"
 
     def cut(self, name: str) -> None:
         """Cut host ``name`` off the network (its bridge port down): its packets go nowhere,

@@ -109,6 +109,22 @@ def test_a_host_cut_off_is_reached_by_nobody_until_reconnected(hosts) -> None:
     assert probe(hosts, None, a) == "connected"
 
 
+NAMES = """
+import socket
+print(socket.gethostname(), socket.gethostbyname("bsh-b"))
+"""
+
+
+def test_each_host_has_its_own_name_which_every_host_resolves(hosts) -> None:
+    for name in ("a", "c"):
+        ran = subprocess.run(
+            hosts.command(name, [sys.executable, "-c", NAMES]),
+            capture_output=True, text=True, timeout=20, check=True,
+        )  # fmt: skip
+        assert ran.stdout.split() == [f"bsh-{name}", "10.231.0.3"]
+    assert socket.gethostname() not in {"bsh-a", "bsh-b", "bsh-c"}  # the machine's is its own
+
+
 def test_a_killed_host_loses_every_process_and_keeps_its_address(hosts) -> None:
     a = hosts.address("a")
     serve(hosts, "a", a)
@@ -139,6 +155,7 @@ def test_down_leaves_nothing_behind_and_up_and_down_repeat(hosts) -> None:
         assert "bsh-" not in _ip("netns", "list")
         assert "bsh-" not in _ip("link", "show")
         assert "10.231.0." not in _ip("-4", "addr", "show")
+        assert not any(Path("/etc/netns").glob("bsh-*"))
         hosts.down()  # nothing left to remove
         hosts.up()
         assert probe(hosts, None, hosts.address("c"), 1) == "refused"

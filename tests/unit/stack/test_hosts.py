@@ -25,17 +25,13 @@ def test_each_host_has_a_namespace_an_address_a_port_and_a_var_dir_of_its_own() 
     assert hosts.settings("kafka-1").var_dir == Path("/tmp/cluster/kafka-1/var")
 
 
-def test_a_command_runs_in_the_hosts_namespace() -> None:
+def test_a_command_runs_in_the_hosts_namespace_under_its_hostname() -> None:
     hosts = Hosts(["a"], Path("/tmp/cluster"))
     assert hosts.command("a", ["python", "-m", "http.server"]) == [
-        "ip",
-        "netns",
-        "exec",
-        "bsh-a",
-        "python",
-        "-m",
-        "http.server",
-    ]
+        "ip", "netns", "exec", "bsh-a",
+        "unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', "bsh-a",
+        "python", "-m", "http.server",
+    ]  # fmt: skip
     process = hosts.process("a", "http", marker="/tmp/cluster/a/var")
     assert process.pid_file == Path("/tmp/cluster/a/var/run/http.pid")
     assert hosts.log_file("a", "http") == Path("/tmp/cluster/a/var/log/http.log")
