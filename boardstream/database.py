@@ -46,12 +46,28 @@ def engine(url: str) -> Engine:
 def create_tables(engine: Engine, metadata: sa.MetaData) -> None:
     """``metadata``'s tables and indexes, those missing: ``IF NOT EXISTS``, so that processes
     creating them at once (two supervisors' first start) do not fail each other, as
-    ``create_all``'s look-then-create does."""
+    ``create_all``'s look-then-create does. A table made by an older version gains the
+    nullable columns it lacks (:func:`add_missing_columns`)."""
     with engine.begin() as connection:
         for table in metadata.sorted_tables:
             connection.execute(CreateTable(table, if_not_exists=True))
             for index in table.indexes:
                 connection.execute(CreateIndex(index, if_not_exists=True))
+    for table in metadata.sorted_tables:
+        add_missing_columns(engine, table)
+
+
+def add_missing_columns(engine: Engine, table: sa.Table) -> None:
+    """Add to ``table`` in the database the columns of its definition it lacks, which a newer
+    version added: nullable ones only, so every row already there stays valid."""
+    present = {column["name"] for column in sa.inspect(engine).get_columns(table.name)}
+    with engine.begin() as connection:
+        for column in table.columns:
+            if column.name not in present:
+                kind = column.type.compile(engine.dialect)
+                connection.execute(
+                    sa.text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+                )
 
 
 @functools.cache

@@ -8,8 +8,9 @@ lives, and it is free again at most ``ttl_ms`` after its holder stops renewing (
 lost or cut off). Each taking numbers it anew (``epoch``) and writes a random token into the
 row: a holder's renewal names both, so one that lost its lease learns so at its next renewal
 instead of taking it back, even when the row was deleted and a new taking numbered alike.
-Expiry is read from the hosts' clocks, which are assumed to agree within a small part of the TTL
-(NTP).
+Anyone may ask a lease's holder to let go (:meth:`Leases.ask_release`), from any host: the
+holder learns it at its next renewal, where no signal by pid could reach it. Expiry is read
+from the hosts' clocks, which are assumed to agree within a small part of the TTL (NTP).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ leases = sa.Table(
     sa.Column("epoch", sa.BigInteger, nullable=False),
     sa.Column("holder", sa.Text, nullable=False),  # JSON: who holds it, as the holder said
     sa.Column("expires_at_ms", sa.BigInteger, nullable=False),
+    # When someone asked this taking's holder to let go; None while nobody has.
+    sa.Column("release_asked_ms", sa.BigInteger),
 )
 
 WAIT_POLL_S = 0.5
@@ -75,6 +78,8 @@ class Held:
     # one numbered alike after the row was deleted.
     stored: str = ""
     lost: threading.Event = field(default_factory=threading.Event)
+    # Set once a renewal finds that someone asked the holder to let go (``ask_release``).
+    release_asked: threading.Event = field(default_factory=threading.Event)
 
 
 class Leases:
@@ -111,6 +116,7 @@ class Leases:
                     epoch=leases.c.epoch + 1,
                     holder=stored,
                     expires_at_ms=now + self.ttl_ms,
+                    release_asked_ms=None,
                 )
             )
             if taken.rowcount != 1:
@@ -144,7 +150,23 @@ class Leases:
         )
         if renewed.rowcount != 1:
             held.lost.set()
+        elif (
+            connection.execute(sa.select(leases.c.release_asked_ms).where(_mine(held))).scalar()
+            is not None
+        ):
+            held.release_asked.set()
         return not held.lost.is_set()
+
+    def ask_release(self, name: str) -> bool:
+        """Ask the live holder of ``name`` to let it go (it learns so at its next renewal, at
+        most a third of the TTL later); False when nobody holds it."""
+        with self.engine.begin() as connection:
+            asked = connection.execute(
+                leases.update()
+                .where(leases.c.name == name, leases.c.expires_at_ms > now_ms())
+                .values(release_asked_ms=now_ms())
+            )
+        return asked.rowcount == 1
 
     def release(self, held: Held) -> None:
         """Free ``held`` now, if it is still this holder's."""

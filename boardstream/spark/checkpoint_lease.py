@@ -135,6 +135,12 @@ def hold(
             del _held_here[held.name]
 
 
+def ask_to_stop(settings: Settings, checkpoint: str | Path) -> bool:
+    """Ask the driver holding ``checkpoint``'s lease to stop its query, wherever it runs (it
+    learns so at its next renewal, within a third of the TTL); False when no driver holds it."""
+    return Leases.of(settings).ask_release(lease_name(checkpoint))
+
+
 def fence(settings: Settings, checkpoint: str | Path) -> Callable[[Connection], None] | None:
     """What a writer of ``checkpoint``'s query runs in each transaction of its writes, so that
     they commit only while this process holds the checkpoint's lease

@@ -153,9 +153,10 @@ def run(
     config: QueryConfig | None = None,
 ) -> StreamingQuery:
     """Start the query built by ``start()`` with a progress listener; block until it ends.
-    SIGTERM (e.g. Airflow stopping a task, or the stream's supervisor) stops the query between
-    batches. With its ``config``, the query holds its checkpoint's lease while it runs
-    (:mod:`.checkpoint_lease`): a second driver on the same checkpoint is refused. A query
+    SIGTERM (e.g. Airflow stopping a task), or a stop asked through its checkpoint's lease (the
+    stream's supervisor, from any host), stops the query between batches. With its ``config``,
+    the query holds its checkpoint's lease while it runs (:mod:`.checkpoint_lease`): a second
+    driver on the same checkpoint is refused. A query
     that failed raises; one returned has finished or stopped, even with an ``exception()``
     (the batch the stop cancelled, see :func:`_run_restarting_late_workers`).
 
@@ -177,7 +178,9 @@ def run(
     propagate_java_errors(spark)
     with lease as held:
         spark.streams.addListener(listener)
-        stop_requested = threading.Event()
+        # A stop is asked by SIGTERM here, or from any host through the lease (the supervisor's
+        # halt: checkpoint_lease.ask_to_stop), which its holder learns at its next renewal.
+        stop_requested = held.release_asked if held is not None else threading.Event()
         lost = held.lost if held is not None else threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
         try:

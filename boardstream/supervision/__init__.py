@@ -56,12 +56,16 @@ def stop(settings: Settings) -> list[StreamStatus]:
 
 
 def halt(settings: Settings, timeout_s: float = 60.0) -> list[str]:
-    """Stop the drivers running here, the join first, as a stop does, killing one still
+    """Stop the drivers running on this host, the join first, as a stop does, killing one still
     running after ``timeout_s``; what each stream wants is left as it is, so a supervisor
     resumes the wanted ones from their checkpoints. For ``stack down``: a detached driver
-    outlives whatever started it, and would be left behind without its services."""
+    outlives whatever started it, and would be left behind without its services. A driver on
+    another host is that host's to stop."""
     lines = []
     for stream in board_detail_streams(settings, StreamOptions()):
+        current = supervisor.status(settings, stream).holder
+        if current is None or not supervisor.runs_here(current):
+            continue
         owner = supervisor.halt(settings, stream, timeout_s, then_kill=True)
         if owner is not None:
             lines.append(f"{stream.job} stopped (pid {owner.pid})")

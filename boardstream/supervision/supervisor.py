@@ -5,9 +5,9 @@ Airflow task or command that started it (standalone Spark runs Python drivers in
 only, and has no ``--supervise`` for them). Its checkpoint lease (:mod:`boardstream.spark.
 checkpoint_lease`) is the one truth about whether it runs: the driver holds it for as long as its
 query lives, and it is free again at most the lease's TTL after the driver dies, however it dies,
-or loses its host. Starting is
-idempotent and serialised per stream (the register's lock); stopping asks the driver to stop
-after its current batch (SIGTERM) and waits for the lease to come free.
+or loses its host. Starting is idempotent and serialised per stream (the register's lock);
+stopping asks the driver through its lease to stop after its current batch, from whichever host
+the stop is asked, and waits for the lease to come free.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.spark import standalone
-from boardstream.spark.checkpoint_lease import Holder, holder
+from boardstream.spark.checkpoint_lease import Holder, ask_to_stop, holder
 from boardstream.spark.submit import submit_command, submit_env
 from boardstream.stack.ports import env_var
 from boardstream.stack.processes import ManagedProcess, log_tail
@@ -154,30 +154,28 @@ def stop(settings: Settings, stream: Stream, timeout_s: float = 120.0) -> Stream
 def halt(
     settings: Settings, stream: Stream, timeout_s: float = 120.0, then_kill: bool = False
 ) -> Holder | None:
-    """SIGTERM ``stream``'s driver, which stops its query after the current batch, and wait
-    until its lease is free; what it wants is left as it is. The driver that held the lease,
-    or None when none did. Past ``timeout_s`` it is an error, or with ``then_kill`` a SIGKILL
-    (its checkpoint is as safe as after any crash: the next start resumes from it)."""
+    """Ask ``stream``'s driver, wherever it runs, to stop its query after the current batch
+    (through its checkpoint's lease: it learns so within a third of the TTL) and wait until its
+    lease is free; what it wants is left as it is. The driver that held the lease, or None when
+    none did. Past ``timeout_s`` it is an error, or with ``then_kill`` a SIGKILL of a driver on
+    this host (its checkpoint is as safe as after any crash: the next start resumes from it);
+    one on another host can only be killed there."""
     owner = holder(settings, stream.checkpoint)
-    if owner is None:
+    if owner is None or not ask_to_stop(settings, stream.checkpoint):
         return None
-    if owner.host != socket.gethostname():
-        raise StreamStopError(
-            f"{stream.job} runs on {owner.host}, not here: stop it there ({owner.describe()})"
-        )
-    with contextlib.suppress(ProcessLookupError):  # it ended in between: the lease is free
-        os.kill(owner.pid, signal.SIGTERM)
-    deadline, killed = time.monotonic() + timeout_s, False
+    deadline, killed = time.monotonic() + timeout_s + settings.lease_ttl_s / 3, False
     while holder(settings, stream.checkpoint) is not None:
         if time.monotonic() > deadline:
-            if killed or not then_kill:
+            if killed or not then_kill or not runs_here(owner):
                 raise StreamStopError(
-                    f"{stream.job} did not stop within {timeout_s:g}s of SIGTERM"
+                    f"{stream.job} did not stop within {timeout_s:g}s of being asked"
                     + (" nor its lease expire after a SIGKILL" if killed else "")
-                    + f": {owner.describe()}; see {register.log_file(settings, stream.job)}"
+                    + f": {owner.describe()}"
+                    + ("" if runs_here(owner) else f"; it runs on {owner.host}: kill it there")
+                    + f"; see its log on {owner.host} ({register.log_file(settings, stream.job)})"
                 )
             logger.warning(
-                "%s did not stop within %g s of SIGTERM: killed (%s)",
+                "%s did not stop within %g s of being asked: killed (%s)",
                 stream.job,
                 timeout_s,
                 owner.describe(),
@@ -188,3 +186,8 @@ def halt(
             deadline = time.monotonic() + settings.lease_ttl_s + timeout_s
         time.sleep(POLL_S)
     return owner
+
+
+def runs_here(owner: Holder) -> bool:
+    """Whether ``owner``'s driver runs on this host (its pid means something here)."""
+    return owner.host == socket.gethostname()

@@ -153,3 +153,36 @@ def test_a_holder_cut_off_from_the_database_gives_its_lease_up_before_it_expires
         monkeypatch.undo()
     assert "lease ckpt not renewed for " in caplog.text
     assert caplog.messages[-1] == "lease ckpt (epoch 1) given up"
+
+
+def test_a_holder_asked_to_let_go_learns_so_at_its_next_renewal_and_only_that_taking(
+    tmp_path: Path,
+) -> None:
+    store = Leases(url(tmp_path), ttl_ms=30_000)
+    assert store.ask_release("ckpt") is False  # nobody holds it
+    held = store.try_take("ckpt", A)
+    assert held is not None
+    assert store.ask_release("ckpt") is True
+    assert not held.release_asked.is_set()  # not before it renews
+    assert store.renew(held) and held.release_asked.is_set()  # still its holder, asked
+    store.release(held)
+    again = store.try_take("ckpt", B)
+    assert again is not None and store.renew(again)
+    assert not again.release_asked.is_set()  # the ask was the earlier taking's
+
+
+def test_a_leases_table_of_an_older_version_gains_the_ask_column(tmp_path: Path) -> None:
+    old = sa.create_engine(url(tmp_path))
+    with old.begin() as connection:
+        connection.execute(
+            sa.text(
+                "CREATE TABLE leases (name VARCHAR(500) PRIMARY KEY, epoch BIGINT NOT NULL, "
+                "holder TEXT NOT NULL, expires_at_ms BIGINT NOT NULL)"
+            )
+        )
+        connection.execute(sa.text("INSERT INTO leases VALUES ('ckpt', 3, '{}', 0)"))
+    old.dispose()
+    store = Leases(url(tmp_path), ttl_ms=30_000)
+    held = store.try_take("ckpt", A)
+    assert held is not None and held.epoch == 4
+    assert store.ask_release("ckpt") and store.renew(held) and held.release_asked.is_set()

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from boardstream.database import add_missing_columns
 from boardstream.errors import BoardstreamError
 from boardstream.reconcile.reads.snapshot import EarlierSnapshot
 
@@ -59,16 +60,7 @@ reconciliation_issue = sa.Table(
 def create(engine: Engine) -> None:
     """Create the tables, and add columns a database made by an older version lacks."""
     metadata.create_all(engine)
-    present = {c["name"] for c in sa.inspect(engine).get_columns(reconciliation_run.name)}
-    with engine.begin() as connection:
-        for column in reconciliation_run.columns:
-            if column.name not in present:
-                kind = column.type.compile(engine.dialect)
-                connection.execute(
-                    sa.text(
-                        f"ALTER TABLE {reconciliation_run.name} ADD COLUMN {column.name} {kind}"
-                    )
-                )
+    add_missing_columns(engine, reconciliation_run)
 
 
 def covered(

@@ -443,6 +443,37 @@ class LeaseTakenAway(FakeQuery):
 THIEF = {"pid": 7, "host": "elsewhere", "job": "board-detail-join", "since_ms": 1}
 
 
+class AskedToStop(FakeQuery):
+    """Someone asks its driver, through the checkpoint's lease, to stop during its first wait
+    (the supervisor, from another host); it runs until stopped."""
+
+    def __init__(self, streams: FakeStreams, settings: Settings, checkpoint: Path) -> None:
+        super().__init__(streams)
+        self.settings, self.checkpoint = settings, checkpoint
+
+    def awaitTermination(self, timeout: float) -> bool:
+        if not self.waits:
+            assert checkpoint_lease.ask_to_stop(self.settings, self.checkpoint)
+        self.waits.append(timeout)
+        assert len(self.waits) < 100, "still running 10 s after it was asked to stop"
+        time.sleep(0.1)
+        return self.stops > 0
+
+
+def test_a_driver_asked_through_its_lease_stops_its_query_and_lets_the_lease_go(
+    tmp_path: Path, sigterm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "quiet_jvm_logging", lambda spark: None)
+    config = settings(tmp_path).model_copy(update={"lease_ttl_s": 1.5})
+    checkpoint = tmp_path / "ckpt"
+    streams = FakeStreams()
+    query = AskedToStop(streams, config, checkpoint)
+    assert streaming.run(fake_spark(streams), config, lambda: query, Config(checkpoint=checkpoint))
+    assert query.stops == 1 and streams.removed == streams.added
+    assert len(query.waits) <= 1.5 / 3 / 0.1 + 2  # learnt at its next renewal
+    assert checkpoint_lease.holder(config, checkpoint) is None
+
+
 def test_a_driver_that_lost_its_checkpoints_lease_stops_its_query_and_fails(
     tmp_path: Path, sigterm: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:

@@ -23,21 +23,23 @@ from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from tests.fixtures import isolated_settings
 
 # What a stream's driver does, in the part the supervisor sees: print, take its checkpoint's
-# lease, run until SIGTERM, then let go (as streaming.run stops the query between batches).
+# lease, run until asked to stop (through the lease, or SIGTERM), then let go, as streaming.run
+# stops the query between batches. argv[3], when given, is the host it says it runs on.
 DRIVER = """
-import signal, sys, threading, time
+import signal, socket, sys, time
 from pathlib import Path
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_lease import hold
+if len(sys.argv) > 3:
+    socket.gethostname = lambda: sys.argv[3]
 print("driver starting", flush=True)
 time.sleep(float(sys.argv[2]))
-stop = threading.Event()
-signal.signal(signal.SIGTERM, lambda *_: stop.set())
-with hold(Settings(), sys.argv[1], "board-detail-sink", {"application_id": "app-1"}):
-    stop.wait(600)
+with hold(Settings(), sys.argv[1], "board-detail-sink", {"application_id": "app-1"}) as held:
+    signal.signal(signal.SIGTERM, lambda *_: held.release_asked.set())
+    held.release_asked.wait(600)
 """
-# A driver deaf to SIGTERM: stuck in a batch that cannot end (its broker gone, say).
-DEAF = DRIVER.replace("lambda *_: stop.set()", "signal.SIG_IGN")
+# A driver deaf to being asked: stuck in a batch that cannot end (its broker gone, say).
+DEAF = DRIVER.replace("held.release_asked.wait(600)", "time.sleep(600)")
 FAILING = "import sys; print('bad settings: no broker', flush=True); sys.exit(2)"
 
 
@@ -47,12 +49,13 @@ def stand_in(monkeypatch, tmp_path) -> Iterator[SimpleNamespace]:
     (the driver above unless a test sets another), and the commands it was given."""
     settings = isolated_settings(tmp_path, lease_ttl_s=2)  # the driver's too: its environment
     _, stream = board_detail_streams(settings, StreamOptions())  # the sink, as supervised
-    ns = SimpleNamespace(settings=settings, stream=stream, commands=[], script=DRIVER)
+    ns = SimpleNamespace(settings=settings, stream=stream, commands=[], script=DRIVER, host=[])
 
     def command(_settings, job, args, conf):
         assert (job, args, conf) == (stream.job, list(stream.args), {"spark.cores.max": "1"})
-        ns.commands.append([sys.executable, "-c", ns.script, str(stream.checkpoint), "0.5"])
-        return ns.commands[-1]
+        argv = [sys.executable, "-c", ns.script, str(stream.checkpoint), "0.5", *ns.host]
+        ns.commands.append(argv)
+        return argv
 
     monkeypatch.setattr(supervisor, "submit_command", command)
     yield ns
@@ -132,15 +135,40 @@ def test_down_stops_the_drivers_it_finds_and_keeps_them_wanted(stand_in) -> None
     assert supervisor.ensure_running(settings, stream).running
 
 
-def test_a_driver_deaf_to_sigterm_is_an_error_to_a_stop_and_killed_by_a_halt(stand_in) -> None:
+def test_a_driver_deaf_to_a_stop_is_an_error_to_a_stop_and_killed_by_a_halt(stand_in) -> None:
     settings, stream = stand_in.settings, stand_in.stream
     stand_in.script = DEAF
     owner = supervisor.ensure_running(settings, stream).holder
     assert owner is not None
-    with pytest.raises(supervisor.StreamStopError, match=r"did not stop within 1s of SIGTERM"):
+    with pytest.raises(supervisor.StreamStopError, match=r"did not stop within 1s of being asked"):
         supervisor.stop(settings, stream, timeout_s=1)
     assert holder(settings, stream.checkpoint) == owner
     assert supervision.halt(settings, timeout_s=1) == [
         f"board-detail-sink stopped (pid {owner.pid})"
     ]
     assert holder(settings, stream.checkpoint) is None
+
+
+def test_a_driver_on_another_host_stops_when_asked_and_is_left_to_its_hosts_down(stand_in) -> None:
+    """No pid reaches a driver on another host: the stop goes through its lease. ``stack down``
+    here stops only this host's drivers."""
+    settings, stream = stand_in.settings, stand_in.stream
+    stand_in.host = ["elsewhere"]
+    owner = supervisor.ensure_running(settings, stream).holder
+    assert owner is not None and owner.host == "elsewhere"
+    assert supervision.halt(settings, timeout_s=1) == []
+    assert holder(settings, stream.checkpoint) == owner
+    asked = time.monotonic()
+    stopped = supervisor.stop(settings, stream)
+    assert not stopped.running and stopped.record.desired == STOPPED
+    assert time.monotonic() - asked < 2 * 2 / 3 + 1  # its next renewal, a third of the TTL
+
+
+def test_a_deaf_driver_on_another_host_is_not_killed_from_here(stand_in) -> None:
+    settings, stream = stand_in.settings, stand_in.stream
+    stand_in.script, stand_in.host = DEAF, ["elsewhere"]
+    owner = supervisor.ensure_running(settings, stream).holder
+    assert owner is not None
+    with pytest.raises(supervisor.StreamStopError, match="it runs on elsewhere: kill it there"):
+        supervisor.halt(settings, stream, timeout_s=1, then_kill=True)
+    assert holder(settings, stream.checkpoint) == owner  # still running: nothing killed
