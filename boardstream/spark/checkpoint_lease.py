@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -33,6 +34,11 @@ from boardstream.settings import Settings
 logger = logging.getLogger(__name__)
 
 _held_here: dict[str, Held] = {}  # the leases this process holds, by name: for its writers
+# A driver that lost its lease (given up at 2/3 of the TTL, the stop of its query bounded by
+# 1/6 more: streaming.run) must be gone before the TTL lets a successor in, whatever hangs:
+# past this part of the TTL after the loss, the process exits on its own.
+LOST_EXIT_TTL_PART = 0.25
+WATCH_POLL_S = 0.2
 
 
 class CheckpointBusyError(BoardstreamError):
@@ -129,10 +135,36 @@ def hold(
                 "checkpoint."
             ) from None
         _held_here[held.name] = held
+        done = threading.Event()
+        watch = threading.Thread(
+            target=_exit_if_lost_and_still_running,
+            args=(held, done, settings.lease_ttl_s * LOST_EXIT_TTL_PART),
+            name=f"lease watch {job}",
+            daemon=True,
+        )
+        watch.start()
         try:
             yield held
         finally:
+            done.set()
             del _held_here[held.name]
+
+
+def _exit_if_lost_and_still_running(held: Held, done: threading.Event, grace_s: float) -> None:
+    """Self-fencing: end this process ``grace_s`` after ``held`` was lost unless the holder let
+    go by then (``done``). A driver cut off from the network, or whose stop hangs, would
+    otherwise be a second writer of the checkpoint once a successor holds it."""
+    while not done.is_set():
+        if held.lost.wait(WATCH_POLL_S):
+            if not done.wait(grace_s):
+                logger.error(
+                    "%s still held here %g s after it was lost: exiting, so that no second "
+                    "driver writes its checkpoint",
+                    held.name,
+                    grace_s,
+                )
+                os._exit(1)
+            return
 
 
 def ask_to_stop(settings: Settings, checkpoint: str | Path) -> bool:

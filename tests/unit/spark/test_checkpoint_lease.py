@@ -13,8 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from boardstream.leases import Leases, leases
 from boardstream.settings import Settings
-from boardstream.spark.checkpoint_lease import CheckpointBusyError, hold, holder, last_holder
+from boardstream.spark.checkpoint_lease import (
+    CheckpointBusyError,
+    hold,
+    holder,
+    last_holder,
+    lease_name,
+)
 from tests.fixtures import isolated_settings
 
 TTL_S = 2.0
@@ -107,3 +114,30 @@ def test_one_lease_whether_a_checkpoint_is_named_by_path_or_uri(
                 pass
         with hold(settings, tmp_path / "ckpt2", "board-detail-sink", {}):  # another one
             pass
+
+
+def test_a_holder_that_lost_its_lease_and_hangs_exits_before_a_successor_may_take_it(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Self-fencing: the holder (which never lets go, as a hung stop would not) is gone within a
+    quarter of the TTL after the loss, so no second driver writes the checkpoint."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(settings.var_dir), str(TTL_S), str(tmp_path / "ckpt")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "held\n"
+        store = Leases.of(settings)
+        with store.engine.begin() as connection:  # its TTL ran out, as when cut off
+            connection.execute(leases.update().values(expires_at_ms=0))
+        assert store.try_take(lease_name(tmp_path / "ckpt"), {"pid": 7, "host": "b"}) is not None
+        taken = time.monotonic()
+        # It learns the loss at its next renewal (a third of the TTL), exits a quarter later.
+        assert process.wait(timeout=TTL_S * (1 / 3 + 1 / 4) + 2) == 1
+        assert time.monotonic() - taken >= TTL_S / 4
+        assert "still held here 0.5 s after it was lost: exiting" in process.stderr.read()
+    finally:
+        process.kill()
+        process.wait()
