@@ -9,6 +9,7 @@ can set variables and build a fresh object.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 from pathlib import Path
@@ -58,6 +59,17 @@ class Settings(BaseSettings):
         default="localhost",
         description="Address the local Kafka nodes (stack up) listen on, controllers too, and "
         "advertise to clients: a test host's (stack/hosts.py) for a broker other hosts reach.",
+    )
+    kafka_node: int | None = Field(
+        default=None,
+        description="The node of a Kafka cluster spread over hosts that this host runs (stack "
+        "up): node n is the n-th of the bootstrap servers, which list the cluster's three "
+        "nodes, its controller on the same host at controller_port. Needs kafka_cluster_id.",
+    )
+    kafka_cluster_id: str | None = Field(
+        default=None,
+        description="The cluster id every host of a cluster spread over hosts (kafka_node) "
+        "formats its node's storage with: a Kafka Uuid, 22 characters of URL-safe base64.",
     )
     database_url: str | None = Field(
         default=None,
@@ -256,6 +268,26 @@ class Settings(BaseSettings):
             host, sep, port = server.strip().rpartition(":")
             if not sep or not host or not port.isdigit():
                 raise ValueError(f"expected host:port[,host:port], got {value!r}")
+        return value
+
+    @field_validator("kafka_cluster_id")
+    @classmethod
+    def _a_kafka_uuid(cls, value: str | None) -> str | None:
+        """Kafka's own form (``kafka-storage random-uuid``): 16 bytes as URL-safe base64 without
+        padding, not all zeros, and not starting with "-" (the storage tool would take it for
+        an option)."""
+        if value is None:
+            return None
+        try:
+            raw = base64.urlsafe_b64decode(value + "==")
+        except ValueError:
+            raw = b""
+        canonical = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+        if len(raw) != 16 or canonical != value or value.startswith("-") or not any(raw):
+            raise ValueError(
+                f"expected a Kafka cluster id (22 characters of URL-safe base64, not starting "
+                f"with '-', as `kafka-storage random-uuid` prints), got {value!r}"
+            )
         return value
 
     @field_validator("checkpoint_root", "spark_event_log_dir", mode="before")

@@ -2,17 +2,17 @@
 
 The same steps as Kafka's own quickstart: ``StorageTool format`` once, then ``kafka.Kafka
 server.properties``. A single broker formats itself as a quorum of one (``--standalone``); the
-nodes of a cluster are formatted together (``stack/kafka_cluster.py``). Data and logs live under
-``var_dir/<node name>``.
+nodes of a cluster on one host are formatted together (``stack/kafka_cluster.py``); a node of a
+cluster spread over hosts formats itself, with the voters every host derives alike
+(``kafka_layout.hosts_layout``). Data and logs live under ``var_dir/<node name>``.
 """
 
 from __future__ import annotations
 
-import base64
 import secrets
 import shutil
+import socket
 import subprocess
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +20,14 @@ from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client, cluster_metadata
 from boardstream.settings import Settings, cluster_replication
 from boardstream.stack import jars
-from boardstream.stack.kafka_layout import PORT_STRIDE, KafkaLayout, KafkaNode, kafka_layout
+from boardstream.stack.kafka_ids import directory_id, new_cluster_id
+from boardstream.stack.kafka_layout import (
+    PORT_STRIDE,
+    KafkaLayout,
+    KafkaNode,
+    kafka_layout,
+    local_layout,
+)
 from boardstream.stack.ports import ListenPort, env_var
 from boardstream.stack.processes import LocalService, Starting, await_started
 
@@ -65,16 +72,18 @@ def broker_policy(settings: Settings, brokers: int = 1) -> dict[str, str]:
 
 
 class KafkaBroker(LocalService):
-    """Node ``node`` of ``layout`` (by default the single broker: node 1 of one)."""
+    """Node ``node`` of ``layout`` (by default this host's own: the single broker, node 1 of
+    one, or with ``kafka_node`` set its node of a cluster spread over hosts)."""
 
     name = "kafka"
 
     def __init__(
         self, settings: Settings, node: KafkaNode | None = None, layout: KafkaLayout | None = None
     ) -> None:
-        self.layout = layout or kafka_layout(settings, 1)
-        self.node = node or self.layout.nodes[0]
-        self.name = self.node.name
+        self.layout = layout or local_layout(settings)
+        self.node = node or self.layout.own_node
+        # A host's one node of a spread cluster keeps the single broker's name, home and pid file.
+        self.name = "kafka" if self.layout.spread else self.node.name
         config_file = settings.var_dir / self.name / "server.properties"
         super().__init__(settings, marker=str(config_file))
         self.config_file = config_file
@@ -88,7 +97,8 @@ class KafkaBroker(LocalService):
 
     def listen_ports(self) -> list[ListenPort]:
         """Its client and controller ports; a cluster's node n takes the settings' + 2(n-1)."""
-        after = "" if self.layout.size == 1 else f" (node n takes its port + {PORT_STRIDE}(n-1))"
+        strided = self.layout.size > 1 and not self.layout.spread
+        after = f" (node n takes its port + {PORT_STRIDE}(n-1))" if strided else ""
         return [
             ListenPort(
                 self.node.port, f"{self.name}'s client", env_var("bootstrap_servers") + after
@@ -168,12 +178,17 @@ class KafkaBroker(LocalService):
 
     def cluster_id(self) -> str | None:
         """The cluster this node's storage was formatted for, or None while it is not."""
+        return self.meta().get("cluster.id")
+
+    def meta(self) -> dict[str, str]:
+        """What formatting wrote in ``meta.properties`` (cluster, node and directory ids), or
+        nothing while the storage is not formatted."""
         try:
             lines = (self.data_dir / "meta.properties").read_text().splitlines()
         except FileNotFoundError:
-            return None
-        ids = [line.partition("=")[2] for line in lines if line.startswith("cluster.id=")]
-        return ids[0] if ids else None
+            return {}
+        pairs = (line.partition("=") for line in lines if not line.startswith("#"))
+        return {key.strip(): value.strip() for key, sep, value in pairs if sep}
 
     def format_storage(self, cluster_id: str, quorum: list[str]) -> None:
         """Format the KRaft metadata log (``quorum``: the storage tool's voter arguments, see
@@ -205,9 +220,15 @@ class KafkaBroker(LocalService):
             (self.data_dir / "scram-users").write_text(f"{self.settings.sasl_username}\n")
 
     def _ensure_storage(self) -> None:
-        """A single broker formats its storage on its first start; later starts reuse it (and
-        its topics), if it was formatted under these settings and not as a cluster's node."""
+        """A single broker, or a node of a spread cluster, formats its storage on its first
+        start; later starts reuse it (and its topics), if it was formatted under these settings
+        and for this node."""
         if self.cluster_id() is None:
+            if self.layout.spread:
+                cluster_id = self.layout.cluster_id or ""
+                voters = self.layout.quorum_arguments(self.layout.directory_ids())
+                self.format_storage(cluster_id, voters)
+                return
             if self.layout.size > 1:
                 raise BoardstreamError(
                     f"{self.name}'s storage ({self.data_dir}) is not formatted: a cluster's "
@@ -239,6 +260,20 @@ class KafkaBroker(LocalService):
                 "`boardstream stack up --brokers 3`, or stop the stack and remove "
                 f"{self.settings.var_dir}/kafka* for a fresh single broker"
             )
+        meta = self.meta()
+        found = (meta.get("cluster.id"), meta.get("node.id"))
+        if self.layout.spread and found != (self.layout.cluster_id, str(self.node.node_id)):
+            raise BoardstreamError(
+                f"{self.data_dir} holds node {found[1]} of cluster {found[0]}, not node "
+                f"{self.node.node_id} of BOARDSTREAM_KAFKA_CLUSTER_ID {self.layout.cluster_id}: "
+                f"stop the stack and remove {self.home} for a fresh node"
+            )
+        if self.layout.size == 1 and _spread_node(meta):
+            raise BoardstreamError(
+                f"{self.data_dir} holds node {found[1]} of a cluster spread over hosts: start it "
+                f"with BOARDSTREAM_KAFKA_NODE={found[1]} and BOARDSTREAM_KAFKA_CLUSTER_ID="
+                f"{found[0]}, or stop the stack and remove {self.home} for a fresh single broker"
+            )
 
     def _second_node(self) -> KafkaBroker:
         cluster = kafka_layout(self.settings, 3)
@@ -260,21 +295,61 @@ class KafkaBroker(LocalService):
         self.config_file.write_text(self.server_properties())
         (self.home / "log4j2.properties").write_text(LOG4J2)
 
+    def check_host(self) -> None:
+        """Spread over hosts, before anything starts: this host must have its node's address
+        (the host of its bootstrap server), and serve no TLS (each host's certificate would be
+        its own, for localhost, which the other nodes do not trust)."""
+        if not self.layout.spread:
+            return
+        node = self.node
+        if self.settings.uses_tls:
+            raise BoardstreamError(
+                f"a cluster spread over hosts serves no TLS yet: {self.settings.security_protocol} "
+                "needs a certificate for each host's address that every node trusts"
+            )
+        try:
+            family, kind, _, _, address = socket.getaddrinfo(node.host, 0, 0, socket.SOCK_STREAM)[0]
+            with socket.socket(family, kind) as probe:
+                probe.bind(address)
+        except OSError as error:
+            raise BoardstreamError(
+                f"BOARDSTREAM_KAFKA_NODE={node.node_id} is at {node.address} (entry "
+                f"{node.node_id} of BOARDSTREAM_BOOTSTRAP_SERVERS), an address this host does "
+                f"not have ({error.strerror or error}): run node {node.node_id} on the host "
+                f"{node.host}, or set BOARDSTREAM_KAFKA_NODE to this host's entry"
+            ) from None
+
+    def how_clients_reach_it(self) -> str:
+        """Spread over hosts: which node this is, and how other commands reach the cluster."""
+        servers = self.layout.bootstrap_servers
+        return (
+            f"{self.name} is node {self.node.node_id} of {self.layout.size} of cluster "
+            f"{self.layout.cluster_id}; other commands reach the cluster, and create topics with "
+            f"3 replicas, with BOARDSTREAM_BOOTSTRAP_SERVERS={servers} "
+            f"BOARDSTREAM_BROKERS={self.layout.size}"
+        )
+
     def launch(self) -> subprocess.Popen[bytes]:
         """Start the node on its formatted storage; it is ready once its cluster lists it."""
         return self.process.start(self._java("kafka.Kafka", str(self.config_file)), self.log_file)
 
-    def start(self, timeout_s: float = 90.0) -> int:
-        """Start this node (formatting a single broker's storage the first time) and return
-        once the metadata lists every node of its layout."""
+    def start(self, timeout_s: float | None = None) -> int:
+        """Start this node (formatting its storage the first time, if it formats alone) and
+        return once the metadata lists every node of its layout: within 90 s, or 120 s for a
+        node of a spread cluster, whose other nodes start on their hosts meanwhile."""
+        self.check_host()
         self.configure()
         self._ensure_storage()
         process = self.launch()
+        timeout_s = timeout_s or (120.0 if self.layout.spread else 90.0)
         await_started([self.starting(process)], self.readiness(), timeout_s)
         return process.pid
 
     def starting(self, process: subprocess.Popen[bytes]) -> Starting:
-        what = "Kafka" if self.layout.size == 1 else f"Kafka {self.name}"
+        if self.layout.spread:
+            what = f"Kafka node {self.node.node_id} of {self.layout.size}"
+        else:
+            what = "Kafka" if self.layout.size == 1 else f"Kafka {self.name}"
         return Starting(self, process, f"{what} on {self.address}")
 
     def readiness(self) -> Callable[[], bool]:
@@ -347,11 +422,11 @@ class BrokerCertificate:
                 )
 
 
-def new_cluster_id() -> str:
-    """A random KRaft cluster id (URL-safe base64 of a UUID). Like Kafka's own Uuid, never one
-    starting with "-": the storage tool's argument parser would take it for an option (it did,
-    about once in 64 test sessions)."""
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not cluster_id.startswith("-"):
-            return cluster_id
+def _spread_node(meta: dict[str, str]) -> bool:
+    """Whether storage was formatted as a node of a spread cluster: its directory id is the
+    one derived from its cluster and node ids, which no random one is."""
+    try:
+        derived = directory_id(meta["cluster.id"], int(meta["node.id"]))
+    except (KeyError, ValueError):
+        return False
+    return meta.get("directory.id") == derived

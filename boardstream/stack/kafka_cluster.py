@@ -14,7 +14,8 @@ import logging
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
-from boardstream.stack.kafka_broker import KafkaBroker, new_cluster_id
+from boardstream.stack.kafka_broker import KafkaBroker
+from boardstream.stack.kafka_ids import new_cluster_id
 from boardstream.stack.kafka_layout import kafka_layout
 from boardstream.stack.ports import ListenPort, refuse_held
 from boardstream.stack.processes import await_started

@@ -44,11 +44,15 @@ class ServiceStatus:
 class LocalStack:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # This host's broker: the single broker, or its node of a cluster spread over hosts.
         self.kafka = KafkaBroker(settings)
-        # The nodes a cluster adds (kafka-2, kafka-3): listed by status when the settings ask
-        # for them or they run, stopped by down whenever they run.
-        self.more_brokers: tuple[Service, ...] = tuple(
-            KafkaCluster(settings, max(CLUSTER_SIZES)).brokers[1:]
+        # The nodes a cluster on this host adds (kafka-2, kafka-3): listed by status when the
+        # settings ask for them or they run, stopped by down whenever they run. None where this
+        # host runs one node of a spread cluster: the others are other hosts'.
+        self.more_brokers: tuple[Service, ...] = (
+            ()
+            if self.kafka.layout.spread
+            else tuple(KafkaCluster(settings, max(CLUSTER_SIZES)).brokers[1:])
         )
         self.postgres = Postgres(settings)
         self.namenode = NameNode(settings)
@@ -81,10 +85,21 @@ class LocalStack:
         """Start what is not running yet; report what already was. Returns one line each (a
         Kafka cluster's ends with its bootstrap servers), and with the Spark cluster, a last
         one on how jobs reach it. ``brokers``: 1 or 3, by default the settings'. ``only``: the
-        services named and nothing else, as one host of a cluster runs its part. A port held
-        by another process is refused before anything starts (see ports.py)."""
+        services named and nothing else, as one host of a cluster runs its part. With
+        ``kafka_node`` set, ``kafka`` is this host's node of a cluster spread over hosts, started
+        alone (``brokers`` is refused) and ready once every host's node has joined. A port held
+        by another process, or a node's address this host lacks, is refused before anything
+        starts (see ports.py)."""
+        spread = self.settings.kafka_node is not None
+        if spread and brokers is not None:
+            raise InvalidOptionError(
+                f"brokers starts every node of a cluster on this host, but "
+                f"BOARDSTREAM_KAFKA_NODE={self.settings.kafka_node} says this host runs that "
+                "node of a cluster spread over hosts, which `up` starts alone",
+                "brokers",
+            )
         size = brokers or self.settings.brokers
-        cluster = KafkaCluster(self.settings, size) if size > 1 and not only else None
+        cluster = KafkaCluster(self.settings, size) if size > 1 and not (only or spread) else None
         wanted: list[Service] = [] if cluster or only else [self.kafka]
         wanted += [self.postgres] if postgres else []
         wanted += [self.namenode, self.datanode] if hdfs else []
@@ -92,6 +107,8 @@ class LocalStack:
         wanted += [self.airflow] if airflow else []
         wanted += [self.service(name) for name in only]
         starting = [service for service in wanted if service.process.pid() is None]
+        if spread and self.kafka in starting:
+            self.kafka.check_host()
         refuse_held(
             [
                 *(cluster.ports_to_take() if cluster else []),
@@ -107,6 +124,8 @@ class LocalStack:
                 continue
             pid = service.start()
             report.append(f"{service.name} started (pid {pid}) on {service.address}")
+        if spread and self.kafka in wanted:
+            report.append(self.kafka.how_clients_reach_it())
         if spark_cluster:
             report.append(self.spark_master.how_jobs_reach_it())
         return report

@@ -111,6 +111,10 @@ RUN_BY: dict[str, str | None] = {
         "tests/integration/test_kafka_cluster.py::"
         "test_three_brokers_replicate_every_topic_and_stop_together"
     ),
+    f"{BS} stack up --only kafka": (
+        "tests/integration/test_kafka_hosts.py::"
+        "test_three_hosts_each_start_their_node_and_the_cluster_survives_losing_one"
+    ),
     f"{BS} stack up --hdfs": (
         "tests/integration/test_hdfs.py::test_up_twice_starts_hdfs_once_and_down_stops_both"
     ),

@@ -163,3 +163,27 @@ def test_the_worker_offers_the_streams_cores_unless_told_otherwise() -> None:
     machine = os.cpu_count() or 2
     assert Settings(stream_join_cores=machine + 4).spark_worker_cores == machine + 5
     assert Settings(spark_worker_cores=1).spark_worker_cores == 1
+
+
+@pytest.mark.parametrize(
+    "cluster_id",
+    [
+        "MkU3OEVBNTcwNTJENDM2Q",  # 21 characters
+        "MkU3OEVBNTcwNTJENDM2Qh",  # its last 2 bits are not 0: not Kafka's own form
+        "MkU3OEVBNTcwNTJENDM2Q!",
+        "MkU3OEVBNTcwNTJENDM2Q+",  # base64, not URL-safe
+        "-kU3OEVBNTcwNTJENDM2Qg",  # the storage tool would take it for an option
+        "AAAAAAAAAAAAAAAAAAAAAA",  # Kafka's zero Uuid
+        "2e78ea57-052d-436b-9f6d-4c2b3a1e9f00",  # a UUID, but not in Kafka's form
+    ],
+)
+def test_the_kafka_cluster_id_is_a_kafka_uuid(cluster_id: str) -> None:
+    with pytest.raises(ValidationError, match="expected a Kafka cluster id"):
+        Settings(kafka_cluster_id=cluster_id)
+
+
+def test_a_kafka_uuid_is_accepted_as_it_is() -> None:
+    assert Settings(kafka_cluster_id="MkU3OEVBNTcwNTJENDM2Qg").kafka_cluster_id == (
+        "MkU3OEVBNTcwNTJENDM2Qg"
+    )
+    assert Settings().kafka_cluster_id is None

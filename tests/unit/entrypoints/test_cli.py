@@ -551,3 +551,39 @@ def test_verbose_is_passed_on_to_the_jobs_it_starts(monkeypatch, submitted) -> N
         assert os.environ[VERBOSE_ENV] == "1"
     finally:
         configure(False)  # the libraries' log levels back to quiet for the tests after
+
+
+@pytest.mark.parametrize(
+    ("env", "code", "message"),
+    [
+        (
+            {"BOARDSTREAM_KAFKA_NODE": "4"},
+            1,
+            "boardstream: error: BOARDSTREAM_KAFKA_NODE=4: the cluster's nodes are 1 to 3, at "
+            "BOARDSTREAM_BOOTSTRAP_SERVERS=127.0.0.2:19092,127.0.0.3:19092,127.0.0.4:19092 in "
+            "that order",
+        ),
+        (
+            {"BOARDSTREAM_KAFKA_CLUSTER_ID": "not-an-id"},
+            2,
+            "boardstream: error: bad setting: BOARDSTREAM_KAFKA_CLUSTER_ID: Value error, "
+            "expected a Kafka cluster id (22 characters of URL-safe base64, not starting with "
+            "'-', as `kafka-storage random-uuid` prints), got 'not-an-id'",
+        ),
+    ],
+)
+def test_a_spread_cluster_the_settings_cannot_describe_is_one_line_before_anything_starts(
+    env, code, message, tmp_path, monkeypatch, capsys
+) -> None:
+    spread = {
+        "BOARDSTREAM_VAR_DIR": str(tmp_path),
+        "BOARDSTREAM_BOOTSTRAP_SERVERS": "127.0.0.2:19092,127.0.0.3:19092,127.0.0.4:19092",
+        "BOARDSTREAM_KAFKA_NODE": "2",
+        "BOARDSTREAM_KAFKA_CLUSTER_ID": "MkU3OEVBNTcwNTJENDM2Qg",
+    }
+    for name, value in {**spread, **env}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["stack", "up", "--only", "kafka"]) == code
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []

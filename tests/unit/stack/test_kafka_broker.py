@@ -1,5 +1,7 @@
 """The local broker's configuration: cluster ids the storage tool accepts, the listeners the
-settings ask for, and each node's server.properties, alone or in a cluster of three."""
+settings ask for, and each node's server.properties, alone or in a cluster of three; a host's
+node of a cluster spread over hosts: its configuration, its storage formatted alone with the
+shared voters or reused only if its own, and its address this host's."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.stack.kafka_broker import KafkaBroker, broker_policy, new_cluster_id
 from boardstream.stack.kafka_cluster import KafkaCluster
+from boardstream.stack.kafka_ids import directory_id
 from tests.fixtures import isolated_settings
 
 
@@ -161,3 +164,117 @@ def test_the_broker_policy_of_one_and_of_three(tmp_path) -> None:
         "default.replication.factor": "3",
         "min.insync.replicas": "2",
     }
+
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+
+
+def spread_node(tmp_path, node: int = 2, **overrides: object) -> KafkaBroker:
+    """This host's node ``node`` of a cluster spread over three hosts, on loopback addresses
+    (127.0.0.n are all this machine's)."""
+    settings = isolated_settings(
+        tmp_path,
+        **{
+            "bootstrap_servers": "127.0.0.2:19092,127.0.0.3:19092,127.0.0.4:19092",
+            "controller_port": 19093,
+            "kafka_node": node,
+            "kafka_cluster_id": CLUSTER_ID,
+            **overrides,
+        },
+    )
+    return KafkaBroker(settings)
+
+
+def test_a_hosts_node_of_a_spread_cluster_is_its_kafka(tmp_path) -> None:
+    """One node per host: named, housed and tracked as the single broker, listening at its own
+    bootstrap server, replicating as a cluster of three."""
+    broker = spread_node(tmp_path, 2)
+    assert (broker.name, broker.home, broker.address) == (
+        "kafka",
+        tmp_path / "kafka",
+        "127.0.0.3:19092",
+    )
+    assert broker.process.pid_file == tmp_path / "run" / "kafka.pid"
+    lines = broker.server_properties().splitlines()
+    assert lines[:5] == [
+        "process.roles=broker,controller",
+        "node.id=2",
+        "controller.quorum.bootstrap.servers=127.0.0.2:19093,127.0.0.3:19093,127.0.0.4:19093",
+        "listeners=PLAINTEXT://127.0.0.3:19092,CONTROLLER://127.0.0.3:19093",
+        "advertised.listeners=PLAINTEXT://127.0.0.3:19092",
+    ]
+    assert {"default.replication.factor=3", "min.insync.replicas=2"} <= set(lines)
+    assert [(p.port, p.setting) for p in broker.listen_ports()] == [
+        (19092, "BOARDSTREAM_BOOTSTRAP_SERVERS"),
+        (19093, "BOARDSTREAM_CONTROLLER_PORT"),
+    ]
+
+
+def test_a_spread_node_formats_itself_with_the_shared_voters(tmp_path, monkeypatch) -> None:
+    broker = spread_node(tmp_path, 3)
+    formatted = []
+    monkeypatch.setattr(broker, "format_storage", lambda *args: formatted.append(args))
+    broker._ensure_storage()
+    ids = [directory_id(CLUSTER_ID, n) for n in (1, 2, 3)]
+    voters = f"1@127.0.0.2:19093:{ids[0]},2@127.0.0.3:19093:{ids[1]},3@127.0.0.4:19093:{ids[2]}"
+    assert formatted == [(CLUSTER_ID, ["--initial-controllers", voters])]
+
+
+def meta(broker: KafkaBroker, cluster_id: str, node: int, directory: str = "d") -> None:
+    broker.data_dir.mkdir(parents=True, exist_ok=True)
+    (broker.data_dir / "meta.properties").write_text(
+        f"#\n#Mon Nov 30\nnode.id={node}\ndirectory.id={directory}\nversion=1\n"
+        f"cluster.id={cluster_id}\n"
+    )
+
+
+def test_a_spread_node_reuses_its_own_storage_only(tmp_path, monkeypatch) -> None:
+    broker = spread_node(tmp_path, 2)
+    monkeypatch.setattr(broker, "format_storage", lambda *args: pytest.fail("formatted"))
+    meta(broker, CLUSTER_ID, 2, directory_id(CLUSTER_ID, 2))
+    broker._ensure_storage()
+    meta(broker, "b3RoZXItY2x1c3Rlci1pZA", 2)
+    with pytest.raises(BoardstreamError) as refused:
+        broker._ensure_storage()
+    assert str(refused.value) == (
+        f"{broker.data_dir} holds node 2 of cluster b3RoZXItY2x1c3Rlci1pZA, not node 2 of "
+        f"BOARDSTREAM_KAFKA_CLUSTER_ID {CLUSTER_ID}: stop the stack and remove {broker.home} "
+        "for a fresh node"
+    )
+    meta(broker, CLUSTER_ID, 1)
+    with pytest.raises(BoardstreamError, match=f"holds node 1 of cluster {CLUSTER_ID}, not "):
+        broker._ensure_storage()
+
+
+def test_a_single_broker_refuses_a_spread_nodes_storage(tmp_path) -> None:
+    """It would wait for voters that are other hosts'."""
+    single = KafkaBroker(isolated_settings(tmp_path))
+    meta(single, CLUSTER_ID, 1, directory_id(CLUSTER_ID, 1))
+    with pytest.raises(BoardstreamError) as refused:
+        single.check_storage()
+    assert str(refused.value) == (
+        f"{single.data_dir} holds node 1 of a cluster spread over hosts: start it with "
+        f"BOARDSTREAM_KAFKA_NODE=1 and BOARDSTREAM_KAFKA_CLUSTER_ID={CLUSTER_ID}, or stop the "
+        f"stack and remove {single.home} for a fresh single broker"
+    )
+    meta(single, CLUSTER_ID, 1, "a-random-directory-id0")
+    single.check_storage()
+
+
+def test_a_spread_node_must_run_on_the_host_of_its_address(tmp_path) -> None:
+    spread_node(tmp_path, 2).check_host()  # 127.0.0.3: this machine's
+    elsewhere = spread_node(
+        tmp_path, 2, bootstrap_servers="127.0.0.2:19092,203.0.113.7:19092,127.0.0.4:19092"
+    )
+    with pytest.raises(BoardstreamError) as refused:
+        elsewhere.check_host()
+    assert str(refused.value) == (
+        "BOARDSTREAM_KAFKA_NODE=2 is at 203.0.113.7:19092 (entry 2 of "
+        "BOARDSTREAM_BOOTSTRAP_SERVERS), an address this host does not have (Cannot assign "
+        "requested address): run node 2 on the host 203.0.113.7, or set "
+        "BOARDSTREAM_KAFKA_NODE to this host's entry"
+    )
+    KafkaBroker(isolated_settings(tmp_path, kafka_host="203.0.113.7")).check_host()  # not spread
+    tls = spread_node(tmp_path, 2, security_protocol="SSL")
+    with pytest.raises(BoardstreamError, match="a cluster spread over hosts serves no TLS yet"):
+        tls.check_host()

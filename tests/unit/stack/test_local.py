@@ -377,3 +377,67 @@ def test_a_service_running_under_our_pid_file_is_not_refused_its_port(
         assert started == ["kafka"]
     finally:
         made.airflow.process.stop_started(ours, timeout_s=5)
+
+
+def spread_stack(tmp_path: Path, **overrides: object) -> LocalStack:
+    """The stack of the host running node 2 of a cluster spread over three hosts."""
+    return LocalStack(
+        isolated_settings(
+            tmp_path,
+            **{
+                "bootstrap_servers": "127.0.0.2:19092,127.0.0.3:19092,127.0.0.4:19092",
+                "controller_port": 19093,
+                "brokers": 3,
+                "kafka_node": 2,
+                "kafka_cluster_id": "MkU3OEVBNTcwNTJENDM2Qg",
+                **overrides,
+            },
+        )
+    )
+
+
+def test_a_host_of_a_spread_cluster_has_its_node_as_kafka_and_no_other(tmp_path) -> None:
+    made = spread_stack(tmp_path)
+    assert made.more_brokers == ()
+    assert [s.name for s in made.services][:2] == ["kafka", "postgres"]
+    assert (made.kafka.node.node_id, made.kafka.address) == (2, "127.0.0.3:19092")
+    assert made.status()[0].line() == "kafka        stopped                127.0.0.3:19092"
+
+
+def test_up_starts_a_spread_clusters_node_alone_and_says_how_to_reach_the_cluster(
+    tmp_path, monkeypatch
+) -> None:
+    made = spread_stack(tmp_path)
+    calls: list[str] = []
+    monkeypatch.setattr(made.kafka, "check_host", lambda: calls.append("check"))
+    monkeypatch.setattr(made.kafka, "start", lambda: calls.append("start") or 77)
+    monkeypatch.setattr(local, "KafkaCluster", None)  # never a cluster on this host
+    reach = (
+        "kafka is node 2 of 3 of cluster MkU3OEVBNTcwNTJENDM2Qg; other commands reach the "
+        "cluster, and create topics with 3 replicas, with BOARDSTREAM_BOOTSTRAP_SERVERS="
+        "127.0.0.2:19092,127.0.0.3:19092,127.0.0.4:19092 BOARDSTREAM_BROKERS=3"
+    )
+    assert made.up(only=["kafka"]) == ["kafka started (pid 77) on 127.0.0.3:19092", reach]
+    assert made.up() == ["kafka started (pid 77) on 127.0.0.3:19092", reach]
+    assert calls == ["check", "start"] * 2
+
+
+def test_a_spread_clusters_host_refuses_brokers_and_a_foreign_address_first(
+    tmp_path, monkeypatch
+) -> None:
+    started: list[str] = []
+    made = real_stack_that_starts_nothing(spread_stack(tmp_path).settings, monkeypatch, started)
+    with pytest.raises(InvalidOptionError) as refused:
+        made.up(brokers=3)
+    assert refused.value.options == ("brokers",)
+    assert str(refused.value) == (
+        "brokers starts every node of a cluster on this host, but BOARDSTREAM_KAFKA_NODE=2 says "
+        "this host runs that node of a cluster spread over hosts, which `up` starts alone"
+    )
+    elsewhere = spread_stack(
+        tmp_path, bootstrap_servers="127.0.0.2:19092,203.0.113.7:19092,127.0.0.4:19092"
+    ).settings
+    made = real_stack_that_starts_nothing(elsewhere, monkeypatch, started)
+    with pytest.raises(BoardstreamError, match="an address this host does not have"):
+        made.up(only=["postgres", "kafka"])
+    assert started == []
