@@ -33,7 +33,7 @@ from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
 from boardstream.spark.submit import run_submit
-from boardstream.stack.spark_cluster import HOST, master_state
+from boardstream.stack.spark_cluster import SparkMaster, master_state
 from boardstream.supervision import StreamOptions
 
 
@@ -122,8 +122,7 @@ def main() -> int:
         settings = Settings()
     else:
         base = backlog_settings("bench-stream", time.strftime("%Y%m%d%H%M%S"))
-        port = base.spark_master_port
-        settings = base.model_copy(update={"spark_master": f"spark://{HOST}:{port}"})
+        settings = base.model_copy(update={"spark_master": SparkMaster(base).address})
     state = master_state(settings)
     if state is None or not state["workers"]:
         parser.error("no Spark cluster answers: run `boardstream stack up --spark-cluster`")

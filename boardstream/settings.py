@@ -129,7 +129,13 @@ class Settings(BaseSettings):
     spark_master_port: int = Field(
         default=7077,
         description="Port of the local Spark master (stack up --spark-cluster); jobs go there "
-        "with BOARDSTREAM_SPARK_MASTER=spark://127.0.0.1:<port>.",
+        "with BOARDSTREAM_SPARK_MASTER=spark://<spark_master_host>:<port>.",
+    )
+    spark_master_host: str = Field(
+        default="127.0.0.1",
+        description="Address the local Spark master (stack up --spark-cluster, --only "
+        "spark-master) binds to and advertises, and local workers register with: a test "
+        "host's (stack/hosts.py) for a master whose workers and drivers are on other hosts.",
     )
     spark_master_ui_port: int = Field(
         default=8090,

@@ -1,21 +1,31 @@
-"""A local Spark standalone cluster (one master, one worker) for ``stack up --spark-cluster``.
+"""A local Spark standalone cluster (one master, one worker) for ``stack up --spark-cluster``,
+or one of them per host (``stack up --only spark-master`` / ``--only spark-worker``).
 
 Both run from the pyspark wheel, a full Spark distribution without the ``sbin/start-*.sh``
 scripts, as ``bin/spark-class <main class>`` in the foreground, pid-managed like the broker.
 Each reads its ``spark.*`` settings from a properties file in its home, and that file's path on
 its command line is its marker (it is there from the first exec, before spark-class execs the
-JVM). Both bind 127.0.0.1 only, and a busy port fails the start instead of Spark moving to the
-next one, which would leave the settings naming the wrong port.
+JVM). A busy port fails the start instead of Spark moving to the next one, which would leave
+the settings naming the wrong port.
+
+Where each binds, and advertises itself at: the master at ``BOARDSTREAM_SPARK_MASTER_HOST``
+(127.0.0.1 by default), which is also where a worker registers and where the master's state is
+read from; a worker at its own host's address, ``SPARK_LOCAL_IP`` when set (a test host's
+processes have it, see hosts.py), else the address the route to its master leaves by (so
+127.0.0.1 for a master on the loopback). A worker bound to the loopback of a host other than its
+master's registers, but the master and the drivers cannot reach it.
 
 Jobs reach the cluster through the one master setting: ``BOARDSTREAM_SPARK_MASTER=spark://
-127.0.0.1:<port>``. Their Python drivers run in client mode (the only mode standalone offers
+<master host>:<port>``. Their Python drivers run in client mode (the only mode standalone offers
 Python); spark-submit's ``--jars`` ships the connector to the executors, which run this venv's
 Python (``spark.pyspark.python``, see ``spark/submit.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import subprocess
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -23,13 +33,14 @@ from typing import Any, ClassVar
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.spark import standalone
+from boardstream.spark.bind_address import ENV, route_to
 from boardstream.spark.submit import spark_home
 from boardstream.stack.ports import ListenPort, env_var
 from boardstream.stack.processes import LocalService
 
 logger = logging.getLogger(__name__)
 
-HOST = "127.0.0.1"
+LOOPBACK = "127.0.0.1"
 # The daemons' own heap (spark-class's default is 1g); executors are JVMs of their own.
 DAEMON_MEMORY = "512m"
 # A master removes an application, and so ends its driver, once 10 executor launches in a row
@@ -40,8 +51,9 @@ KEEP_APPS = {"spark.deploy.maxExecutorRetries": "-1"}
 
 
 def master_state(settings: Settings) -> dict[str, Any] | None:
-    """The local master's state (:func:`.standalone.master_state`)."""
-    return standalone.master_state(HOST, settings.spark_master_ui_port)
+    """The local master's state (:func:`.standalone.master_state`), asked where it listens:
+    ``spark_master_host``."""
+    return standalone.master_state(settings.spark_master_host, settings.spark_master_ui_port)
 
 
 class SparkDaemon(LocalService, ABC):
@@ -54,6 +66,11 @@ class SparkDaemon(LocalService, ABC):
         properties_file = settings.var_dir / self.name / "spark.properties"
         super().__init__(settings, marker=str(properties_file))
         self.properties_file = properties_file
+
+    @property
+    @abstractmethod
+    def host(self) -> str:
+        """The address it binds to and advertises (its RPC and its web UI)."""
 
     def properties(self) -> dict[str, str]:
         # Spark would otherwise try up to 16 ports after a busy one.
@@ -77,8 +94,8 @@ class SparkDaemon(LocalService, ABC):
             "SPARK_HOME": str(spark_home()),
             # The RPC server and the web UI bind here, and the master lists the worker's UI
             # under this name (see SparkWorker.ready).
-            "SPARK_LOCAL_IP": HOST,
-            "SPARK_PUBLIC_DNS": HOST,
+            "SPARK_LOCAL_IP": self.host,
+            "SPARK_PUBLIC_DNS": self.host,
             "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
         }
 
@@ -111,13 +128,18 @@ class SparkMaster(SparkDaemon):
     role = "master"
 
     @property
+    def host(self) -> str:
+        return self.settings.spark_master_host
+
+    @property
     def address(self) -> str:
-        """What ``BOARDSTREAM_SPARK_MASTER`` is set to for jobs to run on this cluster."""
-        return f"spark://{HOST}:{self.settings.spark_master_port}"
+        """What ``BOARDSTREAM_SPARK_MASTER`` is set to for jobs to run on this cluster, and
+        what its workers register with."""
+        return f"spark://{self.host}:{self.settings.spark_master_port}"
 
     @property
     def ui(self) -> str:
-        return f"http://{HOST}:{self.settings.spark_master_ui_port}"
+        return f"http://{self.host}:{self.settings.spark_master_ui_port}"
 
     def listen_ports(self) -> list[ListenPort]:
         return [
@@ -139,7 +161,7 @@ class SparkMaster(SparkDaemon):
     def arguments(self) -> list[str]:
         return [
             "--host",
-            HOST,
+            self.host,
             "--port",
             str(self.settings.spark_master_port),
             "--webui-port",
@@ -170,10 +192,16 @@ class SparkWorker(SparkDaemon):
         self.work_dir = self.home / "work"
         self.master = SparkMaster(settings)
 
+    @functools.cached_property
+    def host(self) -> str:
+        """Its own host's address: ``SPARK_LOCAL_IP`` when set, else the source address of the
+        route to its master (127.0.0.1 for a master on the loopback); read once."""
+        return os.environ.get(ENV) or route_to(self.master.address) or LOOPBACK
+
     @property
     def address(self) -> str:
         """Its web UI, which is also how the master's JSON names it."""
-        return f"http://{HOST}:{self.settings.spark_worker_ui_port}"
+        return f"http://{self.host}:{self.settings.spark_worker_ui_port}"
 
     def listen_ports(self) -> list[ListenPort]:
         """Its web UI's; its own port is any free one (Spark picks it)."""
@@ -184,7 +212,7 @@ class SparkWorker(SparkDaemon):
         return [
             self.master.address,
             "--host",
-            HOST,
+            self.host,
             "--cores",
             str(self.settings.spark_worker_cores),
             "--memory",
@@ -224,8 +252,15 @@ class SparkWorker(SparkDaemon):
             logger.warning("%s", short)
         state = master_state(self.settings)
         if state is None or not self.master.ready(state):
+            where = f"the master at {self.master.address} (UI {self.master.ui})"
+            if self.master.host == LOOPBACK:
+                raise BoardstreamError(
+                    f"the Spark worker needs {where}, which is not running: stack up "
+                    "--spark-cluster starts both"
+                )
             raise BoardstreamError(
-                f"the Spark worker needs the master at {self.master.address} (UI "
-                f"{self.master.ui}), which is not running: stack up --spark-cluster starts both"
+                f"the Spark worker needs {where}, which does not answer from here: stack up "
+                f"--only spark-master starts it on that host, with "
+                f"{env_var('spark_master_host')}={self.master.host}"
             )
         return super().start(timeout_s)

@@ -1,6 +1,9 @@
 """The local Spark cluster without starting it: its settings, the exact spark-class command lines
 (each carrying its marker), when the master's JSON counts as ready, the line that says how jobs
-reach the cluster, and a worker refused at once when no master answers."""
+reach the cluster, and a worker refused at once when no master answers. On hosts of their own:
+the master on its address setting, a worker registering there and binding its own host's
+address (SPARK_LOCAL_IP, else the route to its master), and the master's state asked of its
+host."""
 
 from __future__ import annotations
 
@@ -12,8 +15,17 @@ import pytest
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
 from boardstream.spark.submit import spark_home
+from boardstream.stack import spark_cluster
 from boardstream.stack.spark_cluster import SparkMaster, SparkWorker
 from tests.fixtures import free_port
+
+MASTER_HOST, WORKER_HOST = "10.232.2.2", "10.232.2.3"
+
+
+@pytest.fixture(autouse=True)
+def _no_spark_local_ip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker binds SPARK_LOCAL_IP when the environment sets it: these tests set their own."""
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
 
 
 @pytest.fixture
@@ -163,3 +175,87 @@ def test_a_worker_short_of_the_streams_says_so_and_the_setting() -> None:
         "second would be refused. Set BOARDSTREAM_SPARK_WORKER_CORES=3 (cores are task slots: "
         "more than the machine has is allowed)"
     )
+
+
+def test_the_master_host_setting_and_its_env_var(monkeypatch, tmp_path: Path) -> None:
+    assert Settings(var_dir=tmp_path).spark_master_host == "127.0.0.1"
+    monkeypatch.setenv("BOARDSTREAM_SPARK_MASTER_HOST", MASTER_HOST)
+    assert Settings(var_dir=tmp_path).spark_master_host == MASTER_HOST
+
+
+def test_a_master_on_its_hosts_address_binds_and_advertises_it(settings: Settings) -> None:
+    master = SparkMaster(settings.model_copy(update={"spark_master_host": MASTER_HOST}))
+    assert master.arguments() == ["--host", MASTER_HOST, "--port", "17077", "--webui-port", "18090"]
+    assert (master.env()["SPARK_LOCAL_IP"], master.env()["SPARK_PUBLIC_DNS"]) == (
+        MASTER_HOST,
+        MASTER_HOST,
+    )
+    assert (master.address, master.ui) == (
+        f"spark://{MASTER_HOST}:17077",
+        f"http://{MASTER_HOST}:18090",
+    )
+    assert master.ready({"url": f"spark://{MASTER_HOST}:17077", "status": "ALIVE"})
+    assert not master.ready({"url": "spark://127.0.0.1:17077", "status": "ALIVE"})
+
+
+def test_a_worker_registers_with_that_master_and_binds_its_own_address(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPARK_LOCAL_IP", WORKER_HOST)  # as a test host's processes have it
+    worker = SparkWorker(settings.model_copy(update={"spark_master_host": MASTER_HOST}))
+    assert worker.arguments()[:3] == [f"spark://{MASTER_HOST}:17077", "--host", WORKER_HOST]
+    assert (worker.env()["SPARK_LOCAL_IP"], worker.env()["SPARK_PUBLIC_DNS"]) == (
+        WORKER_HOST,
+        WORKER_HOST,
+    )
+    # Ready once the master lists it under its own address, not the loopback's.
+    assert worker.address == f"http://{WORKER_HOST}:18091"
+    assert worker.ready({"workers": [{"webuiaddress": worker.address, "state": "ALIVE"}]})
+    loopback = {"webuiaddress": "http://127.0.0.1:18091", "state": "ALIVE"}
+    assert not worker.ready({"workers": [loopback]})
+
+
+def test_without_spark_local_ip_a_worker_binds_the_route_to_its_master(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    routes: list[str] = []
+
+    def route_to(master: str) -> str | None:
+        routes.append(master)
+        return WORKER_HOST
+
+    monkeypatch.setattr(spark_cluster, "route_to", route_to)
+    worker = SparkWorker(settings.model_copy(update={"spark_master_host": MASTER_HOST}))
+    assert (worker.host, worker.host) == (WORKER_HOST, WORKER_HOST)
+    assert routes == [f"spark://{MASTER_HOST}:17077"]  # asked once
+    monkeypatch.setattr(spark_cluster, "route_to", lambda master: None)  # no route: loopback
+    assert SparkWorker(settings).host == "127.0.0.1"
+
+
+def test_the_masters_state_is_asked_of_its_host(settings, monkeypatch) -> None:
+    asked: list[tuple[str, int]] = []
+
+    def master_state(host: str, ui_port: int) -> None:
+        asked.append((host, ui_port))
+
+    monkeypatch.setattr(spark_cluster.standalone, "master_state", master_state)
+    on_host = settings.model_copy(update={"spark_master_host": MASTER_HOST})
+    assert spark_cluster.master_state(on_host) is None
+    assert spark_cluster.master_state(settings) is None
+    assert asked == [(MASTER_HOST, 18090), ("127.0.0.1", 18090)]
+
+
+def test_a_worker_whose_master_on_another_host_does_not_answer_is_refused(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPARK_LOCAL_IP", WORKER_HOST)
+    monkeypatch.setattr(spark_cluster.standalone, "master_state", lambda host, port: None)
+    worker = SparkWorker(settings.model_copy(update={"spark_master_host": MASTER_HOST}))
+    with pytest.raises(BoardstreamError) as refused:
+        worker.start()
+    assert str(refused.value) == (
+        f"the Spark worker needs the master at spark://{MASTER_HOST}:17077 (UI "
+        f"http://{MASTER_HOST}:18090), which does not answer from here: stack up --only "
+        f"spark-master starts it on that host, with BOARDSTREAM_SPARK_MASTER_HOST={MASTER_HOST}"
+    )
+    assert not worker.process.pid_file.exists() and not worker.log_file.exists()
