@@ -83,6 +83,12 @@ class Settings(BaseSettings):
         "it: killed, its host lost or cut off. Its holder renews it every third of this.",
     )
     postgres_port: int = Field(default=5432, description="Port of the local PostgreSQL server.")
+    postgres_host: str = Field(
+        default="localhost",
+        description="Address the local PostgreSQL (stack up --postgres) listens on and its URL "
+        "names: a test host's (stack/hosts.py) for a database other hosts reach, which then "
+        "trusts every client of its subnets (the local stack has no passwords).",
+    )
     checkpoint_root: str | None = Field(
         default=None,
         description="Root of Spark checkpoints: a local path or a Hadoop filesystem URI "

@@ -2,6 +2,12 @@
 
 PostgreSQL refuses to run as root, so when we are root (CI, containers) its commands run as the
 ``postgres`` system user that Debian's package creates, and the data directory is theirs.
+
+It is the local and test stack's database, without passwords: it listens on
+``BOARDSTREAM_POSTGRES_HOST`` only (localhost by default) and trusts every client that reaches it
+there, over its socket, the loopback (initdb's ``--auth=trust``) or from a subnet of its own
+host (``samenet`` in ``pg_hba.conf``: a test host's database serves the others, see hosts.py).
+Never give it an address on a network you do not trust.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from boardstream.stack.processes import LocalService
 
 DATABASE = "boardstream"
 USER = "boardstream"
+# Clients of the server's own subnets, which reach it only when it listens on an address there.
+SAME_SUBNET = "host all all samenet trust"
 
 
 def _bin_dir() -> Path:
@@ -54,7 +62,7 @@ class Postgres(LocalService):
 
     @property
     def address(self) -> str:
-        return f"localhost:{self.settings.postgres_port}"
+        return f"{self.settings.postgres_host}:{self.settings.postgres_port}"
 
     def listen_ports(self) -> list[ListenPort]:
         port = self.settings.postgres_port
@@ -62,7 +70,7 @@ class Postgres(LocalService):
 
     @property
     def url(self) -> str:
-        return f"postgresql+psycopg2://{USER}@localhost:{self.settings.postgres_port}/{DATABASE}"
+        return f"postgresql+psycopg2://{USER}@{self.address}/{DATABASE}"
 
     def _as_owner(self, command: list[str]) -> list[str]:
         if os.geteuid() != 0:
@@ -85,27 +93,37 @@ class Postgres(LocalService):
                 os.chown(directory, owner.pw_uid, owner.pw_gid)
             self.log_file.touch()
             os.chown(self.log_file, owner.pw_uid, owner.pw_gid)
-        if (self.data_dir / "PG_VERSION").exists():
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._run(
+                [
+                    str(bin_dir / "initdb"),
+                    "-D",
+                    str(self.data_dir),
+                    "-U",
+                    USER,
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                ]
+            )
+        self._trust_same_subnet()
+
+    def _trust_same_subnet(self) -> None:
+        """Add :data:`SAME_SUBNET` to ``pg_hba.conf`` unless there, so that a cluster made before
+        it (or on the loopback) serves other hosts once it listens on a host's address. The file
+        is appended to, so it keeps its owner."""
+        hba = self.data_dir / "pg_hba.conf"
+        if hba.exists() and SAME_SUBNET in hba.read_text().splitlines():
             return
-        self._run(
-            [
-                str(bin_dir / "initdb"),
-                "-D",
-                str(self.data_dir),
-                "-U",
-                USER,
-                "--auth=trust",
-                "-E",
-                "UTF8",
-            ]
-        )
+        with hba.open("a") as lines:
+            lines.write(f"# boardstream: clients of this host's subnets\n{SAME_SUBNET}\n")
 
     def start(self, timeout_s: float = 60.0) -> int:
         bin_dir = _bin_dir()
         self._init_cluster(bin_dir)
         options = (
             f"-p {self.settings.postgres_port} -k {self.socket_dir} "
-            "-c listen_addresses=localhost -c fsync=off"
+            f"-c listen_addresses={self.settings.postgres_host} -c fsync=off"
         )
         self._run(
             [

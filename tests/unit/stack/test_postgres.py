@@ -2,7 +2,8 @@
 replaced): the newest installed server version is found numerically; as root its commands run
 as the ``postgres`` user; the exact initdb, pg_ctl and psql command lines; a cluster is
 initialised once, the database created only when missing, the pid file written from
-postmaster.pid; a failing command names itself with its output."""
+postmaster.pid; a failing command names itself with its output. On a host's address it listens
+there, its URL names it, and pg_hba.conf trusts the host's subnets (once)."""
 
 from __future__ import annotations
 
@@ -179,3 +180,35 @@ def test_a_failing_command_names_itself_with_its_output(user, commands: Commands
         commands.server.start()
     assert str(failed.value) == f"{BIN / 'pg_ctl'} failed:\nout\nerr\n"
     assert not commands.server.process.pid_file.exists()
+
+
+def test_the_host_setting_and_its_env_var(monkeypatch, tmp_path: Path) -> None:
+    assert Settings(var_dir=tmp_path).postgres_host == "localhost"
+    monkeypatch.setenv("BOARDSTREAM_POSTGRES_HOST", "10.232.2.5")
+    assert Settings(var_dir=tmp_path).postgres_host == "10.232.2.5"
+
+
+def test_on_a_hosts_address_it_listens_there_and_trusts_its_subnets(
+    user, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = Commands(Postgres(settings.model_copy(update={"postgres_host": "10.232.2.5"})))
+    monkeypatch.setattr(postgres.subprocess, "run", fake.run)
+    monkeypatch.setattr(postgres, "_bin_dir", lambda: BIN)
+    server = fake.server
+    assert server.address == "10.232.2.5:6543"
+    assert server.url == "postgresql+psycopg2://boardstream@10.232.2.5:6543/boardstream"
+    hba = server.data_dir / "pg_hba.conf"
+    server.data_dir.mkdir(parents=True)
+    hba.write_text("local all all trust\n")  # as initdb leaves it, in short
+    (server.data_dir / "PG_VERSION").write_text("16")  # a cluster made before
+    server.start()
+    server.start()
+    pg_ctl = [c for c in fake.seen if Path(c[0]).name == "pg_ctl"]
+    assert [c[c.index("-o") + 1] for c in pg_ctl] == [
+        f"-p 6543 -k {server.socket_dir} -c listen_addresses=10.232.2.5 -c fsync=off"
+    ] * 2
+    assert hba.read_text() == (
+        "local all all trust\n"
+        "# boardstream: clients of this host's subnets\n"
+        "host all all samenet trust\n"
+    )
