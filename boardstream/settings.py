@@ -213,6 +213,43 @@ class Settings(BaseSettings):
     airflow_user: str = Field(
         default="admin", description="The local Airflow's user; its password is generated."
     )
+    airflow_host: str | None = Field(
+        default=None,
+        description="Address the local Airflow's API server binds to and advertises, and edge "
+        "workers reach it at: a test host's (stack/hosts.py) for an Airflow other hosts use. "
+        "Default: Airflow's binding (every address), reached at localhost.",
+    )
+    airflow_executor: str | None = Field(
+        default=None,
+        description="The local Airflow's [core] executor. Default: LocalExecutor, under "
+        "`airflow standalone`; another (airflow.providers.edge3.executors.EdgeExecutor, which "
+        "standalone would replace) runs the same components one by one.",
+    )
+    airflow_database_url: SecretStr | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the local Airflow's metadata database (PostgreSQL for a "
+        "cluster's Airflow); it may hold a password, so from the environment or .env. "
+        "Default: SQLite in Airflow's home.",
+    )
+    airflow_jwt_secret: SecretStr | None = Field(
+        default=None,
+        description="The key Airflow's API server and its edge workers sign and check their "
+        "tokens with ([api_auth] jwt_secret), the same on every host; from the environment or "
+        ".env, never the repo. Default: one Airflow generates in its home (one host only).",
+    )
+    airflow_dags_folder: Path = Field(
+        default=PROJECT_ROOT / "dags",
+        description="The DAG files the local Airflow and its edge workers read.",
+    )
+    edge_worker_hostname: str | None = Field(
+        default=None,
+        description="The name an edge worker (stack up --only edge-worker) registers under, one "
+        "per worker. Default: this machine's host name.",
+    )
+    edge_worker_queues: str | None = Field(
+        default=None,
+        description="The queues an edge worker takes tasks from, comma-separated; default: all.",
+    )
     data_docs_retention: int = Field(
         default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."
     )
@@ -394,6 +431,11 @@ class Settings(BaseSettings):
     def hdfs_uri(self) -> str:
         """The local HDFS (``stack up --hdfs``), as paths name it: ``hdfs://host:port/...``."""
         return f"hdfs://{self.hdfs_host}:{self.hdfs_namenode_port}"
+
+    @property
+    def airflow_url(self) -> str:
+        """The local Airflow's API server, as clients and edge workers reach it."""
+        return f"http://{self.airflow_host or 'localhost'}:{self.airflow_port}"
 
     @property
     def kafka_port(self) -> int:

@@ -141,10 +141,15 @@ class AirflowApi:
                 logger.info("%s: %s (%.0f s)", dag_id, self._tasks(dag_id, run_id), elapsed)
             time.sleep(2)
 
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        """The run's task instances as the API gives them (state, hostname, ...)."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
+        return self._call("GET", path)["task_instances"]
+
     def _tasks(self, dag_id: str, run_id: str) -> str:
-        tasks = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")
         return ", ".join(
-            f"{t['task_id']} {t['state'] or 'scheduled'}" for t in tasks["task_instances"]
+            f"{t['task_id']} {t['state'] or 'scheduled'}"
+            for t in self.task_instances(dag_id, run_id)
         )
 
 

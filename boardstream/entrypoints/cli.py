@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SERVICE",
         help="start this service and not the broker (up, repeatable): one host's part of a "
         "cluster. SERVICE as status names it: kafka, postgres, namenode, datanode, "
-        "spark-master, spark-worker, airflow",
+        "spark-master, spark-worker, airflow, edge-worker (another host's Airflow's tasks)",
     )
 
     topics = parsers["topics"]

@@ -1,10 +1,18 @@
 """A local Airflow (``airflow standalone``: scheduler, DAG processor, triggerer, API server and UI
-on an embedded SQLite database) wired to this project and to the local stack.
+on an embedded SQLite database) wired to this project and to the local stack, and the edge
+workers that run its tasks on other hosts.
 
 Its home is ``var_dir/airflow``; its DAGs and plugins are this repo's; the connections the DAGs
 use (``kafka_default``, ``spark_default``) come from the settings as ``AIRFLOW_CONN_*`` env vars,
 never from files in the repo. The one user's password is generated on first start and kept in
 the home's passwords file.
+
+Settings make it one host's part of a cluster: its metadata database (PostgreSQL), the address
+its API server binds and advertises, and an executor. Standalone replaces any executor but a
+local one with LocalExecutor, so with another (the Edge executor) the same components run one
+by one (``airflow_components.py``). An edge worker (``airflow edge worker``, the edge3
+provider) on another host pulls that Airflow's tasks over HTTP and runs them there; it and the
+API server sign and check their tokens with one shared secret (``airflow_jwt_secret``).
 """
 
 from __future__ import annotations
@@ -24,9 +32,58 @@ from boardstream.errors import BoardstreamError
 from boardstream.logs import progress_logger
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stack.ports import ListenPort, env_var
-from boardstream.stack.processes import LocalService
+from boardstream.stack.processes import LocalService, log_tail
 
 progress_log = progress_logger("airflow")
+
+# The edge3 provider's executor, as Airflow's [core] executor names it.
+EDGE_EXECUTOR = "airflow.providers.edge3.executors.EdgeExecutor"
+# Runs the components without standalone (stack/airflow_components.py).
+COMPONENTS_MODULE = "boardstream.entrypoints.airflow_components"
+
+
+def uses_edge_executor(settings: Settings) -> bool:
+    """Whether the settings' executor (one, or a list with aliases) includes the Edge executor."""
+    named = (settings.airflow_executor or "").split(",")
+    return any(entry.strip().rpartition(":")[2] == EDGE_EXECUTOR for entry in named)
+
+
+def runs_standalone(settings: Settings) -> bool:
+    """Standalone keeps a local executor and replaces any other (see the module's docstring)."""
+    return settings.airflow_executor in (None, "LocalExecutor")
+
+
+def airflow_executable() -> Path:
+    """The venv's ``airflow``, next to this interpreter."""
+    return Path(sys.executable).parent / "airflow"
+
+
+def project_env(settings: Settings, home: Path) -> dict[str, str]:
+    """What every Airflow process of this project is given, its API server's and an edge
+    worker's alike: the venv first on the PATH, its home, this repo's DAGs (or the settings')
+    and plugins, the connections, and the cluster's shared secret when there is one."""
+    env = {
+        # standalone starts its components as `airflow ...` from the PATH
+        "PATH": f"{airflow_executable().parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(settings.airflow_dags_folder),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_ROOT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        **airflow_connections(settings),
+    }
+    if settings.airflow_jwt_secret:
+        env["AIRFLOW__API_AUTH__JWT_SECRET"] = settings.airflow_jwt_secret.get_secret_value()
+    return env
+
+
+def require_jwt_secret(settings: Settings, who: str) -> None:
+    """Edge workers and the API server must share a key: without the setting each Airflow home
+    would generate its own, and every worker's request would be refused (403)."""
+    if not settings.airflow_jwt_secret:
+        raise BoardstreamError(
+            f"{who} needs BOARDSTREAM_AIRFLOW_JWT_SECRET, the key the API server and its edge "
+            "workers share (any long random string, the same on every host)"
+        )
 
 
 def airflow_connections(settings: Settings) -> dict[str, str]:
@@ -42,36 +99,59 @@ def airflow_connections(settings: Settings) -> dict[str, str]:
 
 
 class AirflowStandalone(LocalService):
+    """``airflow standalone``, or with an executor it would replace, the same components under
+    ``airflow_components.py`` (its command line ``python -m`` :data:`COMPONENTS_MODULE`)."""
+
     name = "airflow"
-    stop_signal = signal.SIGINT  # standalone stops its components on Ctrl-C
+    # standalone stops its components on Ctrl-C, and so does the components' runner
+    stop_signal = signal.SIGINT
 
     def __init__(self, settings: Settings) -> None:
-        executable = Path(sys.executable).parent / "airflow"
-        super().__init__(settings, marker=f"{executable} standalone")
+        executable = airflow_executable()
+        if runs_standalone(settings):
+            self.command = [str(executable), "standalone"]
+        else:
+            self.command = [sys.executable, "-m", COMPONENTS_MODULE]
+        super().__init__(settings, marker=" ".join(self.command))
         self.executable = executable
         self.passwords_file = self.home / "passwords.json"
 
     @property
     def address(self) -> str:
-        return f"http://localhost:{self.settings.airflow_port}"
+        return self.settings.airflow_url
+
+    @property
+    def what(self) -> str:
+        """How errors name the process: ``airflow standalone`` or the components' runner."""
+        if runs_standalone(self.settings):
+            return "airflow standalone"
+        return f"airflow's components ({COMPONENTS_MODULE})"
 
     def listen_ports(self) -> list[ListenPort]:
         return [ListenPort(self.settings.airflow_port, "airflow's api", env_var("airflow_port"))]
 
     def env(self) -> dict[str, str]:
-        return {
-            # standalone starts its components as `airflow ...` from the PATH
-            "PATH": f"{self.executable.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "AIRFLOW_HOME": str(self.home),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
-            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_ROOT / "plugins"),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.settings.airflow_user}:admin",
+        """The settings left unset add nothing: Airflow's own defaults apply, as before they
+        existed (SQLite in the home, LocalExecutor, the API server on every address)."""
+        settings = self.settings
+        env = {
+            **project_env(settings, self.home),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{settings.airflow_user}:admin",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.passwords_file),
-            "AIRFLOW__API__PORT": str(self.settings.airflow_port),
+            "AIRFLOW__API__PORT": str(settings.airflow_port),
             "AIRFLOW__API__BASE_URL": self.address,
-            **airflow_connections(self.settings),
         }
+        if settings.airflow_host:
+            env["AIRFLOW__API__HOST"] = settings.airflow_host
+        if settings.airflow_executor:
+            env["AIRFLOW__CORE__EXECUTOR"] = settings.airflow_executor
+        if uses_edge_executor(settings):
+            # The API server serves the edge workers' API (/edge_worker/v1/...) only when told.
+            env["AIRFLOW__EDGE__API_ENABLED"] = "True"
+        if settings.airflow_database_url:
+            url = settings.airflow_database_url.get_secret_value()
+            env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = url
+        return env
 
     def password(self) -> str:
         """The user's password, generated (and kept) on first use."""
@@ -90,10 +170,10 @@ class AirflowStandalone(LocalService):
     def start(self) -> int:
         if not self.executable.exists():
             raise BoardstreamError(f"{self.executable} not found; run bin/setup first")
+        if uses_edge_executor(self.settings):
+            require_jwt_secret(self.settings, "the Edge executor")
         self.password()
-        process = self.process.start(
-            [str(self.executable), "standalone"], self.log_file, self.env()
-        )
+        process = self.process.start(self.command, self.log_file, self.env())
         self._wait_until_ready(process, self.log_file)
         return process.pid
 
@@ -106,7 +186,8 @@ class AirflowStandalone(LocalService):
         while not self._healthy():
             if process.poll() is not None:
                 raise BoardstreamError(
-                    f"airflow standalone exited (code {process.returncode}); see {log}"
+                    f"{self.what} exited (code {process.returncode}); last lines of {log}:\n"
+                    + log_tail(log)
                 )
             if time.monotonic() > deadline:
                 raise BoardstreamError(f"airflow not ready after {timeout_s:.0f} s; see {log}")

@@ -8,7 +8,8 @@ from typing import Protocol
 
 from boardstream.errors import InvalidOptionError
 from boardstream.settings import CLUSTER_SIZES, Settings
-from boardstream.stack.airflow import AirflowStandalone
+from boardstream.stack.airflow import AirflowStandalone, uses_edge_executor
+from boardstream.stack.edge_worker import EdgeWorker
 from boardstream.stack.hdfs import DataNode, NameNode
 from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.kafka_cluster import KafkaCluster
@@ -60,8 +61,12 @@ class LocalStack:
         self.spark_master = SparkMaster(settings)
         self.spark_worker = SparkWorker(settings)
         self.airflow = AirflowStandalone(settings)
+        # Another host's Airflow's worker (up --only edge-worker): listed by status when the
+        # settings name the Edge executor or it runs.
+        self.edge_worker = EdgeWorker(settings)
         # Storage before the jobs that write to it (HDFS's DataNode after its NameNode); Airflow
-        # last: its spark_default connection may name the cluster started before it.
+        # last (its spark_default connection may name the cluster started before it), then the
+        # worker of its tasks.
         self.services: tuple[Service, ...] = (
             self.kafka,
             *self.more_brokers,
@@ -71,6 +76,7 @@ class LocalStack:
             self.spark_master,
             self.spark_worker,
             self.airflow,
+            self.edge_worker,
         )
 
     def up(
@@ -140,13 +146,15 @@ class LocalStack:
 
     def down(self) -> list[str]:
         """Stop only the processes this stack's pid files name, in reverse start order (the
-        Spark worker before its master), and the live streams' drivers: after Airflow, whose
-        supervisor would restart them, and before the services they need to stop cleanly (HDFS's
-        DataNode before its NameNode)."""
+        Spark worker before its master), and the live streams' drivers: after Airflow and its
+        edge worker, whose supervisor would restart them, and before the services they need to
+        stop cleanly (HDFS's DataNode before its NameNode)."""
         from boardstream import supervision
 
         running = [service for service in reversed(self.services) if service.process.pid()]
-        self.airflow.process.stop()
+        orchestration = (self.edge_worker, self.airflow)
+        for service in orchestration:
+            service.process.stop()
         streams = supervision.halt(self.settings)
         if any(broker in running for broker in self.more_brokers):
             # A cluster's nodes are told at once: stopped one by one, the last would be left
@@ -154,10 +162,10 @@ class LocalStack:
             for broker in (self.kafka, *self.more_brokers):
                 broker.process.signal()
         for service in reversed(self.services):
-            if service is not self.airflow:
+            if service not in orchestration:
                 service.process.stop()
         lines = [f"{service.name} stopped" for service in running]
-        after_airflow = 1 if self.airflow in running else 0
+        after_airflow = sum(1 for service in orchestration if service in running)
         lines[after_airflow:after_airflow] = streams  # in the order they were stopped
         return lines or ["nothing was running"]
 
@@ -167,4 +175,6 @@ class LocalStack:
             for service in self.services
         ]
         unasked = {s.name for s in self.more_brokers} if self.settings.brokers == 1 else set()
+        if not uses_edge_executor(self.settings):
+            unasked.add(self.edge_worker.name)
         return [s for s in statuses if s.pid or s.name not in unasked]

@@ -46,6 +46,10 @@ COMPACTION_CLI = (
 STATE_SHOW = (
     "tests/integration/test_state_show.py::test_shows_the_joins_state_and_finds_a_waiting_board"
 )
+EDGE_HOSTS = (
+    "tests/integration/test_airflow_edge_hosts.py::"
+    "test_a_task_runs_on_a_driver_host_and_on_the_other_once_that_one_dies"
+)
 RUN_BY: dict[str, str | None] = {
     "bin/demo": "tests/dags/test_demo.py::test_demo_ends_passed_with_a_balance_that_adds_up",
     "bin/test": None,  # NOT_RUN_HERE
@@ -118,6 +122,8 @@ RUN_BY: dict[str, str | None] = {
     f"{BS} stack up --hdfs": (
         "tests/integration/test_hdfs.py::test_up_twice_starts_hdfs_once_and_down_stops_both"
     ),
+    f"{BS} stack up --only postgres --only airflow": EDGE_HOSTS,
+    f"{BS} stack up --only edge-worker": EDGE_HOSTS,
     f"{BS} stack status": (
         "tests/integration/test_stack.py::test_up_twice_starts_once_and_down_stops_only_ours"
     ),

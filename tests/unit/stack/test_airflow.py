@@ -6,8 +6,17 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
+from boardstream.errors import BoardstreamError
 from boardstream.settings import PROJECT_ROOT
-from boardstream.stack.airflow import AirflowStandalone, airflow_connections
+from boardstream.stack.airflow import (
+    EDGE_EXECUTOR,
+    AirflowStandalone,
+    airflow_connections,
+    runs_standalone,
+    uses_edge_executor,
+)
 from tests.fixtures import isolated_settings
 
 
@@ -55,3 +64,85 @@ def test_env_runs_this_repo_with_this_venv(tmp_path: Path) -> None:
     assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == str(PROJECT_ROOT / "plugins")
     assert env["AIRFLOW_HOME"] == str(settings.var_dir / "airflow")
     assert env["AIRFLOW__API__PORT"] == str(settings.airflow_port)
+
+
+def test_the_cluster_settings_left_unset_add_nothing(tmp_path: Path) -> None:
+    """Single-host `stack up --airflow` as before them: standalone, Airflow's own database,
+    executor and binding, its own token key."""
+    airflow = AirflowStandalone(isolated_settings(tmp_path))
+    assert sorted(airflow.env()) == [
+        "AIRFLOW_CONN_KAFKA_DEFAULT",
+        "AIRFLOW_CONN_SPARK_DEFAULT",
+        "AIRFLOW_HOME",
+        "AIRFLOW__API__BASE_URL",
+        "AIRFLOW__API__PORT",
+        "AIRFLOW__CORE__DAGS_FOLDER",
+        "AIRFLOW__CORE__LOAD_EXAMPLES",
+        "AIRFLOW__CORE__PLUGINS_FOLDER",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS",
+        "PATH",
+    ]
+    assert airflow.command == [str(Path(sys.executable).parent / "airflow"), "standalone"]
+    assert airflow.process.marker == f"{Path(sys.executable).parent / 'airflow'} standalone"
+    assert (
+        airflow.env()["AIRFLOW__API__BASE_URL"]
+        == f"http://localhost:{airflow.settings.airflow_port}"
+    )
+
+
+def test_cluster_settings_make_an_airflow_of_the_edge_executor(tmp_path: Path) -> None:
+    settings = isolated_settings(
+        tmp_path,
+        airflow_host="10.0.0.2",
+        airflow_port=8181,
+        airflow_executor=EDGE_EXECUTOR,
+        airflow_database_url="postgresql+psycopg2://airflow:pw@localhost:5433/airflow",
+        airflow_jwt_secret="shared-key",
+        airflow_dags_folder=tmp_path / "dags",
+    )
+    airflow = AirflowStandalone(settings)
+    env = airflow.env()
+    assert airflow.address == "http://10.0.0.2:8181"
+    assert {
+        key: env[key] for key in env if key.startswith("AIRFLOW__") and "SIMPLE" not in key
+    } == {
+        "AIRFLOW__API__HOST": "10.0.0.2",
+        "AIRFLOW__API__PORT": "8181",
+        "AIRFLOW__API__BASE_URL": "http://10.0.0.2:8181",
+        "AIRFLOW__API_AUTH__JWT_SECRET": "shared-key",
+        "AIRFLOW__CORE__EXECUTOR": EDGE_EXECUTOR,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(tmp_path / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_ROOT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": (
+            "postgresql+psycopg2://airflow:pw@localhost:5433/airflow"
+        ),
+        "AIRFLOW__EDGE__API_ENABLED": "True",
+    }
+    # Standalone would replace the executor: the components run without it.
+    assert airflow.command == [sys.executable, "-m", "boardstream.entrypoints.airflow_components"]
+    assert airflow.process.marker == " ".join(airflow.command)
+    # Secrets stay out of the settings' repr (and so of logs).
+    assert "pw@" not in repr(settings) and "shared-key" not in repr(settings)
+
+
+def test_the_edge_executor_is_found_in_a_list_of_executors_and_aliases(tmp_path: Path) -> None:
+    def edge(executor: str | None) -> tuple[bool, bool]:
+        settings = isolated_settings(tmp_path, airflow_executor=executor)
+        return uses_edge_executor(settings), runs_standalone(settings)
+
+    assert edge(None) == (False, True)
+    assert edge("LocalExecutor") == (False, True)
+    assert edge(EDGE_EXECUTOR) == (True, False)
+    assert edge(f"LocalExecutor, edge:{EDGE_EXECUTOR}") == (True, False)
+    assert edge("CeleryExecutor") == (False, False)
+
+
+def test_the_edge_executor_without_the_shared_key_is_refused_before_starting(
+    tmp_path: Path,
+) -> None:
+    airflow = AirflowStandalone(isolated_settings(tmp_path, airflow_executor=EDGE_EXECUTOR))
+    with pytest.raises(BoardstreamError, match="needs BOARDSTREAM_AIRFLOW_JWT_SECRET"):
+        airflow.start()
+    assert airflow.process.pid() is None and not airflow.log_file.exists()

@@ -1,9 +1,10 @@
 """``boardstream stack up|down|status`` over fake services: up starts only what was asked and is
 not running yet (Kafka always, a single broker or a cluster; in order Kafka, PostgreSQL, HDFS's
-NameNode and DataNode, the Spark master and worker, Airflow) and, with the Spark cluster, ends
-saying how jobs reach it; down stops in reverse order (the worker before its master, the
-DataNode before its NameNode) and reports only what it stopped;
-status is one aligned line per service (a cluster's extra brokers when asked for or running).
+NameNode and DataNode, the Spark master and worker, Airflow, an edge worker) and, with the Spark
+cluster, ends saying how jobs reach it; down stops in reverse order (the worker before its
+master, the DataNode before its NameNode) and reports only what it stopped;
+status is one aligned line per service (a cluster's extra brokers, an edge worker, when asked
+for or running).
 A port held by another process is refused before anything starts, whichever service needs it."""
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from boardstream import supervision
 from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.settings import Settings
 from boardstream.stack import local
+from boardstream.stack.airflow import EDGE_EXECUTOR
 from boardstream.stack.kafka_cluster import KafkaCluster
 from boardstream.stack.local import LocalStack, ServiceStatus
 from boardstream.stack.ports import ListenPort, listeners
@@ -68,8 +71,10 @@ def log() -> list[str]:
     return []
 
 
-def stack(tmp_path: Path, log: list[str], brokers: int = 1, **pids: int) -> LocalStack:
-    made = LocalStack(Settings(var_dir=tmp_path, brokers=brokers))
+def stack(
+    tmp_path: Path, log: list[str], brokers: int = 1, executor: str | None = None, **pids: int
+) -> LocalStack:
+    made = LocalStack(Settings(var_dir=tmp_path, brokers=brokers, airflow_executor=executor))
     names = (
         "kafka",
         "kafka_2",
@@ -80,6 +85,7 @@ def stack(tmp_path: Path, log: list[str], brokers: int = 1, **pids: int) -> Loca
         "spark_master",
         "spark_worker",
         "airflow",
+        "edge_worker",
     )
     for name in names:
         setattr(made, name, Service(name.replace("_", "-"), pids.get(name), log))
@@ -114,6 +120,7 @@ def test_the_stacks_services_in_start_order(tmp_path: Path) -> None:
         "spark-master",
         "spark-worker",
         "airflow",
+        "edge-worker",
     ]
     assert real.services == (
         real.kafka,
@@ -124,6 +131,7 @@ def test_the_stacks_services_in_start_order(tmp_path: Path) -> None:
         real.spark_master,
         real.spark_worker,
         real.airflow,
+        real.edge_worker,
     )
     assert real.airflow.address == "http://localhost:8181"
     assert [b.address for b in real.more_brokers] == ["localhost:9094", "localhost:9096"]
@@ -206,6 +214,7 @@ def test_down_stops_in_reverse_order_only_what_runs(tmp_path, log) -> None:
         "kafka stopped",
     ]
     assert stopped == [
+        "edge-worker",
         "airflow",
         "spark-worker",
         "spark-master",
@@ -217,6 +226,25 @@ def test_down_stops_in_reverse_order_only_what_runs(tmp_path, log) -> None:
         "kafka",
     ]
     assert made.down() == ["nothing was running"]
+
+
+def test_down_stops_the_edge_worker_and_airflow_before_the_streams(
+    tmp_path, log, monkeypatch
+) -> None:
+    """Either would start a stream again (the supervise task), so both stop before the halt."""
+    made = stack(tmp_path, log, kafka=1, airflow=4, edge_worker=5)
+    monkeypatch.setattr(
+        supervision,
+        "halt",
+        lambda settings: [f"join stopped ({made.edge_worker.process.pid()}, "
+                          f"{made.airflow.process.pid()} by then)"],
+    )  # fmt: skip
+    assert made.down() == [
+        "edge-worker stopped",
+        "airflow stopped",
+        "join stopped (None, None by then)",
+        "kafka stopped",
+    ]
 
 
 def test_up_with_three_brokers_starts_them_as_one_cluster_first(tmp_path, log, monkeypatch) -> None:
@@ -263,6 +291,19 @@ def test_status_lists_the_extra_brokers_when_asked_for_or_running(tmp_path, log)
         "kafka        stopped                localhost:5",
         "kafka-2      stopped                localhost:7",
         "kafka-3      stopped                localhost:7",
+    ]
+
+
+def test_status_lists_the_edge_worker_when_asked_for_or_running(tmp_path, log) -> None:
+    def edge_worker(made: LocalStack) -> list[str]:
+        return [s.line() for s in made.status() if s.name == "edge-worker"]
+
+    assert edge_worker(stack(tmp_path, log)) == []
+    assert edge_worker(stack(tmp_path, log, executor=EDGE_EXECUTOR)) == [
+        "edge-worker  stopped                localhost:11",
+    ]
+    assert edge_worker(stack(tmp_path, log, edge_worker=5)) == [
+        "edge-worker  running (pid 5)        localhost:11",
     ]
 
 
