@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from boardstream.database import driver_said, shown
 from boardstream.errors import InvalidOptionError
 from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.stack.airflow import AirflowStandalone, uses_edge_executor
@@ -17,6 +21,8 @@ from boardstream.stack.ports import ListenPort, refuse_held
 from boardstream.stack.postgres import Postgres
 from boardstream.stack.processes import ManagedProcess
 from boardstream.stack.spark_cluster import SparkMaster, SparkWorker
+
+logger = logging.getLogger(__name__)
 
 
 class Service(Protocol):
@@ -149,13 +155,12 @@ class LocalStack:
         Spark worker before its master), and the live streams' drivers: after Airflow and its
         edge worker, whose supervisor would restart them, and before the services they need to
         stop cleanly (HDFS's DataNode before its NameNode)."""
-        from boardstream import supervision
 
         running = [service for service in reversed(self.services) if service.process.pid()]
         orchestration = (self.edge_worker, self.airflow)
         for service in orchestration:
             service.process.stop()
-        streams = supervision.halt(self.settings)
+        streams = self._halt_streams()
         if any(broker in running for broker in self.more_brokers):
             # A cluster's nodes are told at once: stopped one by one, the last would be left
             # without a quorum to shut down with and wait out the stop timeout (30 s).
@@ -168,6 +173,22 @@ class LocalStack:
         after_airflow = sum(1 for service in orchestration if service in running)
         lines[after_airflow:after_airflow] = streams  # in the order they were stopped
         return lines or ["nothing was running"]
+
+    def _halt_streams(self) -> list[str]:
+        """This host's stream drivers stopped (``supervision.halt``); with the database out of
+        reach (stopped before, on its own host) none can be asked or found: said, and the
+        services are stopped all the same."""
+        from boardstream import supervision
+
+        try:
+            return supervision.halt(self.settings)
+        except SQLAlchemyError as error:
+            logger.warning(
+                "stream drivers not looked for: the database (%s) did not answer: %s",
+                shown(self.settings.database),
+                driver_said(error),
+            )
+            return []
 
     def status(self) -> list[ServiceStatus]:
         statuses = [

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from boardstream import supervision
 from boardstream.errors import BoardstreamError, InvalidOptionError
@@ -245,6 +246,21 @@ def test_down_stops_the_edge_worker_and_airflow_before_the_streams(
         "join stopped (None, None by then)",
         "kafka stopped",
     ]
+
+
+def test_down_with_the_database_away_says_so_and_stops_the_services(
+    tmp_path, log, monkeypatch, caplog
+) -> None:
+    """On a cluster's host whose database was stopped first: no driver can be looked for."""
+    made = stack(tmp_path, log, kafka=1)
+
+    def unreachable(settings):
+        raise OperationalError("SELECT", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(supervision, "halt", unreachable)
+    assert made.down() == ["kafka stopped"]
+    assert "stream drivers not looked for: the database" in caplog.text
+    assert "did not answer: connection refused" in caplog.text
 
 
 def test_up_with_three_brokers_starts_them_as_one_cluster_first(tmp_path, log, monkeypatch) -> None:
