@@ -32,6 +32,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,10 +250,22 @@ class Hosts:
         _ip("link", "set", self.host(name).port, "up")
 
     def kill(self, name: str) -> list[int]:
-        """SIGKILL every process of host ``name``, as when its machine dies: the pids killed.
-        Its namespace and address stay (the machine can be started again)."""
+        """SIGKILL every process of host ``name``, as when its machine dies: the pids killed
+        (again until none is left, so that none forked meanwhile survives). Its namespace and
+        address stay (the machine can be started again)."""
         _require()
-        return _kill_left_in(self.host(name).namespace, quiet=True)
+        killed: list[int] = []
+        # A pid listed again is one killed already that is not reaped yet (a zombie): done.
+        while (left := _kill_left_in(self.host(name).namespace, quiet=True)) and not set(
+            left
+        ) <= set(killed):
+            killed += [pid for pid in left if pid not in killed]
+            time.sleep(0.1)
+        return killed
+
+    def pids(self, name: str) -> list[int]:
+        """What runs in host ``name`` now."""
+        return [int(pid) for pid in _ip("netns", "pids", self.host(name).namespace).split()]
 
     def process(self, name: str, service: str, marker: str) -> ManagedProcess:
         """Host ``name``'s process ``service``, its pid file in the host's var directory;

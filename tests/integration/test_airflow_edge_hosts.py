@@ -11,12 +11,9 @@ edge worker's name; and Airflow's own record of the task's host agrees."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import secrets
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -36,10 +33,10 @@ DRIVERS = ("d1", "d2")
 PORT = 8080  # the Airflow host's own address: no other stack's port
 POSTGRES_PORT = 5432  # on the Airflow host's own loopback
 DAG_ID = "where_it_ran"
-# The next run after a driver host's death completes within this: measured 6.1-8.2 s from the
+# How long the next run after a driver host's death is waited for. It took 6.1-8.2 s from the
 # trigger in five runs (the scheduler's loop, the live worker's 5 s poll, the task's start; the
-# run's state read every 2 s) on this 2-core machine, shared with another test run.
-BOUND_S = 30.0
+# run's state read every 2 s) on this 2-core machine: printed, not asserted (no wall-clock bound).
+WAIT_S = 300.0
 DAG = """
 import json
 import os
@@ -126,20 +123,6 @@ class Cluster:
     def host_at(self, address: str) -> str:
         return next(n for n in self.hosts.hosts if self.hosts.address(n) == address)
 
-    def kill_host(self, name: str) -> list[int]:
-        """SIGKILL every process of host ``name``, as its power cut; the pids killed."""
-        namespace = self.hosts.host(name).namespace
-        killed: list[int] = []
-        deadline = time.monotonic() + 30
-        while pids := _netns_pids(namespace):
-            assert time.monotonic() < deadline, f"{namespace} still runs {pids}"
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-            time.sleep(0.2)
-        return killed
-
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
@@ -185,18 +168,17 @@ def test_a_task_runs_on_a_driver_host_and_on_the_other_once_that_one_dies(cluste
     assert cluster.where("first") == _ran_on(cluster, first)
     assert _task_hosts(api, first_run) == [first]
 
-    killed = cluster.kill_host(first)
+    killed = cluster.hosts.kill(first)
     assert killed, f"nothing ran on {first}"
     other = next(name for name in DRIVERS if name != first)
     triggered = time.monotonic()
     second_run = api.trigger(DAG_ID, {"tag": "second"})
-    assert api.wait(DAG_ID, second_run, timeout_s=BOUND_S) == "success"
+    assert api.wait(DAG_ID, second_run, timeout_s=WAIT_S) == "success"
     took = time.monotonic() - triggered
     print(f"first run on {first}; {first} killed; second run on {other} after {took:.1f} s")
     assert cluster.where("second") == _ran_on(cluster, other)
     assert _task_hosts(api, second_run) == [other]
-    assert took < BOUND_S
-    assert _netns_pids(cluster.hosts.host(first).namespace) == []
+    assert cluster.hosts.pids(first) == []
 
     # `stack down` on each host stops what `up` started there, and nothing is left running.
     status = cluster.boardstream(other, "stack", "status")
@@ -205,7 +187,7 @@ def test_a_task_runs_on_a_driver_host_and_on_the_other_once_that_one_dies(cluste
     down = cluster.boardstream("airflow", "stack", "down")
     assert down == "airflow stopped\npostgres stopped\n", down
     for name in ("airflow", other):
-        assert _netns_pids(cluster.hosts.host(name).namespace) == [], name
+        assert cluster.hosts.pids(name) == [], name
 
 
 def _ran_on(cluster: Cluster, name: str) -> dict[str, str]:
@@ -216,10 +198,3 @@ def _ran_on(cluster: Cluster, name: str) -> dict[str, str]:
 def _task_hosts(api: AirflowApi, run_id: str) -> list[str]:
     """The host Airflow recorded for each task of the run (the edge worker's name)."""
     return [task["hostname"] for task in api.task_instances(DAG_ID, run_id)]
-
-
-def _netns_pids(namespace: str) -> list[int]:
-    listed = subprocess.run(
-        ["ip", "netns", "pids", namespace], capture_output=True, text=True, check=True
-    )
-    return [int(pid) for pid in listed.stdout.split()]
