@@ -37,6 +37,9 @@ import json, sys, time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+# About a minute each; CI runs tests/cluster's scenario, whose hosts start these services alike.
+pytestmark = pytest.mark.long
+
 servers, first, count, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 connection = {"bootstrap.servers": servers}
 acked = []

@@ -48,6 +48,9 @@ from pyspark.sql import SparkSession
 from boardstream.settings import Settings
 from boardstream.spark import standalone
 
+# About a minute each; CI runs tests/cluster's scenario, whose hosts start these services alike.
+pytestmark = pytest.mark.long
+
 master, dsn = sys.argv[1], sys.argv[2]
 # The executors' Python workers run this venv's interpreter (as spark/session.py's drivers).
 os.environ["PYSPARK_PYTHON"] = sys.executable
