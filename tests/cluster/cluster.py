@@ -9,7 +9,10 @@ postgres       PostgreSQL: boardstream's database (leases, register, progress, t
 hdfs           HDFS's NameNode and DataNode: the checkpoints and Spark's event logs
 spark-master   the Spark standalone master
 worker-1, -2   a Spark worker each: the streams' executors
-driver-1, -2   where the supervision starts the streams' drivers (client mode)
+driver-1, -2   where the supervision starts the streams' drivers (client mode): with Airflow,
+               an edge worker each, which runs the supervising DAGs' tasks
+airflow        (``Cluster(airflow=True)``) Airflow with the Edge executor: scheduler, API
+               server, DAG processor, triggerer; its metadata on the cluster's PostgreSQL
 =============  ==========================================================================
 
 Every host has a var directory of its own and no ``BOARDSTREAM_*`` variable but those below
@@ -23,9 +26,11 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +38,9 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from boardstream.entrypoints.airflow_api import AirflowApi
 from boardstream.settings import PROJECT_ROOT, Settings
+from boardstream.stack.airflow import EDGE_EXECUTOR, AirflowStandalone
 from boardstream.stack.hosts import Hosts
 from boardstream.stack.kafka_broker import new_cluster_id
 from tests.fixtures import cli_command
@@ -47,16 +54,19 @@ HOSTS = (*KAFKA, "postgres", "hdfs", "spark-master", *WORKERS, *DRIVERS)
 KAFKA_PORT, CONTROLLER_PORT = 9092, 9093
 POSTGRES_PORT = 5432
 SPARK_MASTER_PORT, SPARK_MASTER_UI_PORT, SPARK_WORKER_UI_PORT = 7077, 8080, 8081
-NAMENODE_PORT = 9000
+NAMENODE_PORT, NAMENODE_HTTP_PORT = 9000, 9870
+AIRFLOW_PORT = 8080
 LEASE_TTL_S = 10.0  # a lost driver's lease is free within it (tests/faults/harness.py's)
 WORKER_CORES = 4  # task slots: both streams fit on one worker when the other is lost
 
 
 class Cluster:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, airflow: bool = False) -> None:
         self.root = root
-        self.hosts = Hosts(list(HOSTS), root)
+        self.airflow = airflow
+        self.hosts = Hosts([*HOSTS, *(["airflow"] if airflow else [])], root)
         self.kafka_cluster_id = new_cluster_id()
+        self.jwt_secret = secrets.token_urlsafe(32)  # the Airflow API's, every host's
 
     def address(self, host: str) -> str:
         return self.hosts.address(host)
@@ -97,6 +107,21 @@ class Cluster:
             "BOARDSTREAM_SPARK_WORKER_CORES": str(WORKER_CORES),
             "BOARDSTREAM_LEASE_TTL_S": str(LEASE_TTL_S),
             "BOARDSTREAM_JAR_CACHE": str(PROJECT_ROOT / "var" / "jars"),
+            **(self._airflow_env() if self.airflow else {}),
+        }
+
+    def _airflow_env(self) -> dict[str, str]:
+        """Where Airflow's API server is, how its edge workers are told apart from others, and
+        where its metadata lives (a database of the cluster's PostgreSQL)."""
+        return {
+            "BOARDSTREAM_AIRFLOW_HOST": self.address("airflow"),
+            "BOARDSTREAM_AIRFLOW_PORT": str(AIRFLOW_PORT),
+            "BOARDSTREAM_AIRFLOW_EXECUTOR": EDGE_EXECUTOR,
+            "BOARDSTREAM_AIRFLOW_JWT_SECRET": self.jwt_secret,
+            "BOARDSTREAM_AIRFLOW_DATABASE_URL": (
+                f"postgresql+psycopg2://boardstream@{self.address('postgres')}:{POSTGRES_PORT}"
+                "/airflow"
+            ),
         }
 
     def host_env(self, host: str) -> dict[str, str]:
@@ -107,7 +132,10 @@ class Cluster:
                 "BOARDSTREAM_KAFKA_NODE": str(KAFKA.index(host) + 1),
                 "BOARDSTREAM_KAFKA_HOST": self.address(host),
             }
-        return self.hosts.environment(host, {**self.env(), **own})
+        if host in DRIVERS:
+            own = {"BOARDSTREAM_EDGE_WORKER_HOSTNAME": host}
+        env = self.hosts.environment(host, {**self.env(), **own})
+        return {k: v for k, v in env.items() if not k.startswith("AIRFLOW")}  # none of ours
 
     def settings(self, **overrides: object) -> Settings:
         """The cluster's settings as the tests (an operator's machine) use them."""
@@ -165,13 +193,34 @@ class Cluster:
 
     def new_database(self) -> str:
         """A database of its own on the cluster's PostgreSQL, reached from the tests' namespace."""
+        return self.create_database(f"db_{uuid.uuid4().hex[:8]}")
+
+    def create_database(self, name: str) -> str:
         server = f"postgresql+psycopg2://boardstream@{self.address('postgres')}:{POSTGRES_PORT}"
-        name = f"db_{uuid.uuid4().hex[:8]}"
         admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
         with admin.connect() as connection:
             connection.execute(sa.text(f"CREATE DATABASE {name}"))
         admin.dispose()
         return f"{server}/{name}"
+
+    def hdfs_files(self, uri: str) -> dict[str, int]:
+        """The files in directory ``uri`` of the cluster's HDFS and when each was last written
+        (ms), as the NameNode's WebHDFS lists them; {} when there is no such directory."""
+        path = urllib.parse.urlparse(uri).path
+        url = f"http://{self.address('hdfs')}:{NAMENODE_HTTP_PORT}/webhdfs/v1{path}?op=LISTSTATUS"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                listed = json.load(response)["FileStatuses"]["FileStatus"]
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return {}
+            raise
+        return {f["pathSuffix"]: int(f["modificationTime"]) for f in listed}
+
+    def airflow_api(self) -> AirflowApi:
+        """The API server on the Airflow host, as its user (password from that host's home)."""
+        password = AirflowStandalone(self.hosts.settings("airflow")).password()
+        return AirflowApi(f"http://{self.address('airflow')}:{AIRFLOW_PORT}", "admin", password)
 
     def executor_hosts(self) -> set[str]:
         """The worker hosts running executors now, as their workers' web UIs list them (a dead
@@ -203,6 +252,10 @@ class Cluster:
         }
         self._start(parts)
         self._start({host: ["spark-worker"] for host in WORKERS})
+        if self.airflow:
+            self.create_database("airflow")
+            self._start({"airflow": ["airflow"]})
+            self._start({host: ["edge-worker"] for host in DRIVERS})
         logger.info("cluster up: %s", ", ".join(f"{h} {self.address(h)}" for h in HOSTS))
 
     def _start(self, parts: dict[str, list[str]]) -> None:
@@ -220,7 +273,8 @@ class Cluster:
         one by one, the last would have no quorum to shut down with), PostgreSQL last; then the
         hosts removed, with whatever still runs in them."""
         try:
-            for host in (*DRIVERS, *WORKERS, "spark-master", "hdfs"):
+            first = ["airflow"] if self.airflow else []  # its supervisor would restart streams
+            for host in (*first, *DRIVERS, *WORKERS, "spark-master", "hdfs"):
                 self._stop(host)
             with ThreadPoolExecutor(len(KAFKA)) as pool:
                 list(pool.map(self._stop, KAFKA))

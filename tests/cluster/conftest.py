@@ -14,8 +14,18 @@ from tests.fixtures import world_readable_dir
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
+    yield from _running(airflow=False)
+
+
+@pytest.fixture(scope="module")
+def airflow_cluster() -> Iterator[Cluster]:
+    """The cluster with Airflow on a host of its own and an edge worker on each driver host."""
+    yield from _running(airflow=True)
+
+
+def _running(airflow: bool) -> Iterator[Cluster]:
     root = world_readable_dir("bsh-cluster-")  # PostgreSQL's system user enters its host's dir
-    running = Cluster(root)
+    running = Cluster(root, airflow=airflow)
     try:
         running.up()
         yield running

@@ -9,73 +9,14 @@ namespace, as an operator's machine would take it.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
 
 from boardstream.generator.plan import Plan
 from boardstream.spark.checkpoint_lease import holder
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from tests.cluster.cluster import Cluster
-from tests.faults.harness import Scenario, backlog_options
-
-SEED = 5050
-# The stream's part of a scenario's settings: what the supervision on a host must be told.
-STREAM_SETTINGS = (
-    "database_url",
-    "checkpoint_root",
-    "member_topic",
-    "board_topic",
-    "board_detail_topic",
-    "unmatched_topic",
-    "dlq_topic",
-)
-
-
-def scenario(cluster: Cluster, name: str, tmp_path) -> Scenario:
-    """A scenario on the cluster: topics of its own (3 replicas), a database of its own on the
-    cluster's PostgreSQL, checkpoints of its own on HDFS."""
-    database_url = cluster.new_database()
-    own = database_url.rsplit("/", 1)[1]  # a checkpoint belongs to its database's pipeline
-    return Scenario(
-        name,
-        cluster.settings(),
-        database_url,
-        tmp_path,
-        SEED,
-        overrides={"checkpoint_root": f"{cluster.hdfs}/scenarios/{own}/checkpoints"},
-    )
-
-
-def stream_env(s: Scenario) -> dict[str, str]:
-    return {f"BOARDSTREAM_{n.upper()}": str(getattr(s.settings, n)) for n in STREAM_SETTINGS}
-
-
-SUPERVISE = """
-import json, sys
-from boardstream import supervision
-from boardstream.settings import Settings
-statuses = getattr(supervision, sys.argv[1])(Settings())
-print(json.dumps([[s.job, s.holder.host if s.holder else None] for s in statuses]))
-"""
-
-
-def supervise(cluster: Cluster, host: str, s: Scenario, action: str) -> dict[str, str | None]:
-    """The supervision's ``action`` (start, ensure, stop) run on ``host``: each stream's host."""
-    out = cluster.python(host, SUPERVISE, stream_env(s), action)
-    return dict(json.loads(out.strip().splitlines()[-1]))
-
-
-def until(done: Callable[[], bool], what: str, timeout_s: float = 300) -> float:
-    started = time.monotonic()
-    while not done():
-        assert time.monotonic() - started < timeout_s, f"not {what} within {timeout_s:g} s"
-        time.sleep(1)
-    return time.monotonic() - started
-
-
-def loaded(s: Scenario) -> Callable[[], bool]:
-    return lambda: set(s.table_counts()) == s.boards
+from tests.cluster.scenarios import SEED, loaded, scenario, supervise, until
+from tests.faults.harness import backlog_options
 
 
 def test_a_worker_hosts_death_moves_the_executors_to_the_other(cluster: Cluster, tmp_path) -> None:
