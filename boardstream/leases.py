@@ -78,6 +78,9 @@ class Held:
     # one numbered alike after the row was deleted.
     stored: str = ""
     lost: threading.Event = field(default_factory=threading.Event)
+    # When the last renewal that found it still this holder's was sent (monotonic): a renewal
+    # hung on a network cut off returns nothing, so silence is measured from here.
+    renewed_at: float = field(default_factory=time.monotonic)
     # Set once a renewal finds that someone asked the holder to let go (``ask_release``).
     release_asked: threading.Event = field(default_factory=threading.Event)
 
@@ -142,7 +145,7 @@ class Leases:
             raise LeaseLostError(f"{held.name} (epoch {held.epoch}) is no longer held here")
 
     def _renewed(self, connection: Connection, held: Held) -> bool:
-        now = now_ms()
+        now, sent = now_ms(), time.monotonic()
         renewed = connection.execute(
             leases.update()
             .where(_mine(held), leases.c.expires_at_ms > now)
@@ -150,12 +153,27 @@ class Leases:
         )
         if renewed.rowcount != 1:
             held.lost.set()
-        elif (
-            connection.execute(sa.select(leases.c.release_asked_ms).where(_mine(held))).scalar()
-            is not None
-        ):
+            return False
+        held.renewed_at = sent
+        asked = sa.select(leases.c.release_asked_ms).where(_mine(held))
+        if connection.execute(asked).scalar() is not None:
             held.release_asked.set()
         return not held.lost.is_set()
+
+    def silent_too_long(self, held: Held) -> bool:
+        """Whether ``held`` went unrenewed for two thirds of the TTL, however its renewals fare
+        (failing, or hung on a network cut off): then it counts as lost (``held.lost`` set), for
+        another may take it once the TTL has run out, and by then its holder must have stopped."""
+        if held.lost.is_set():
+            return True
+        silent_s = time.monotonic() - held.renewed_at
+        if silent_s * 1000 < self.ttl_ms * 2 / 3:
+            return False
+        logger.warning(
+            "lease %s (epoch %d) not renewed for %.1f s: given up", held.name, held.epoch, silent_s
+        )
+        held.lost.set()
+        return True
 
     def ask_release(self, name: str) -> bool:
         """Ask the live holder of ``name`` to let it go (it learns so at its next renewal, at
@@ -215,24 +233,17 @@ class Leases:
             self.release(held)
 
     def _keep(self, held: Held, stop: threading.Event) -> None:
-        """Renew every third of the TTL. A holder that could not renew for two thirds of it
-        counts its lease as lost: another may take it once the TTL has run out, and by then
-        this one must have stopped."""
-        renewed = time.monotonic()
+        """Renew every third of the TTL, until the lease is found lost: taken by another, or
+        silent for two thirds of the TTL (:meth:`silent_too_long`, watched from outside this
+        thread too, which a renewal hung on a dead connection would hold)."""
         while not stop.wait(self.ttl_ms / 3000):
             try:
                 if not self.renew(held):
                     logger.warning("lease %s (epoch %d) was lost", held.name, held.epoch)
                     return
-                renewed = time.monotonic()
             except SQLAlchemyError as error:
-                silent_s = time.monotonic() - renewed
-                logger.warning(
-                    "lease %s not renewed for %.1f s: %s", held.name, silent_s, driver_said(error)
-                )
-                if silent_s * 1000 >= self.ttl_ms * 2 / 3:
-                    held.lost.set()
-                    logger.warning("lease %s (epoch %d) given up", held.name, held.epoch)
+                logger.warning("lease %s not renewed: %s", held.name, driver_said(error))
+                if self.silent_too_long(held):
                     return
 
 

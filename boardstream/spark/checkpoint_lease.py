@@ -36,8 +36,8 @@ logger = logging.getLogger(__name__)
 _held_here: dict[str, Held] = {}  # the leases this process holds, by name: for its writers
 # A driver that lost its lease (given up at 2/3 of the TTL, the stop of its query bounded by
 # 1/6 more: streaming.run) must be gone before the TTL lets a successor in, whatever hangs:
-# past this part of the TTL after the loss, the process exits on its own.
-LOST_EXIT_TTL_PART = 0.25
+# once this part of the TTL has passed since its last renewal, the process exits on its own.
+EXIT_BY_TTL_PART = 11 / 12
 WATCH_POLL_S = 0.2
 
 
@@ -138,7 +138,7 @@ def hold(
         done = threading.Event()
         watch = threading.Thread(
             target=_exit_if_lost_and_still_running,
-            args=(held, done, settings.lease_ttl_s * LOST_EXIT_TTL_PART),
+            args=(Leases.of(settings), held, done, settings.lease_ttl_s * EXIT_BY_TTL_PART),
             name=f"lease watch {job}",
             daemon=True,
         )
@@ -150,18 +150,23 @@ def hold(
             del _held_here[held.name]
 
 
-def _exit_if_lost_and_still_running(held: Held, done: threading.Event, grace_s: float) -> None:
-    """Self-fencing: end this process ``grace_s`` after ``held`` was lost unless the holder let
-    go by then (``done``). A driver cut off from the network, or whose stop hangs, would
+def _exit_if_lost_and_still_running(
+    leases: Leases, held: Held, done: threading.Event, exit_by_s: float
+) -> None:
+    """Self-fencing: once ``held`` is lost (taken, or silent for two thirds of the TTL, however
+    its renewals hang), end this process ``exit_by_s`` after its last renewal unless the holder
+    let go by then (``done``): still before the lease expires for a successor, whatever the
+    loss took to notice. A driver cut off from the network, or whose stop hangs, would
     otherwise be a second writer of the checkpoint once a successor holds it."""
     while not done.is_set():
-        if held.lost.wait(WATCH_POLL_S):
-            if not done.wait(grace_s):
+        if held.lost.wait(WATCH_POLL_S) or leases.silent_too_long(held):
+            left_s = held.renewed_at + exit_by_s - time.monotonic()
+            if not done.wait(max(left_s, 0.0)):
                 logger.error(
-                    "%s still held here %g s after it was lost: exiting, so that no second "
-                    "driver writes its checkpoint",
+                    "%s lost and still held here %g s after its last renewal: exiting, so that "
+                    "no second driver writes its checkpoint",
                     held.name,
-                    grace_s,
+                    exit_by_s,
                 )
                 os._exit(1)
             return
