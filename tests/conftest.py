@@ -26,7 +26,6 @@ FOLDER_TIERS = {
     "integration": "integration",
     "adversarial": "integration",
     "faults": "faults",
-    "cluster": "faults",  # the fault scenarios on a cluster of hosts
     "dags": "dags",
 }
 TESTS = Path(__file__).parent

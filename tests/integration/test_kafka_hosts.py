@@ -37,7 +37,7 @@ import json, sys, time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-# About a minute each; CI runs tests/cluster's scenario, whose hosts start these services alike.
+# About a minute each; CI runs tests/faults/cluster's scenario, whose hosts start the same.
 pytestmark = pytest.mark.long
 
 servers, first, count, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

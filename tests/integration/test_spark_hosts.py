@@ -48,7 +48,7 @@ from pyspark.sql import SparkSession
 from boardstream.settings import Settings
 from boardstream.spark import standalone
 
-# About a minute each; CI runs tests/cluster's scenario, whose hosts start these services alike.
+# About a minute each; CI runs tests/faults/cluster's scenario, whose hosts start the same.
 pytestmark = pytest.mark.long
 
 master, dsn = sys.argv[1], sys.argv[2]

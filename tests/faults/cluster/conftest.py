@@ -1,5 +1,5 @@
-"""The cluster of hosts (:mod:`tests.cluster.cluster`), brought up once per module: its services
-take minutes to start, and each scenario works on topics and checkpoints of its own."""
+"""The cluster of hosts (:mod:`.cluster`), brought up once per module: its services take minutes
+to start, and each scenario works on topics and checkpoints of its own."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster.cluster import Cluster
+from tests.faults.cluster.cluster import Cluster
 from tests.fixtures import world_readable_dir
 
 

@@ -14,8 +14,8 @@ import time
 from boardstream.generator.plan import Plan
 from boardstream.spark.checkpoint_lease import holder
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
-from tests.cluster.cluster import Cluster
-from tests.cluster.scenarios import SEED, loaded, scenario, supervise, until
+from tests.faults.cluster.cluster import Cluster
+from tests.faults.cluster.scenarios import SEED, loaded, scenario, supervise, until
 from tests.faults.harness import backlog_options
 
 
@@ -23,7 +23,7 @@ def test_a_worker_hosts_death_moves_the_executors_to_the_other(cluster: Cluster,
     """(a) kill -9 every process of a worker host under the live streams: their executors there
     die with it, the master gives the streams executors on the other worker, and every board is
     loaded once."""
-    s = scenario(cluster, "cluster worker host killed", tmp_path)
+    s = scenario(cluster, "cluster: a worker host killed", tmp_path)
     half = len(list(Plan(backlog_options(SEED)))) // 2
     s.produce(part=slice(0, half))
     assert supervise(cluster, "driver-1", s, "start") == {

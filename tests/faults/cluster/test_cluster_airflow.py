@@ -5,7 +5,7 @@ streams' drivers on whichever driver host took its task. Faults, each ending wit
 jsonl``. One pipeline (the settings' topics, database and checkpoints, as the edge workers were
 given them) carries the module's scenarios one after the other.
 
-Minutes each, with Airflow's start: ``pytest --long tests/cluster/test_cluster_airflow.py``.
+Minutes each, with Airflow's start: ``pytest --long tests/faults/cluster/test_cluster_airflow.py``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from boardstream.settings import Settings
 from boardstream.spark.checkpoint_lease import Holder, holder
 from boardstream.supervision import register
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
-from tests.cluster.cluster import DRIVERS, Cluster
-from tests.cluster.scenarios import SEED, host_of, loaded, until
+from tests.faults.cluster.cluster import DRIVERS, Cluster
+from tests.faults.cluster.scenarios import SEED, host_of, loaded, until
 from tests.faults.harness import Scenario, backlog_options
 
 pytestmark = pytest.mark.long
@@ -81,6 +81,7 @@ def test_b_a_driver_hosts_death_restarts_its_drivers_on_the_other(
     watch fails once their leases expire, and the next supervise task, on the other driver
     host's edge worker, restarts them there from their checkpoints on HDFS."""
     s, options = pipeline, backlog_options(SEED + 1)
+    s.name = "cluster: the drivers' host killed (under Airflow)"
     half, restarted = options.boards // 2, restarts(s)
     s.produce(options, part=slice(0, half))
     first = streams_running(s)
@@ -121,6 +122,7 @@ def test_c_a_driver_host_cut_off_commits_nothing_once_its_successor_holds_the_le
     entry written from the cut until the successors held the leases, the old drivers were gone
     before then, and the topics hold nothing the verdict cannot account for."""
     s, options = pipeline, backlog_options(SEED + 2)
+    s.name = "cluster: the drivers' host cut off, then back (under Airflow)"
     half, restarted = options.boards // 2, restarts(s)
     s.produce(options, part=slice(0, half))
     old = streams_running(s)
@@ -166,6 +168,7 @@ def test_d_a_namenode_restart_mid_stream_loses_nothing(
     streams wait for it (the client's retries) or fail and are restarted by the supervision;
     every board is loaded once."""
     s, options = pipeline, backlog_options(SEED + 3)
+    s.name = "cluster: HDFS restarted under the streams (under Airflow)"
     half, restarted = options.boards // 2, restarts(s)
     s.produce(options, part=slice(0, half))
     streams_running(s)

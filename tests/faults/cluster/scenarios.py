@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.cluster.cluster import Cluster
+from tests.faults.cluster.cluster import Cluster
 from tests.faults.harness import Scenario
 
 SEED = 5050
