@@ -41,7 +41,7 @@ from boardstream.settings import Settings
 from boardstream.sink import job as sink_job
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.sink.job import SinkJobConfig
-from boardstream.spark import streaming
+from boardstream.spark import checkpoint_lease, streaming
 from boardstream.spark.session import spark_session
 
 logger = logging.getLogger(__name__)
@@ -69,6 +69,7 @@ def run_job(
     except ServiceUnreachableError as error:
         logger.error("%s", error)
         return 2
+    checkpoint_lease.end_process_when_lost()  # this process is the driver
     spark = spark_session(settings, name)
     # spark-submit logs at INFO, whole query plans included; per-batch progress is in
     # the database's progress store instead (boardstream.stream_progress).

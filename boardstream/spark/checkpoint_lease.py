@@ -39,6 +39,17 @@ _held_here: dict[str, Held] = {}  # the leases this process holds, by name: for 
 # once this part of the TTL has passed since its last renewal, the process exits on its own.
 EXIT_BY_TTL_PART = 11 / 12
 WATCH_POLL_S = 0.2
+# Whether this process is a driver that ends itself once a lease it holds is lost (a job's main
+# says so, :func:`end_process_when_lost`): never a process that merely runs a query in line.
+_ending_when_lost = threading.Event()
+
+
+def end_process_when_lost() -> None:
+    """Make this process a driver that ends itself (exit code 1) by 11/12 of the TTL after the
+    last renewal of a checkpoint lease it held and lost, whatever its stop, its release of the
+    lease or its SparkContext's shutdown hang on (a network cut off): before the TTL lets a
+    successor in. A job's main calls it; a test running a query in line does not."""
+    _ending_when_lost.set()
 
 
 class CheckpointBusyError(BoardstreamError):
@@ -135,41 +146,39 @@ def hold(
                 "checkpoint."
             ) from None
         _held_here[held.name] = held
-        done = threading.Event()
-        watch = threading.Thread(
-            target=_exit_if_lost_and_still_running,
-            args=(Leases.of(settings), held, done, settings.lease_ttl_s * EXIT_BY_TTL_PART),
-            name=f"lease watch {job}",
-            daemon=True,
-        )
-        watch.start()
+        released = threading.Event()
+        if _ending_when_lost.is_set():
+            threading.Thread(
+                target=_exit_once_lost,
+                args=(Leases.of(settings), held, released, settings.lease_ttl_s * EXIT_BY_TTL_PART),
+                name=f"lease watch {job}",
+                daemon=True,
+            ).start()
         try:
             yield held
         finally:
-            done.set()
+            if not held.lost.is_set():
+                released.set()
             del _held_here[held.name]
 
 
-def _exit_if_lost_and_still_running(
-    leases: Leases, held: Held, done: threading.Event, exit_by_s: float
+def _exit_once_lost(
+    leases: Leases, held: Held, released: threading.Event, exit_by_s: float
 ) -> None:
     """Self-fencing: once ``held`` is lost (taken, or silent for two thirds of the TTL, however
-    its renewals hang), end this process ``exit_by_s`` after its last renewal unless the holder
-    let go by then (``done``): still before the lease expires for a successor, whatever the
-    loss took to notice. A driver cut off from the network, or whose stop hangs, would
-    otherwise be a second writer of the checkpoint once a successor holds it."""
-    while not done.is_set():
+    its renewals hang), end this process ``exit_by_s`` after its last renewal, still before the
+    lease expires for a successor, whatever the loss took to notice and whatever the process
+    is doing by then; nothing to do once the lease was let go while still held (``released``)."""
+    while not released.is_set():
         if held.lost.wait(WATCH_POLL_S) or leases.silent_too_long(held):
-            left_s = held.renewed_at + exit_by_s - time.monotonic()
-            if not done.wait(max(left_s, 0.0)):
-                logger.error(
-                    "%s lost and still held here %g s after its last renewal: exiting, so that "
-                    "no second driver writes its checkpoint",
-                    held.name,
-                    exit_by_s,
-                )
-                os._exit(1)
-            return
+            time.sleep(max(held.renewed_at + exit_by_s - time.monotonic(), 0.0))
+            logger.error(
+                "%s was lost: exiting %g s after its last renewal, so that no second driver "
+                "writes its checkpoint",
+                held.name,
+                exit_by_s,
+            )
+            os._exit(1)
 
 
 def ask_to_stop(settings: Settings, checkpoint: str | Path) -> bool:

@@ -29,7 +29,8 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from boardstream.settings import Settings
-from boardstream.spark.checkpoint_lease import hold
+from boardstream.spark.checkpoint_lease import end_process_when_lost, hold
+end_process_when_lost()  # as a job's main: this process is the driver
 settings = Settings(var_dir=Path(sys.argv[1]), lease_ttl_s=float(sys.argv[2]))
 with hold(settings, Path(sys.argv[3]), "board-detail-join", {"application_id": "app-42"}):
     print("held", flush=True)
@@ -137,7 +138,7 @@ def test_a_holder_that_lost_its_lease_and_hangs_exits_before_a_successor_may_tak
         # last renewal was before the taking, more than 11/12 of the TTL ago.
         assert process.wait(timeout=TTL_S * 2) == 1
         said = process.stderr.read()
-        assert "lost and still held here 1.83333 s after its last renewal: exiting" in said
+        assert "was lost: exiting 1.83333 s after its last renewal" in said
     finally:
         process.kill()
         process.wait()
@@ -174,7 +175,38 @@ def test_a_holder_whose_renewals_hang_gives_the_lease_up_and_exits_before_it_exp
         assert holder(settings, tmp_path / "ckpt") is not None
         said = process.stderr.read()
         assert "not renewed for" in said and "given up" in said, said
-        assert "after its last renewal: exiting" in said
+        assert "was lost: exiting 5.5 s after its last renewal" in said
+    finally:
+        process.kill()
+        process.wait()
+
+
+# A driver that stops on losing its lease, then hangs in its shutdown (a SparkContext stopping
+# across a network cut off): the lease's hold is over, the process is not.
+STOPS_THEN_HANGS = HUNG.replace(
+    '    print("held", flush=True)\n    time.sleep(600)',
+    '    print("held", flush=True)\n    held.lost.wait(600)\ntime.sleep(600)',
+).replace('{"application_id": "app-42"}):', '{"application_id": "app-42"}) as held:')
+
+
+def test_a_driver_whose_shutdown_hangs_after_losing_its_lease_still_exits_in_time(
+    settings: Settings, tmp_path: Path
+) -> None:
+    ttl_s = 6.0
+    process = subprocess.Popen(
+        [
+            sys.executable, "-c", STOPS_THEN_HANGS,
+            str(settings.var_dir), str(ttl_s), str(tmp_path / "ckpt"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "held\n"
+        assert process.wait(timeout=ttl_s * 2) == 1
+        assert holder(settings, tmp_path / "ckpt") is not None  # gone before it expired
+        assert "was lost: exiting 5.5 s after its last renewal" in process.stderr.read()
     finally:
         process.kill()
         process.wait()
