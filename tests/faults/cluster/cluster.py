@@ -58,6 +58,9 @@ NAMENODE_PORT, NAMENODE_HTTP_PORT = 9000, 9870
 AIRFLOW_PORT = 8080
 LEASE_TTL_S = 10.0  # a lost driver's lease is free within it (tests/faults/harness.py's)
 WORKER_CORES = 4  # task slots: both streams fit on one worker when the other is lost
+# Room for the streams twice: the applications of a driver host cut off keep their executors
+# (and the memory they hold) until the host answers again, beside their successors'.
+WORKER_MEMORY = "4g"
 
 
 class Cluster:
@@ -105,6 +108,7 @@ class Cluster:
             "BOARDSTREAM_SPARK_MASTER_UI_PORT": str(SPARK_MASTER_UI_PORT),
             "BOARDSTREAM_SPARK_WORKER_UI_PORT": str(SPARK_WORKER_UI_PORT),
             "BOARDSTREAM_SPARK_WORKER_CORES": str(WORKER_CORES),
+            "BOARDSTREAM_SPARK_WORKER_MEMORY": WORKER_MEMORY,
             "BOARDSTREAM_LEASE_TTL_S": str(LEASE_TTL_S),
             "BOARDSTREAM_JAR_CACHE": str(PROJECT_ROOT / "var" / "jars"),
             **(self._airflow_env() if self.airflow else {}),
