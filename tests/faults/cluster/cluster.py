@@ -41,7 +41,7 @@ import sqlalchemy as sa
 from boardstream.entrypoints.airflow_api import AirflowApi
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stack.airflow import EDGE_EXECUTOR, AirflowStandalone
-from boardstream.stack.hosts import Hosts
+from boardstream.stack.hosts import DEFAULT_NETWORK, Hosts, Network
 from boardstream.stack.kafka_broker import new_cluster_id
 from tests.fixtures import cli_command
 
@@ -64,10 +64,12 @@ WORKER_MEMORY = "4g"
 
 
 class Cluster:
-    def __init__(self, root: Path, airflow: bool = False) -> None:
+    def __init__(
+        self, root: Path, airflow: bool = False, network: Network = DEFAULT_NETWORK
+    ) -> None:
         self.root = root
         self.airflow = airflow
-        self.hosts = Hosts([*HOSTS, *(["airflow"] if airflow else [])], root)
+        self.hosts = Hosts([*HOSTS, *(["airflow"] if airflow else [])], root, network)
         self.kafka_cluster_id = new_cluster_id()
         self.jwt_secret = secrets.token_urlsafe(32)  # the Airflow API's, every host's
 
@@ -221,10 +223,17 @@ class Cluster:
             raise
         return {f["pathSuffix"]: int(f["modificationTime"]) for f in listed}
 
+    @property
+    def airflow_url(self) -> str:
+        return f"http://{self.address('airflow')}:{AIRFLOW_PORT}"
+
+    def airflow_password(self) -> str:
+        """The Airflow user's password, from the Airflow host's home (an operator's secret)."""
+        return AirflowStandalone(self.hosts.settings("airflow")).password()
+
     def airflow_api(self) -> AirflowApi:
-        """The API server on the Airflow host, as its user (password from that host's home)."""
-        password = AirflowStandalone(self.hosts.settings("airflow")).password()
-        return AirflowApi(f"http://{self.address('airflow')}:{AIRFLOW_PORT}", "admin", password)
+        """The API server on the Airflow host, as its user."""
+        return AirflowApi(self.airflow_url, "admin", self.airflow_password())
 
     def executor_hosts(self) -> set[str]:
         """The worker hosts running executors now, as their workers' web UIs list them (a dead

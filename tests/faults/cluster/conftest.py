@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from boardstream.stack.hosts import DEFAULT_NETWORK, Network
 from tests.faults.cluster.cluster import Cluster
 from tests.fixtures import world_readable_dir
 
@@ -19,13 +20,14 @@ def cluster() -> Iterator[Cluster]:
 
 @pytest.fixture(scope="module")
 def airflow_cluster() -> Iterator[Cluster]:
-    """The cluster with Airflow on a host of its own and an edge worker on each driver host."""
-    yield from _running(airflow=True)
+    """The cluster with Airflow on a host of its own and an edge worker on each driver host, on
+    a network of its own: it may run beside the other (a long run beside the suite)."""
+    yield from _running(airflow=True, network=Network("bsa", "10.232.6.0/24"))
 
 
-def _running(airflow: bool) -> Iterator[Cluster]:
+def _running(airflow: bool, network: Network = DEFAULT_NETWORK) -> Iterator[Cluster]:
     root = world_readable_dir("bsh-cluster-")  # PostgreSQL's system user enters its host's dir
-    running = Cluster(root, airflow=airflow)
+    running = Cluster(root, airflow=airflow, network=network)
     try:
         running.up()
         yield running

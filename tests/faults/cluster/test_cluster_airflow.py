@@ -15,11 +15,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from boardstream import database
+from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import Settings
 from boardstream.spark.checkpoint_lease import Holder, holder
 from boardstream.supervision import register
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
-from tests.faults.cluster.cluster import DRIVERS, Cluster
+from tests.faults.cluster.cluster import DRIVERS, SPARK_MASTER_UI_PORT, Cluster
 from tests.faults.cluster.scenarios import SEED, host_of, loaded, until
 from tests.faults.harness import Scenario, backlog_options
 
@@ -127,6 +129,7 @@ def test_c_a_driver_host_cut_off_commits_nothing_once_its_successor_holds_the_le
     s.produce(options, part=slice(0, half))
     old = streams_running(s)
     victim = host_of(old[0].host)
+    until(lambda: s.batches("board-detail-sink") > 0, "a sink batch")  # its table made
     until(loaded(s), "the first half loaded")
     before = checkpoint_entries(airflow_cluster, s)
 
@@ -184,3 +187,60 @@ def test_d_a_namenode_restart_mid_stream_loses_nothing(
     streams_running(s)
     s.restarts = restarts(s) - restarted
     s.assert_nothing_lost(recover_s, hdfs_away_s=round(away_s, 1))
+
+
+def test_the_health_page_on_the_airflow_host_shows_the_streams_and_a_runs_data_docs(
+    airflow_cluster: Cluster, pipeline: Scenario, browser
+) -> None:
+    """The API server on the Airflow host serves the health page to a browser on another
+    machine (the tests' namespace): both streams running, with their restarts and their
+    applications' links on the Spark master's UI, and the Data Docs of a reconciliation an
+    edge worker ran, read from the database (no host's files)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.airflow_fixtures import ARTIFACTS, login
+
+    s = pipeline
+    s.produce(backlog_options(SEED + 4))
+    drivers = {d.job: d for d in streams_running(s)}
+    until(loaded(s), "the boards loaded")
+    api = airflow_cluster.airflow_api()
+    api.wait_for_dag("reconciliation")
+    api.unpause("reconciliation")  # a paused DAG's triggered run would wait
+    run = api.trigger("reconciliation")
+    assert api.wait("reconciliation", run, timeout_s=900) == "success"
+
+    base = airflow_cluster.airflow_url
+    wait = WebDriverWait(browser, 120)
+    login(browser, base, "/plugin/pipeline-health", "admin", airflow_cluster.airflow_password())
+    frame = wait.until(ec.presence_of_element_located((By.TAG_NAME, "iframe")))
+    assert frame.get_attribute("src") == f"{base}/boardstream/health"
+    browser.switch_to.frame(frame)
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "table#streams")))
+    for job in JOBS:
+        row = browser.find_element(By.CSS_SELECTOR, f"table#streams tr[data-query='{job}']")
+        live = row.find_element(By.CSS_SELECTOR, "[data-field=live]")
+        restarts = register.read(s.settings, job).restarts
+        assert live.text.startswith("running "), live.text
+        assert f"{restarts} restart" in live.text, live.text
+        app = drivers[job].details["application_id"]
+        link = live.find_element(By.LINK_TEXT, app).get_attribute("href")
+        master_ui = f"http://{airflow_cluster.address('spark-master')}:{SPARK_MASTER_UI_PORT}"
+        assert link == f"{master_ui}/app/?appId={app}"  # the application on the master's UI
+    (row,) = browser.find_elements(By.CSS_SELECTOR, "tr[data-run]")
+    stored = ledger.run(database.engine(s.settings.database), int(row.get_attribute("data-run")))
+    shown = {
+        cell.get_attribute("data-count"): int(cell.text.replace(",", ""))
+        for cell in row.find_elements(By.CSS_SELECTOR, "td[data-count]")
+    }
+    assert shown == {name: stored["counts"].get(name, 0) for name in shown}
+    assert stored["passed"] and shown["joined"] > 0, stored["counts"]
+    docs = row.find_element(By.LINK_TEXT, "Data Docs").get_attribute("href")
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.switch_to.default_content()
+    assert browser.save_screenshot(str(ARTIFACTS / "cluster-pipeline-health.png"))
+    browser.get(docs)
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".pagination-info")))
+    assert browser.save_screenshot(str(ARTIFACTS / "cluster-data-docs.png"))
