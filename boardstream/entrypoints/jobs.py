@@ -41,7 +41,7 @@ from boardstream.settings import Settings
 from boardstream.sink import job as sink_job
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.sink.job import SinkJobConfig
-from boardstream.spark import checkpoint_lease, streaming
+from boardstream.spark import streaming
 from boardstream.spark.session import spark_session
 
 logger = logging.getLogger(__name__)
@@ -69,13 +69,13 @@ def run_job(
     except ServiceUnreachableError as error:
         logger.error("%s", error)
         return 2
-    checkpoint_lease.end_process_when_lost()  # this process is the driver
     spark = spark_session(settings, name)
     # spark-submit logs at INFO, whole query plans included; per-batch progress is in
     # the database's progress store instead (boardstream.stream_progress).
     spark.sparkContext.setLogLevel("WARN")
     try:
-        streaming.run(spark, settings, lambda: start(spark, settings), config)
+        # This process is the driver: it ends itself in time if its lease is lost.
+        streaming.run(spark, settings, lambda: start(spark, settings), config, exit_when_lost=True)
     except InvalidOptionError as error:  # e.g. a record that could outgrow a topic's limit
         logger.error("%s: %s", name, flag_message(error))
         return 2

@@ -39,17 +39,6 @@ _held_here: dict[str, Held] = {}  # the leases this process holds, by name: for 
 # once this part of the TTL has passed since its last renewal, the process exits on its own.
 EXIT_BY_TTL_PART = 11 / 12
 WATCH_POLL_S = 0.2
-# Whether this process is a driver that ends itself once a lease it holds is lost (a job's main
-# says so, :func:`end_process_when_lost`): never a process that merely runs a query in line.
-_ending_when_lost = threading.Event()
-
-
-def end_process_when_lost() -> None:
-    """Make this process a driver that ends itself (exit code 1) by 11/12 of the TTL after the
-    last renewal of a checkpoint lease it held and lost, whatever its stop, its release of the
-    lease or its SparkContext's shutdown hang on (a network cut off): before the TTL lets a
-    successor in. A job's main calls it; a test running a query in line does not."""
-    _ending_when_lost.set()
 
 
 class CheckpointBusyError(BoardstreamError):
@@ -112,11 +101,20 @@ def live_holder(settings: Settings, checkpoint: str | Path) -> Holder | None:
 
 @contextmanager
 def hold(
-    settings: Settings, checkpoint: str | Path, job: str, details: Mapping[str, Any]
+    settings: Settings,
+    checkpoint: str | Path,
+    job: str,
+    details: Mapping[str, Any],
+    exit_when_lost: bool = False,
 ) -> Iterator[Held]:
     """Hold ``checkpoint``'s lease for the duration; refused (:class:`CheckpointBusyError`,
     naming the holder) while another driver holds it, after waiting up to the TTL for one that
-    died to let it go. The caller stops its query once the lease is lost (``Held.lost``)."""
+    died to let it go. The caller stops its query once the lease is lost (``Held.lost``).
+
+    With ``exit_when_lost`` (a driver's main: never a process that merely runs a query in line,
+    such as a test), the process ends itself (exit code 1) by 11/12 of the TTL after the last
+    renewal of the lease it lost, whatever its stop, its release of the lease or its
+    SparkContext's shutdown hang on (a network cut off): before the TTL lets a successor in."""
     said = {
         "pid": os.getpid(),
         "host": socket.gethostname(),
@@ -147,7 +145,7 @@ def hold(
             ) from None
         _held_here[held.name] = held
         released = threading.Event()
-        if _ending_when_lost.is_set():
+        if exit_when_lost:
             threading.Thread(
                 target=_exit_once_lost,
                 args=(Leases.of(settings), held, released, settings.lease_ttl_s * EXIT_BY_TTL_PART),

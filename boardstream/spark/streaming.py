@@ -151,12 +151,14 @@ def run(
     settings: Settings,
     start: Callable[[], StreamingQuery],
     config: QueryConfig | None = None,
+    exit_when_lost: bool = False,
 ) -> StreamingQuery:
     """Start the query built by ``start()`` with a progress listener; block until it ends.
     SIGTERM (e.g. Airflow stopping a task), or a stop asked through its checkpoint's lease (the
     stream's supervisor, from any host), stops the query between batches. With its ``config``,
     the query holds its checkpoint's lease while it runs (:mod:`.checkpoint_lease`): a second
-    driver on the same checkpoint is refused. A query
+    driver on the same checkpoint is refused, and with ``exit_when_lost`` (a driver's main) the
+    process ends itself in time once the lease is lost (:func:`.checkpoint_lease.hold`). A query
     that failed raises; one returned has finished or stopped, even with an ``exception()``
     (the batch the stop cancelled, see :func:`_run_restarting_late_workers`).
 
@@ -170,6 +172,7 @@ def run(
             config.checkpoint_dir(settings),
             config.query_name,
             _driver_details(spark, config),
+            exit_when_lost,
         )
         if config is not None
         else nullcontext(None)

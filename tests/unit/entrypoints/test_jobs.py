@@ -243,14 +243,16 @@ def no_spark(monkeypatch) -> None:
 def test_a_query_stopped_mid_batch_ends_its_job_cleanly(no_spark, monkeypatch, caplog) -> None:
     """Spark keeps the batch its stop cancelled as the query's exception (#48): no failure."""
     stopped = SimpleNamespace(exception=lambda: "[STREAM_FAILED] ... foreach batch sink")
-    monkeypatch.setattr(jobs.streaming, "run", lambda *_: stopped)
+    asked: list[dict] = []
+    monkeypatch.setattr(jobs.streaming, "run", lambda *_, **kw: asked.append(kw) or stopped)
     with caplog.at_level(logging.INFO):
         assert jobs.run_job("board-detail-sink", SinkJobConfig(), lambda *_: stopped) == 0
     assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
+    assert asked == [{"exit_when_lost": True}]  # the job's process is the driver: self-fencing
 
 
 def test_a_failed_query_raises_out_of_its_job(no_spark, monkeypatch) -> None:
-    def failing(*_: object) -> None:
+    def failing(*_: object, **__: object) -> None:
         raise Failed("[STREAM_FAILED] the database refused")
 
     monkeypatch.setattr(jobs.streaming, "run", failing)

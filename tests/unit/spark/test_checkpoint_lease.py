@@ -29,10 +29,11 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from boardstream.settings import Settings
-from boardstream.spark.checkpoint_lease import end_process_when_lost, hold
-end_process_when_lost()  # as a job's main: this process is the driver
+from boardstream.spark.checkpoint_lease import hold
 settings = Settings(var_dir=Path(sys.argv[1]), lease_ttl_s=float(sys.argv[2]))
-with hold(settings, Path(sys.argv[3]), "board-detail-join", {"application_id": "app-42"}):
+details = {"application_id": "app-42"}
+# As a job's main holds it: this process is the driver.
+with hold(settings, Path(sys.argv[3]), "board-detail-join", details, exit_when_lost=True):
     print("held", flush=True)
     time.sleep(600)
 """
@@ -186,7 +187,7 @@ def test_a_holder_whose_renewals_hang_gives_the_lease_up_and_exits_before_it_exp
 STOPS_THEN_HANGS = HUNG.replace(
     '    print("held", flush=True)\n    time.sleep(600)',
     '    print("held", flush=True)\n    held.lost.wait(600)\ntime.sleep(600)',
-).replace('{"application_id": "app-42"}):', '{"application_id": "app-42"}) as held:')
+).replace("exit_when_lost=True):", "exit_when_lost=True) as held:")
 
 
 def test_a_driver_whose_shutdown_hangs_after_losing_its_lease_still_exits_in_time(
