@@ -24,6 +24,9 @@ from boardstream.stack.hosts import Hosts, Network
 from boardstream.stack.kafka_ids import directory_id, new_cluster_id
 from tests.fixtures import cli_command
 
+# About a minute each; CI runs tests/faults/cluster's scenario, whose hosts start the same.
+pytestmark = pytest.mark.long
+
 NODES = ("k1", "k2", "k3")
 NETWORK = Network("bsk", "10.232.1.0/24")
 TOPIC = "kept"
@@ -37,8 +40,6 @@ import json, sys, time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-# About a minute each; CI runs tests/faults/cluster's scenario, whose hosts start the same.
-pytestmark = pytest.mark.long
 
 servers, first, count, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 connection = {"bootstrap.servers": servers}

@@ -27,6 +27,9 @@ from boardstream.stack.hosts import Hosts, Network
 from boardstream.stack.spark_cluster import master_state
 from tests.fixtures import cli_command, world_readable_dir
 
+# About a minute each; CI runs tests/faults/cluster's scenario, whose hosts start the same.
+pytestmark = pytest.mark.long
+
 NETWORK = Network("bss", "10.232.2.0/24")
 # Each host is a network namespace of its own: the default ports do not meet anyone else's.
 MASTER_PORT, MASTER_UI_PORT, WORKER_UI_PORT, POSTGRES_PORT = 7077, 8090, 8091, 5432
@@ -48,8 +51,6 @@ from pyspark.sql import SparkSession
 from boardstream.settings import Settings
 from boardstream.spark import standalone
 
-# About a minute each; CI runs tests/faults/cluster's scenario, whose hosts start the same.
-pytestmark = pytest.mark.long
 
 master, dsn = sys.argv[1], sys.argv[2]
 # The executors' Python workers run this venv's interpreter (as spark/session.py's drivers).
