@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.sink import table
+from boardstream.stack.hosts import DEFAULT_NETWORK, Hosts, Network
 
 # The local HDFS's ports (stack up --hdfs), each a setting.
 HDFS_PORTS = (
@@ -89,6 +91,20 @@ def world_readable_dir(prefix: str) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix))
     os.chmod(path, 0o755)
     return path
+
+
+@contextlib.contextmanager
+def hosts_up(names: list[str], prefix: str, network: Network = DEFAULT_NETWORK) -> Iterator[Hosts]:
+    """Test hosts ``names`` on ``network``, up; their var dirs in a temp dir named ``prefix…``
+    that PostgreSQL's system user can enter. Down and removed afterwards."""
+    root = world_readable_dir(prefix)
+    hosts = Hosts(names, root, network)
+    try:
+        hosts.up()
+        yield hosts
+    finally:
+        hosts.down()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def isolated_settings(var_dir: Path, **overrides: object) -> Settings:

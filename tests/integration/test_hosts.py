@@ -4,11 +4,9 @@ host; a host cut off from nobody until reconnected; and ``down`` leaves nothing 
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ import pytest
 
 from boardstream.settings import PROJECT_ROOT
 from boardstream.stack.hosts import Hosts
-from tests.fixtures import cli_command
+from tests.fixtures import cli_command, hosts_up
 
 PORT = 18080
 # Connects to argv[1]:argv[2] and says how it went: connected, refused (nothing listens there),
@@ -36,14 +34,8 @@ except OSError:
 
 @pytest.fixture
 def hosts() -> Iterator[Hosts]:
-    root = Path(tempfile.mkdtemp(prefix="bsh-hosts-"))
-    hosts = Hosts(["a", "b", "c"], root)
-    try:
-        hosts.up()
+    with hosts_up(["a", "b", "c"], "bsh-hosts-") as hosts:
         yield hosts
-    finally:
-        hosts.down()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def probe(hosts: Hosts, where: str | None, address: str, port: int = PORT) -> str:

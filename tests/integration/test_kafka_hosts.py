@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import pytest
 from boardstream.settings import PROJECT_ROOT
 from boardstream.stack.hosts import Hosts, Network
 from boardstream.stack.kafka_ids import directory_id, new_cluster_id
-from tests.fixtures import cli_command
+from tests.fixtures import cli_command, hosts_up
 
 # About a minute each; CI runs tests/faults/cluster's scenario, whose hosts start the same.
 pytestmark = pytest.mark.long
@@ -89,14 +87,8 @@ print(json.dumps({
 
 @pytest.fixture
 def hosts() -> Iterator[Hosts]:
-    root = Path(tempfile.mkdtemp(prefix="bsk-hosts-"))
-    hosts = Hosts([*NODES, "client"], root, NETWORK)
-    try:
-        hosts.up()
+    with hosts_up([*NODES, "client"], "bsk-hosts-", NETWORK) as hosts:
         yield hosts
-    finally:
-        hosts.down()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def node_env(hosts: Hosts, name: str, settings: dict[str, str]) -> dict[str, str]:

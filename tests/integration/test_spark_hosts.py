@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import pytest
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stack.hosts import Hosts, Network
 from boardstream.stack.spark_cluster import master_state
-from tests.fixtures import cli_command, world_readable_dir
+from tests.fixtures import cli_command, hosts_up
 
 # About a minute each; CI runs tests/faults/cluster's scenario, whose hosts start the same.
 pytestmark = pytest.mark.long
@@ -107,14 +106,8 @@ spark.stop()
 
 @pytest.fixture
 def hosts() -> Iterator[Hosts]:
-    root = world_readable_dir("bss-spark-hosts-")  # PostgreSQL's user enters its var dir
-    hosts = Hosts(["master", "w1", "w2", "pg", "driver"], root, NETWORK)
-    try:
-        hosts.up()
+    with hosts_up(["master", "w1", "w2", "pg", "driver"], "bss-spark-hosts-", NETWORK) as hosts:
         yield hosts
-    finally:
-        hosts.down()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def settings_env(hosts: Hosts) -> dict[str, str]:
