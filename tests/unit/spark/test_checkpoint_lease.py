@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -118,19 +120,30 @@ def test_one_lease_whether_a_checkpoint_is_named_by_path_or_uri(
             pass
 
 
-def test_a_holder_that_lost_its_lease_and_hangs_exits_before_a_successor_may_take_it(
-    settings: Settings, tmp_path: Path
-) -> None:
-    """Self-fencing: the holder (which never lets go, as a hung stop would not) is gone within a
-    quarter of the TTL after the loss, so no second driver writes the checkpoint."""
+@contextmanager
+def holding(script: str, settings: Settings, ttl_s: float, checkpoint: Path) -> Iterator:
+    """``script`` run as a holder of ``checkpoint``'s lease (TTL ``ttl_s``), once it said it
+    holds it; killed afterwards."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(settings.var_dir), str(TTL_S), str(tmp_path / "ckpt")],
+        [sys.executable, "-c", script, str(settings.var_dir), str(ttl_s), str(checkpoint)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         assert process.stdout is not None and process.stdout.readline() == "held\n"
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_holder_that_lost_its_lease_and_hangs_exits_before_a_successor_may_take_it(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Self-fencing: the holder (which never lets go, as a hung stop would not) is gone within a
+    quarter of the TTL after the loss, so no second driver writes the checkpoint."""
+    with holding(HOLDER, settings, TTL_S, tmp_path / "ckpt") as process:
         store = Leases.of(settings)
         with store.engine.begin() as connection:  # its TTL ran out, as when cut off
             connection.execute(leases.update().values(expires_at_ms=0))
@@ -140,9 +153,6 @@ def test_a_holder_that_lost_its_lease_and_hangs_exits_before_a_successor_may_tak
         assert process.wait(timeout=TTL_S * 2) == 1
         said = process.stderr.read()
         assert "was lost: exiting 1.83333 s after its last renewal" in said
-    finally:
-        process.kill()
-        process.wait()
 
 
 # A holder whose renewals hang, as on a connection to a database cut off by the network.
@@ -163,23 +173,13 @@ def test_a_holder_whose_renewals_hang_gives_the_lease_up_and_exits_before_it_exp
     twelfth of the TTL before the lease expires for a successor (a TTL of 6 s here: half a
     second to see it still held once the process is gone)."""
     ttl_s = 6.0
-    process = subprocess.Popen(
-        [sys.executable, "-c", HUNG, str(settings.var_dir), str(ttl_s), str(tmp_path / "ckpt")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None and process.stdout.readline() == "held\n"
+    with holding(HUNG, settings, ttl_s, tmp_path / "ckpt") as process:
         assert process.wait(timeout=ttl_s * 2) == 1
         # Gone while its lease still held: before any successor could take it.
         assert holder(settings, tmp_path / "ckpt") is not None
         said = process.stderr.read()
         assert "not renewed for" in said and "given up" in said, said
         assert "was lost: exiting 5.5 s after its last renewal" in said
-    finally:
-        process.kill()
-        process.wait()
 
 
 # A driver that stops on losing its lease, then hangs in its shutdown (a SparkContext stopping
@@ -194,20 +194,7 @@ def test_a_driver_whose_shutdown_hangs_after_losing_its_lease_still_exits_in_tim
     settings: Settings, tmp_path: Path
 ) -> None:
     ttl_s = 6.0
-    process = subprocess.Popen(
-        [
-            sys.executable, "-c", STOPS_THEN_HANGS,
-            str(settings.var_dir), str(ttl_s), str(tmp_path / "ckpt"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None and process.stdout.readline() == "held\n"
+    with holding(STOPS_THEN_HANGS, settings, ttl_s, tmp_path / "ckpt") as process:
         assert process.wait(timeout=ttl_s * 2) == 1
         assert holder(settings, tmp_path / "ckpt") is not None  # gone before it expired
         assert "was lost: exiting 5.5 s after its last renewal" in process.stderr.read()
-    finally:
-        process.kill()
-        process.wait()
