@@ -49,15 +49,8 @@ def settings(tmp_path: Path) -> Settings:
 @pytest.fixture
 def other_process(settings: Settings, tmp_path: Path):
     """A second process holding the lease of ``tmp_path / 'ckpt'`` until killed."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(settings.var_dir), str(TTL_S), str(tmp_path / "ckpt")],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None and process.stdout.readline() == "held\n"
-    yield process
-    process.kill()
-    process.wait()
+    with holding(HOLDER, settings, TTL_S, tmp_path / "ckpt") as process:
+        yield process
 
 
 def test_a_lease_held_elsewhere_names_its_holder_and_refuses_a_second(
