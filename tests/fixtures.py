@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -24,6 +25,13 @@ HDFS_PORTS = (
     "hdfs_datanode_port",
     "hdfs_datanode_http_port",
     "hdfs_datanode_ipc_port",
+)
+
+# The live row ``bench/stream_latency.py --attach`` prints: boards sent, not loaded, quantiles.
+LATENCY_ROW = re.compile(
+    r"^\| live stream \(as Airflow started it\) \| (?P<sent>[\d,]+) \| (?P<missing>[\d,]+) \| "
+    r"(?P<p50>[\d,]+) / (?P<p95>[\d,]+) / (?P<p99>[\d,]+) \|$",
+    re.M,
 )
 
 

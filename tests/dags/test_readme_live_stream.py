@@ -18,7 +18,6 @@ It clones the committed HEAD: uncommitted changes are not what it runs. About 10
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
 import urllib.request
@@ -30,16 +29,11 @@ from typing import Any
 import pytest
 
 from tests.airflow_fixtures import ARTIFACTS, login
-from tests.fixtures import fresh_clone
+from tests.fixtures import LATENCY_ROW, fresh_clone
 
 pytestmark = pytest.mark.long
 
 JOIN, SINK = "board-detail-join", "board-detail-sink"
-LATENCY_ROW = re.compile(
-    r"^\| live stream \(as Airflow started it\) \| (?P<sent>[\d,]+) \| (?P<missing>[\d,]+) \| "
-    r"(?P<p50>[\d,]+) / (?P<p95>[\d,]+) / (?P<p99>[\d,]+) \|$",
-    re.M,
-)
 
 
 @dataclass

@@ -6,10 +6,17 @@ jsonl``. One pipeline (the settings' topics, database and checkpoints, as the ed
 given them) carries the module's scenarios one after the other.
 
 Minutes each, with Airflow's start: ``pytest --long tests/faults/cluster/test_cluster_airflow.py``.
+The latency beside the single host's, in one sitting (about 30 minutes)::
+
+    pytest --long tests/dags/test_readme_live_stream.py \
+        tests/faults/cluster/test_cluster_airflow.py -k "readme or latency"
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -17,13 +24,15 @@ import pytest
 
 from boardstream import database
 from boardstream.reconcile.evidence import run_ledger as ledger
-from boardstream.settings import Settings
+from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.spark.checkpoint_lease import Holder, holder
 from boardstream.supervision import register
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
+from tests.airflow_fixtures import ARTIFACTS
 from tests.faults.cluster.cluster import DRIVERS, SPARK_MASTER_UI_PORT, Cluster
 from tests.faults.cluster.scenarios import SEED, host_of, loaded, until
 from tests.faults.harness import Scenario, backlog_options
+from tests.fixtures import LATENCY_ROW
 
 pytestmark = pytest.mark.long
 
@@ -74,6 +83,32 @@ def streams_running(s: Scenario, away_from: str | None = None) -> list[Holder]:
 def restarts(s: Scenario) -> int:
     """The streams' restarts so far, as the supervision counted them (the register)."""
     return sum(register.read(s.settings, job).restarts for job in JOBS)
+
+
+@pytest.mark.timeout(1_800)
+def test_the_live_stream_at_1000_boards_per_second(
+    airflow_cluster: Cluster, pipeline: Scenario, tmp_path
+) -> None:
+    """Boards at 1,000/s for 5 minutes into the streams the DAG runs on the cluster, measured by
+    ``bench/stream_latency.py --attach`` from the tests' machine as the README's run measures a
+    single host's: every board loaded. The figures go to
+    ``test-artifacts/cluster-live-stream.txt`` (docs/BENCHMARKS.md compares them)."""
+    streams_running(pipeline)
+    env = {**os.environ, **airflow_cluster.env(), "BOARDSTREAM_VAR_DIR": str(tmp_path)}
+    bench = subprocess.run(
+        [sys.executable, "bench/stream_latency.py", "--attach", "--rate", "1000"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=False,
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "cluster-live-stream.txt").write_text(bench.stdout + bench.stderr[-3000:])
+    [row] = LATENCY_ROW.finditer(bench.stdout)
+    assert (row["sent"], row["missing"]) == ("300,000", "0"), row[0]
+    assert bench.returncode == 0, bench.stderr[-3000:]
 
 
 def test_b_a_driver_hosts_death_restarts_its_drivers_on_the_other(
@@ -200,7 +235,7 @@ def test_the_health_page_on_the_airflow_host_shows_the_streams_and_a_runs_data_d
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.airflow_fixtures import ARTIFACTS, login
+    from tests.airflow_fixtures import login
 
     s = pipeline
     s.produce(backlog_options(SEED + 4))
