@@ -166,6 +166,18 @@ def test_hdfs_is_configured_as_the_local_one() -> None:
     assert datanode["depends_on"] == {"namenode": {"condition": "service_healthy"}}
 
 
+
+@pytest.mark.parametrize("service", ["airflow-scheduler", "airflow-api-server", "spark-worker"])
+def test_checkpoints_and_event_logs_are_on_the_hdfs_service(service: str) -> None:
+    """Every driver, wherever it starts, finds its checkpoint and writes its event log on HDFS,
+    and a worker's executors need no volume shared with the driver's container."""
+    filesystem = services()["namenode"]["environment"]["CORE-SITE.XML_fs.defaultFS"]
+    settings = compose_settings(service)
+    assert str(settings.checkpoint_root).startswith(f"{filesystem}/")
+    assert str(settings.spark_event_log_dir).startswith(f"{filesystem}/")
+    assert services()[service]["depends_on"]["datanode"] == {"condition": "service_healthy"}
+    assert "volumes" not in services()["spark-worker"]
+
 def test_spark_and_airflow_versions_match_the_lock() -> None:
     assert services()["spark-master"]["image"].split(":")[1].startswith(pyspark.__version__ + "-")
     python = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
