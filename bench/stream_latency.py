@@ -61,7 +61,8 @@ class TablePoller:
                 with self.engine.connect() as connection:
                     for chunk in database.chunks(unseen):
                         found += connection.execute(lookup, {"ids": list(chunk)}).scalars()
-            except sa.exc.OperationalError:  # no table before the sink's first batch
+            # No table before the sink's first batch: SQLite and PostgreSQL say so apart.
+            except (sa.exc.OperationalError, sa.exc.ProgrammingError):
                 found = []
             now = int(time.time() * 1000)
             for board_id in found:

@@ -86,7 +86,7 @@ def restarts(s: Scenario) -> int:
 
 
 @pytest.mark.timeout(1_800)
-def test_the_live_stream_at_1000_boards_per_second(
+def test_the_live_stream_latency_at_1000_boards_per_second(
     airflow_cluster: Cluster, pipeline: Scenario, tmp_path
 ) -> None:
     """Boards at 1,000/s for 5 minutes into the streams the DAG runs on the cluster, measured by
