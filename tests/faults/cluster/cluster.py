@@ -27,12 +27,14 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import shutil
 import subprocess
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,7 +45,7 @@ from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stack.airflow import EDGE_EXECUTOR, AirflowStandalone
 from boardstream.stack.hosts import DEFAULT_NETWORK, Hosts, Network
 from boardstream.stack.kafka_broker import new_cluster_id
-from tests.fixtures import cli_command
+from tests.fixtures import cli_command, world_readable_dir
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +67,15 @@ WORKER_MEMORY = "4g"
 
 class Cluster:
     def __init__(
-        self, root: Path, airflow: bool = False, network: Network = DEFAULT_NETWORK
+        self,
+        root: Path,
+        airflow: bool = False,
+        network: Network = DEFAULT_NETWORK,
+        lease_ttl_s: float = LEASE_TTL_S,
     ) -> None:
         self.root = root
         self.airflow = airflow
+        self.lease_ttl_s = lease_ttl_s
         self.hosts = Hosts([*HOSTS, *(["airflow"] if airflow else [])], root, network)
         self.kafka_cluster_id = new_cluster_id()
         self.jwt_secret = secrets.token_urlsafe(32)  # the Airflow API's, every host's
@@ -111,7 +118,7 @@ class Cluster:
             "BOARDSTREAM_SPARK_WORKER_UI_PORT": str(SPARK_WORKER_UI_PORT),
             "BOARDSTREAM_SPARK_WORKER_CORES": str(WORKER_CORES),
             "BOARDSTREAM_SPARK_WORKER_MEMORY": WORKER_MEMORY,
-            "BOARDSTREAM_LEASE_TTL_S": str(LEASE_TTL_S),
+            "BOARDSTREAM_LEASE_TTL_S": str(self.lease_ttl_s),
             "BOARDSTREAM_JAR_CACHE": str(PROJECT_ROOT / "var" / "jars"),
             **(self._airflow_env() if self.airflow else {}),
         }
@@ -155,7 +162,7 @@ class Cluster:
             "hdfs_host": self.address("hdfs"),
             "hdfs_replication": 1,
             "spark_master": env["BOARDSTREAM_SPARK_MASTER"],
-            "lease_ttl_s": LEASE_TTL_S,
+            "lease_ttl_s": self.lease_ttl_s,
             "var_dir": self.root / "tests" / "var",
             "jar_cache": PROJECT_ROOT / "var" / "jars",
         }
@@ -306,3 +313,16 @@ class Cluster:
         )
         if result.returncode != 0:
             logger.warning("stack down on %s: %s", host, result.stderr[-1000:])
+
+
+def running(airflow: bool, network: Network = DEFAULT_NETWORK, **options) -> Iterator[Cluster]:
+    """A cluster up for as long as the caller iterates (a fixture's body), then down and
+    removed."""
+    root = world_readable_dir("bsh-cluster-")  # PostgreSQL's system user enters its host's dir
+    running = Cluster(root, airflow=airflow, network=network, **options)
+    try:
+        running.up()
+        yield running
+    finally:
+        running.down()
+        shutil.rmtree(root, ignore_errors=True)

@@ -3,34 +3,50 @@ to start, and each scenario works on topics and checkpoints of its own."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
-from boardstream.stack.hosts import DEFAULT_NETWORK, Network
-from tests.faults.cluster.cluster import Cluster
-from tests.fixtures import world_readable_dir
+from boardstream.settings import Settings
+from boardstream.stack.hosts import Network
+from tests.faults.cluster.cluster import Cluster, running
+from tests.faults.cluster.scenarios import SEED
+from tests.faults.harness import Scenario
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    yield from _running(airflow=False)
+    yield from running(airflow=False)
 
 
 @pytest.fixture(scope="module")
 def airflow_cluster() -> Iterator[Cluster]:
     """The cluster with Airflow on a host of its own and an edge worker on each driver host, on
     a network of its own: it may run beside the other (a long run beside the suite)."""
-    yield from _running(airflow=True, network=Network("bsa", "10.232.6.0/24"))
+    yield from running(airflow=True, network=Network("bsa", "10.232.6.0/24"))
 
 
-def _running(airflow: bool, network: Network = DEFAULT_NETWORK) -> Iterator[Cluster]:
-    root = world_readable_dir("bsh-cluster-")  # PostgreSQL's system user enters its host's dir
-    running = Cluster(root, airflow=airflow, network=network)
-    try:
-        running.up()
-        yield running
-    finally:
-        running.down()
-        shutil.rmtree(root, ignore_errors=True)
+STREAM, REQUEST = "board_detail_stream", "board_detail_stream_request"
+TOPICS = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic", "dlq_topic")
+
+
+@pytest.fixture(scope="module")
+def pipeline(airflow_cluster: Cluster, tmp_path_factory) -> Iterator[Scenario]:
+    """The cluster's pipeline, its streams kept running by the continuous board_detail_stream
+    DAG from the moment it is unpaused (a stream is wanted running until stopped on request)."""
+    defaults = {name: Settings.model_fields[name].default for name in TOPICS}
+    s = Scenario(
+        "cluster under Airflow",
+        airflow_cluster.settings(),
+        airflow_cluster.settings().database,
+        tmp_path_factory.mktemp("cluster-pipeline"),
+        SEED,
+        overrides=defaults,
+    )
+    api = airflow_cluster.airflow_api()
+    for dag in (STREAM, REQUEST):
+        api.wait_for_dag(dag)
+        api.unpause(dag)
+    yield s
+    run = api.trigger(REQUEST, {"action": "stop"})
+    assert api.wait(REQUEST, run, timeout_s=600) == "success"

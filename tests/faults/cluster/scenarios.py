@@ -10,10 +10,13 @@ from pathlib import Path
 
 from sqlalchemy.exc import ProgrammingError
 
+from boardstream.spark.checkpoint_lease import Holder, holder
+from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from tests.faults.cluster.cluster import Cluster
 from tests.faults.harness import Scenario
 
 SEED = 5050
+JOBS = ("board-detail-join", "board-detail-sink")
 # The stream's part of a scenario's settings: what the supervision on a host must be told.
 STREAM_SETTINGS = (
     "database_url",
@@ -83,3 +86,20 @@ def loaded(s: Scenario) -> Callable[[], bool]:
 def host_of(holder_host: str) -> str:
     """The cluster's name of the host a lease's holder names (``bsh-driver-1``: driver-1)."""
     return holder_host.split("-", 1)[1]
+
+
+def streams_running(s: Scenario, away_from: str | None = None) -> list[Holder]:
+    """Both streams' drivers once both run (on a host other than ``away_from``)."""
+    settings = s.settings
+    drivers: list[Holder] = []
+
+    def running() -> bool:
+        drivers[:] = [
+            h
+            for stream in board_detail_streams(settings, StreamOptions())
+            if (h := holder(settings, stream.checkpoint)) is not None and h.host != away_from
+        ]
+        return len(drivers) == 2
+
+    until(running, "both streams running" + (f" off {away_from}" if away_from else ""), 900)
+    return drivers

@@ -6,109 +6,28 @@ jsonl``. One pipeline (the settings' topics, database and checkpoints, as the ed
 given them) carries the module's scenarios one after the other.
 
 Minutes each, with Airflow's start: ``pytest --long tests/faults/cluster/test_cluster_airflow.py``.
-The latency beside the single host's, in one sitting (about 30 minutes)::
-
-    pytest --long tests/dags/test_readme_live_stream.py \
-        tests/faults/cluster/test_cluster_airflow.py -k "readme or latency"
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from boardstream import database
 from boardstream.reconcile.evidence import run_ledger as ledger
-from boardstream.settings import PROJECT_ROOT, Settings
-from boardstream.spark.checkpoint_lease import Holder, holder
 from boardstream.supervision import register
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
-from tests.airflow_fixtures import ARTIFACTS
 from tests.faults.cluster.cluster import DRIVERS, SPARK_MASTER_UI_PORT, Cluster
-from tests.faults.cluster.scenarios import SEED, host_of, loaded, until
+from tests.faults.cluster.scenarios import JOBS, SEED, host_of, loaded, streams_running, until
 from tests.faults.harness import Scenario, backlog_options
-from tests.fixtures import LATENCY_ROW
 
 pytestmark = pytest.mark.long
-
-STREAM, REQUEST = "board_detail_stream", "board_detail_stream_request"
-JOBS = ("board-detail-join", "board-detail-sink")
-TOPICS = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic", "dlq_topic")
-
-
-@pytest.fixture(scope="module")
-def pipeline(airflow_cluster: Cluster, tmp_path_factory) -> Iterator[Scenario]:
-    """The cluster's pipeline, its streams kept running by the continuous board_detail_stream
-    DAG from the moment it is unpaused (a stream is wanted running until stopped on request)."""
-    defaults = {name: Settings.model_fields[name].default for name in TOPICS}
-    s = Scenario(
-        "cluster under Airflow",
-        airflow_cluster.settings(),
-        airflow_cluster.settings().database,
-        tmp_path_factory.mktemp("cluster-pipeline"),
-        SEED,
-        overrides=defaults,
-    )
-    api = airflow_cluster.airflow_api()
-    for dag in (STREAM, REQUEST):
-        api.wait_for_dag(dag)
-        api.unpause(dag)
-    yield s
-    run = api.trigger(REQUEST, {"action": "stop"})
-    assert api.wait(REQUEST, run, timeout_s=600) == "success"
-
-
-def streams_running(s: Scenario, away_from: str | None = None) -> list[Holder]:
-    """Both streams' drivers once both run (on a host other than ``away_from``)."""
-    settings = s.settings
-    drivers: list[Holder] = []
-
-    def running() -> bool:
-        drivers[:] = [
-            h
-            for stream in board_detail_streams(settings, StreamOptions())
-            if (h := holder(settings, stream.checkpoint)) is not None and h.host != away_from
-        ]
-        return len(drivers) == 2
-
-    until(running, "both streams running" + (f" off {away_from}" if away_from else ""), 900)
-    return drivers
 
 
 def restarts(s: Scenario) -> int:
     """The streams' restarts so far, as the supervision counted them (the register)."""
     return sum(register.read(s.settings, job).restarts for job in JOBS)
-
-
-@pytest.mark.timeout(1_800)
-def test_the_live_stream_latency_at_1000_boards_per_second(
-    airflow_cluster: Cluster, pipeline: Scenario, tmp_path
-) -> None:
-    """Boards at 1,000/s for 5 minutes into the streams the DAG runs on the cluster, measured by
-    ``bench/stream_latency.py --attach`` from the tests' machine as the README's run measures a
-    single host's: every board loaded. The figures go to
-    ``test-artifacts/cluster-live-stream.txt`` (docs/BENCHMARKS.md compares them)."""
-    streams_running(pipeline)
-    env = {**os.environ, **airflow_cluster.env(), "BOARDSTREAM_VAR_DIR": str(tmp_path)}
-    bench = subprocess.run(
-        [sys.executable, "bench/stream_latency.py", "--attach", "--rate", "1000"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        check=False,
-    )
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "cluster-live-stream.txt").write_text(bench.stdout + bench.stderr[-3000:])
-    [row] = LATENCY_ROW.finditer(bench.stdout)
-    assert (row["sent"], row["missing"]) == ("300,000", "0"), row[0]
-    assert bench.returncode == 0, bench.stderr[-3000:]
 
 
 def test_b_a_driver_hosts_death_restarts_its_drivers_on_the_other(
@@ -235,7 +154,7 @@ def test_the_health_page_on_the_airflow_host_shows_the_streams_and_a_runs_data_d
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.airflow_fixtures import login
+    from tests.airflow_fixtures import ARTIFACTS, login
 
     s = pipeline
     s.produce(backlog_options(SEED + 4))
