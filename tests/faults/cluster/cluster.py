@@ -315,14 +315,16 @@ class Cluster:
             logger.warning("stack down on %s: %s", host, result.stderr[-1000:])
 
 
-def running(airflow: bool, network: Network = DEFAULT_NETWORK, **options) -> Iterator[Cluster]:
+def running(
+    airflow: bool, network: Network = DEFAULT_NETWORK, **options: float
+) -> Iterator[Cluster]:
     """A cluster up for as long as the caller iterates (a fixture's body), then down and
     removed."""
     root = world_readable_dir("bsh-cluster-")  # PostgreSQL's system user enters its host's dir
-    running = Cluster(root, airflow=airflow, network=network, **options)
+    cluster = Cluster(root, airflow=airflow, network=network, **options)
     try:
-        running.up()
-        yield running
+        cluster.up()
+        yield cluster
     finally:
-        running.down()
+        cluster.down()
         shutil.rmtree(root, ignore_errors=True)

@@ -13,6 +13,9 @@ from tests.faults.cluster.cluster import Cluster, running
 from tests.faults.cluster.scenarios import SEED
 from tests.faults.harness import Scenario
 
+STREAM, REQUEST = "board_detail_stream", "board_detail_stream_request"
+TOPICS = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic", "dlq_topic")
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
@@ -24,10 +27,6 @@ def airflow_cluster() -> Iterator[Cluster]:
     """The cluster with Airflow on a host of its own and an edge worker on each driver host, on
     a network of its own: it may run beside the other (a long run beside the suite)."""
     yield from running(airflow=True, network=Network("bsa", "10.232.6.0/24"))
-
-
-STREAM, REQUEST = "board_detail_stream", "board_detail_stream_request"
-TOPICS = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic", "dlq_topic")
 
 
 @pytest.fixture(scope="module")
