@@ -8,7 +8,7 @@ that aged out must be reported as ``expired_evidence``, and at the end the table
 newest version of every board whose member lives (the boards of deleted members are accounted
 for by the final run: joined or unmatched).
 
-The short form (4 minutes of load, about 6 in all) runs in CI; the long one (21 minutes) is
+The short form (2.5 minutes of load, about 4 in all) runs in CI; the long one (21 minutes) is
 ``long``: ``pytest --long tests/faults/test_life.py``. What they found (issue #47): records
 retention deleted while a run read them came out ``extra`` (fixed: ``snapshot.retained``); rows
 whose evidence had aged out failed Great Expectations' row count (``checks.TABLE_ROWS``); a live
@@ -54,7 +54,7 @@ class Life:
 
 
 SHORT = Life(
-    load_s=240,
+    load_s=150,
     retention_ms=240_000,
     output_retention_ms=120_000,
     segment_ms=15_000,
