@@ -295,7 +295,7 @@ def _facts(table: pa.Table) -> Counter:
     )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=inputs())
 def test_the_two_engines_find_the_same_facts(spark, case) -> None:
     arrow, snapshot, mode = case
