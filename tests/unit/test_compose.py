@@ -166,7 +166,6 @@ def test_hdfs_is_configured_as_the_local_one() -> None:
     assert datanode["depends_on"] == {"namenode": {"condition": "service_healthy"}}
 
 
-
 @pytest.mark.parametrize("service", ["airflow-scheduler", "airflow-api-server", "spark-worker"])
 def test_checkpoints_and_event_logs_are_on_the_hdfs_service(service: str) -> None:
     """Every driver, wherever it starts, finds its checkpoint and writes its event log on HDFS,
@@ -177,6 +176,7 @@ def test_checkpoints_and_event_logs_are_on_the_hdfs_service(service: str) -> Non
     assert str(settings.spark_event_log_dir).startswith(f"{filesystem}/")
     assert services()[service]["depends_on"]["datanode"] == {"condition": "service_healthy"}
     assert "volumes" not in services()["spark-worker"]
+
 
 def test_spark_and_airflow_versions_match_the_lock() -> None:
     assert services()["spark-master"]["image"].split(":")[1].startswith(pyspark.__version__ + "-")
