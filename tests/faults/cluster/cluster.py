@@ -63,6 +63,8 @@ WORKER_CORES = 4  # task slots: both streams fit on one worker when the other is
 # Room for the streams twice: the applications of a driver host cut off keep their executors
 # (and the memory they hold) until the host answers again, beside their successors'.
 WORKER_MEMORY = "4g"
+# The Airflow cluster's network: apart from the other's, so a long run may go beside the suite.
+AIRFLOW_NETWORK = Network("bsa", "10.232.6.0/24")
 
 
 class Cluster:

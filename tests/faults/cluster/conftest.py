@@ -8,8 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from boardstream.settings import Settings
-from boardstream.stack.hosts import Network
-from tests.faults.cluster.cluster import Cluster, running
+from tests.faults.cluster.cluster import AIRFLOW_NETWORK, Cluster, running
 from tests.faults.cluster.scenarios import SEED
 from tests.faults.harness import Scenario
 
@@ -26,7 +25,7 @@ def cluster() -> Iterator[Cluster]:
 def airflow_cluster() -> Iterator[Cluster]:
     """The cluster with Airflow on a host of its own and an edge worker on each driver host, on
     a network of its own: it may run beside the other (a long run beside the suite)."""
-    yield from running(airflow=True, network=Network("bsa", "10.232.6.0/24"))
+    yield from running(airflow=True, network=AIRFLOW_NETWORK)
 
 
 @pytest.fixture(scope="module")

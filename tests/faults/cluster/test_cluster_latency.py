@@ -18,10 +18,9 @@ from collections.abc import Iterator
 import pytest
 
 from boardstream.settings import PROJECT_ROOT, Settings
-from boardstream.stack.hosts import Network
 from boardstream.supervision import register
 from tests.airflow_fixtures import ARTIFACTS
-from tests.faults.cluster.cluster import Cluster, running
+from tests.faults.cluster.cluster import AIRFLOW_NETWORK, Cluster, running
 from tests.faults.cluster.scenarios import JOBS, streams_running
 from tests.faults.harness import Scenario
 from tests.fixtures import LATENCY_ROW
@@ -34,7 +33,7 @@ def airflow_cluster() -> Iterator[Cluster]:
     """The Airflow cluster (the other modules' network) with the default lease TTL."""
     yield from running(
         airflow=True,
-        network=Network("bsa", "10.232.6.0/24"),
+        network=AIRFLOW_NETWORK,
         lease_ttl_s=Settings.model_fields["lease_ttl_s"].default,
     )
 
