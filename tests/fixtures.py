@@ -11,8 +11,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.sink import table
@@ -101,18 +102,33 @@ def world_readable_dir(prefix: str) -> Path:
     return path
 
 
+class UpAndDown(Protocol):
+    def up(self) -> None: ...
+    def down(self) -> None: ...
+
+
+Brought = TypeVar("Brought", bound=UpAndDown)
+
+
 @contextlib.contextmanager
-def hosts_up(names: list[str], prefix: str, network: Network = DEFAULT_NETWORK) -> Iterator[Hosts]:
-    """Test hosts ``names`` on ``network``, up; their var dirs in a temp dir named ``prefix…``
-    that PostgreSQL's system user can enter. Down and removed afterwards."""
+def up_in_own_dir(prefix: str, make: Callable[[Path], Brought]) -> Iterator[Brought]:
+    """``make(root)`` up, ``root`` a temp dir named ``prefix…`` that PostgreSQL's system user
+    can enter (its files); down and the dir removed afterwards, whatever happened."""
     root = world_readable_dir(prefix)
-    hosts = Hosts(names, root, network)
+    made = make(root)
     try:
-        hosts.up()
-        yield hosts
+        made.up()
+        yield made
     finally:
-        hosts.down()
+        made.down()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def hosts_up(
+    names: list[str], prefix: str, network: Network = DEFAULT_NETWORK
+) -> contextlib.AbstractContextManager[Hosts]:
+    """Test hosts ``names`` on ``network``, up (see :func:`up_in_own_dir`)."""
+    return up_in_own_dir(prefix, lambda root: Hosts(names, root, network))
 
 
 def isolated_settings(var_dir: Path, **overrides: object) -> Settings:

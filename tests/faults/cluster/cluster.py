@@ -27,15 +27,14 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import shutil
 import subprocess
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -45,7 +44,7 @@ from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stack.airflow import EDGE_EXECUTOR, AirflowStandalone
 from boardstream.stack.hosts import DEFAULT_NETWORK, Hosts, Network
 from boardstream.stack.kafka_broker import new_cluster_id
-from tests.fixtures import cli_command, world_readable_dir
+from tests.fixtures import cli_command, up_in_own_dir
 
 logger = logging.getLogger(__name__)
 
@@ -319,14 +318,8 @@ class Cluster:
 
 def running(
     airflow: bool, network: Network = DEFAULT_NETWORK, **options: float
-) -> Iterator[Cluster]:
-    """A cluster up for as long as the caller iterates (a fixture's body), then down and
-    removed."""
-    root = world_readable_dir("bsh-cluster-")  # PostgreSQL's system user enters its host's dir
-    cluster = Cluster(root, airflow=airflow, network=network, **options)
-    try:
-        cluster.up()
-        yield cluster
-    finally:
-        cluster.down()
-        shutil.rmtree(root, ignore_errors=True)
+) -> AbstractContextManager[Cluster]:
+    """A cluster up for the ``with`` block, then down and its files removed."""
+    return up_in_own_dir(
+        "bsh-cluster-", lambda root: Cluster(root, airflow=airflow, network=network, **options)
+    )

@@ -18,14 +18,16 @@ TOPICS = ("member_topic", "board_topic", "board_detail_topic", "unmatched_topic"
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    yield from running(airflow=False)
+    with running(airflow=False) as up:
+        yield up
 
 
 @pytest.fixture(scope="module")
 def airflow_cluster() -> Iterator[Cluster]:
     """The cluster with Airflow on a host of its own and an edge worker on each driver host, on
     a network of its own: it may run beside the other (a long run beside the suite)."""
-    yield from running(airflow=True, network=AIRFLOW_NETWORK)
+    with running(airflow=True, network=AIRFLOW_NETWORK) as up:
+        yield up
 
 
 @pytest.fixture(scope="module")

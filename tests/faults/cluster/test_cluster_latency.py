@@ -31,11 +31,9 @@ pytestmark = pytest.mark.long
 @pytest.fixture(scope="module")
 def airflow_cluster() -> Iterator[Cluster]:
     """The Airflow cluster (the other modules' network) with the default lease TTL."""
-    yield from running(
-        airflow=True,
-        network=AIRFLOW_NETWORK,
-        lease_ttl_s=Settings.model_fields["lease_ttl_s"].default,
-    )
+    default_ttl = Settings.model_fields["lease_ttl_s"].default
+    with running(airflow=True, network=AIRFLOW_NETWORK, lease_ttl_s=default_ttl) as up:
+        yield up
 
 
 @pytest.mark.timeout(1_800)
