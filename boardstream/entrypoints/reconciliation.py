@@ -1,4 +1,8 @@
-"""The reconcile and repair jobs' command lines (``jobs/reconcile.py``, ``jobs/repair.py``)."""
+"""The reconcile and repair jobs' command lines (``jobs/reconcile.py``, ``jobs/repair.py``).
+
+The runs' modules are imported once the flags are parsed and the services answered: Great
+Expectations alone takes seconds to import, which every refusal (a bad flag, a broker that does
+not answer) waited for before."""
 
 from __future__ import annotations
 
@@ -13,20 +17,19 @@ from boardstream.errors import BoardstreamError, ServiceUnreachableError
 from boardstream.joins.member_table import AS_OF, LATEST
 from boardstream.logs import configure, verbose_requested
 from boardstream.preflight import require
-from boardstream.reconcile import repair as repairing
-from boardstream.reconcile import run as running
-from boardstream.reconcile.checks.spark_checks import ReconcileOptions
-from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
-from boardstream.reconcile.run import ReconciliationError
 from boardstream.settings import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from boardstream.reconcile.checks.spark_checks import ReconcileOptions
+
 
 def reconcile_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="reconcile", description=(running.__doc__ or "").splitlines()[0]
+        prog="reconcile",
+        description="Prove that board-detail and board_detail hold exactly every source board "
+        "(or its accounted fate), and record the run.",
     )
     parser.add_argument("--join-checkpoint")
     parser.add_argument("--sink-checkpoint")
@@ -56,14 +59,15 @@ def reconcile_parser() -> argparse.ArgumentParser:
 def reconcile_main(argv: Sequence[str] | None = None) -> int:
     """``jobs/reconcile.py``: exit 0 when the run passes, 1 when it finds anything it cannot
     prove (the summary says what), 2 when it could not finish (recorded as ERRORED)."""
-    from boardstream.spark.session import spark_session
-
     args = reconcile_parser().parse_args(argv)
     configure(verbose_requested())
-    options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     settings = Settings()
     if not _reachable(settings, "reconcile"):
         return 2
+    from boardstream.reconcile.checks.spark_checks import ReconcileOptions
+    from boardstream.spark.session import spark_session
+
+    options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     spark = spark_session(settings, "reconcile", short_lived=not args.full)
     spark.sparkContext.setLogLevel("WARN")
     return _run(
@@ -73,7 +77,7 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
         args.join_checkpoint,
         args.sink_checkpoint,
         options,
-        FULL if args.full else INCREMENTAL,
+        reconcile.FULL if args.full else reconcile.INCREMENTAL,
     )
 
 
@@ -98,6 +102,8 @@ def _run(
 ) -> int:
     """One run, its summary printed; the exit code is its verdict (2: it could not finish, or
     not record itself: one line, no traceback)."""
+    from boardstream.reconcile.run import ReconciliationError
+
     try:
         result = reconcile.run_once(
             spark, settings, run_by, join_checkpoint, sink_checkpoint, options, kind
@@ -114,7 +120,9 @@ def _run(
 
 def repair_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="repair", description=(repairing.__doc__ or "").splitlines()[0]
+        prog="repair",
+        description="Repair what a reconciliation run found, with the stream's own code, then "
+        "reconcile again.",
     )
     parser.add_argument("--run", type=positive, required=True, help="reconciliation run id")
     parser.add_argument("--join-checkpoint")
@@ -127,13 +135,14 @@ def repair_parser() -> argparse.ArgumentParser:
 def repair_main(argv: Sequence[str] | None = None) -> int:
     """``jobs/repair.py``: repair run RUN_ID's findings, then reconcile again; exit 0 when the
     new run passes."""
-    from boardstream.spark.session import spark_session
-
     args = repair_parser().parse_args(argv)
     configure(verbose_requested())
     settings = Settings()
     if not _reachable(settings, "board-detail-repair"):
         return 2
+    from boardstream.reconcile import repair as repairing
+    from boardstream.spark.session import spark_session
+
     try:
         # An unknown run is a user's typo: say so before Spark takes its seconds to start.
         repairing.stored_snapshot(database.engine(settings.database), args.run)
@@ -145,4 +154,6 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(", ".join(f"{step}: {count:,}" for step, count in done.items()), flush=True)
     run_by = f"{args.run_by} (after repair of run {args.run})"
-    return _run(spark, settings, run_by, args.join_checkpoint, args.sink_checkpoint, None, FULL)
+    return _run(
+        spark, settings, run_by, args.join_checkpoint, args.sink_checkpoint, None, reconcile.FULL
+    )

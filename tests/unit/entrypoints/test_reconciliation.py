@@ -6,6 +6,8 @@ starts (the ledger is real, on SQLite)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 from boardstream import database, reconcile
 from boardstream.entrypoints import reconciliation
 from boardstream.errors import ServiceUnreachableError, UnknownTopicError
+from boardstream.reconcile import repair
 from boardstream.reconcile.checks.spark_checks import ReconcileOptions
 from boardstream.reconcile.run import ReconciliationError, RecordingError
 from boardstream.spark import session
@@ -194,9 +197,7 @@ def test_repairing_an_unknown_run_is_one_line_before_spark(calls, capsys) -> Non
 
 def test_a_repair_then_reconciles_again(calls, monkeypatch, capsys) -> None:
     looked_up = []
-    monkeypatch.setattr(
-        reconciliation.repairing, "stored_snapshot", lambda _engine, run: looked_up.append(run)
-    )
+    monkeypatch.setattr(repair, "stored_snapshot", lambda _engine, run: looked_up.append(run))
     argv = ["--run", "7", "--join-mode", "as-of", "--join-checkpoint", "/cp/j", "--run-by", "me"]
     calls["outcome"] = Result(False)
     assert reconciliation.repair_main(argv) == 1
@@ -210,3 +211,18 @@ def test_a_repair_then_reconciles_again(calls, monkeypatch, capsys) -> None:
     calls["outcome"] = Result(True)
     assert reconciliation.repair_main(["--run", "7"]) == 0
     assert calls["repairs"][-1] == (Spark, 7, "latest", None)
+
+
+def test_a_refusal_waits_for_no_run_module() -> None:
+    """The launcher's flag check and the jobs' mains up to their services check import none of
+    the runs' modules: Great Expectations alone took 2.4 s to import, before every refusal."""
+    heavy = ("great_expectations", "boardstream.reconcile.run", "boardstream.reconcile.repair")
+    probe = (
+        "import sys\n"
+        "import boardstream.entrypoints.job_flags\n"
+        f"print(sorted(name for name in {heavy!r} if name in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == "[]\n"
