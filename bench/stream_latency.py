@@ -32,6 +32,7 @@ from boardstream import database, supervision
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
+from boardstream.sink import table as sink_table
 from boardstream.spark.submit import run_submit
 from boardstream.stack.spark_cluster import SparkMaster, master_state
 from boardstream.supervision import StreamOptions
@@ -51,18 +52,18 @@ class TablePoller:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        lookup = sa.text("SELECT board_id FROM board_detail WHERE board_id IN :ids").bindparams(
-            sa.bindparam("ids", expanding=True)
-        )
+        table = sink_table.board_detail
         while not self.stopped.is_set():
             unseen = [key for key in list(self.load.sent) if key not in self.seen]
             found: list[str] = []
             try:
                 with self.engine.connect() as connection:
-                    for chunk in database.chunks(unseen):
-                        found += connection.execute(lookup, {"ids": list(chunk)}).scalars()
-            # No table before the sink's first batch: SQLite and PostgreSQL say so apart.
-            except (sa.exc.OperationalError, sa.exc.ProgrammingError):
+                    # No table before the sink's first batch: nothing seen yet.
+                    if sa.inspect(connection).has_table(table.name):
+                        for chunk in database.chunks(unseen):
+                            query = sa.select(table.c.board_id).where(table.c.board_id.in_(chunk))
+                            found += connection.execute(query).scalars()
+            except sa.exc.OperationalError:  # busy or away for a moment: polled again
                 found = []
             now = int(time.time() * 1000)
             for board_id in found:

@@ -27,9 +27,7 @@ if TYPE_CHECKING:
 
 def reconcile_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="reconcile",
-        description="Prove that board-detail and board_detail hold exactly every source board "
-        "(or its accounted fate), and record the run.",
+        prog="reconcile", description=(reconcile.__doc__ or "").splitlines()[0]
     )
     parser.add_argument("--join-checkpoint")
     parser.add_argument("--sink-checkpoint")
