@@ -73,7 +73,7 @@ MUTANTS = (
         {
             "boardstream/reconcile/checks/positions.py": [
                 (
-                    "n_held > 1 OR joined_versions > 1 AS conflicted",
+                    "n_held > 1 OR joined_versions_differ AS conflicted",
                     "FALSE AS conflicted",
                 )
             ]
