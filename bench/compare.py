@@ -43,6 +43,7 @@ import psutil
 from backlog import drop_state, produce_backlog
 from capacity import P99_BOUND_MS, Capacity, Step, search
 from confluent_kafka import Consumer, TopicPartition
+from memory import tree_rss
 
 from boardstream.generator.manifest import Manifest
 from boardstream.kafka.clients import admin_client, reliable_producer
@@ -184,15 +185,6 @@ class Observer:
                     del todo[tp]
         self.consumer.unassign()
         return records
-
-
-def tree_rss(process: psutil.Process) -> int:
-    """Resident memory of a process and all its descendants (Spark: the JVM and Python workers)."""
-    total = 0
-    for each in [process, *process.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):  # exited between listing and reading
-            total += each.memory_info().rss
-    return total
 
 
 def start(system: System, log: Path) -> tuple[subprocess.Popen, float]:

@@ -17,6 +17,12 @@ from boardstream.errors import BoardstreamError
 _INSERT_BATCH = 50_000  # rows per executemany of insert_rows
 
 
+# How long a write waits for SQLite's one write lock: longer than any writer of the platform
+# holds it (a sink batch of 100,000 rows: 15-18 s; a full reconciliation's ledger at production
+# scale), so that the jobs, the live streams and a reconciliation started by hand share one
+# file. pysqlite's default, 5 s, failed a reconciliation beside a production-scale sink (#67).
+SQLITE_BUSY_TIMEOUT_S = 60.0
+
 T = TypeVar("T")
 # Values per IN list: under SQLite's oldest limit of 999 bound parameters.
 IN_LIST = 900
@@ -33,9 +39,13 @@ def engine(url: str) -> Engine:
     """An engine for ``url``. SQLite gets its file's directory made (a var dir not yet used) and
     write-ahead logging, so reconciliation can read while
     the sink writes, and synchronous=NORMAL, which in WAL mode still survives a process crash
-    (only an OS crash may lose the last commits, and the sink replays those from Kafka)."""
-    created = sa.create_engine(url, pool_pre_ping=True)
-    if created.dialect.name == "sqlite":
+    (only an OS crash may lose the last commits, and the sink replays those from Kafka), and a
+    busy timeout longer than the platform's writers hold SQLite's one write lock
+    (:data:`SQLITE_BUSY_TIMEOUT_S`)."""
+    sqlite = sa.make_url(url).get_backend_name() == "sqlite"
+    connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S} if sqlite else {}
+    created = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    if sqlite:
         sa.event.listen(created, "connect", _sqlite_pragmas)
         database = created.url.database
         if database and database != ":memory:":  # SQLite creates the file, not its directory

@@ -266,7 +266,16 @@ class Settings(BaseSettings):
         description="A full reconciliation whose topics and table hold at most this many records "
         "and rows runs its checks in DuckDB, in process, on the inputs collected to the driver; "
         "a larger one in Spark (0: always Spark). Below it Spark's fixed cost per job is most of "
-        "a run's time (docs/BENCHMARKS.md).",
+        "a run's time (docs/BENCHMARKS.md). An incremental run with more new records than this "
+        "is a full one.",
+    )
+    reconcile_in_process_memory_mb: int = Field(
+        default=2048,
+        ge=64,
+        description="The memory DuckDB may take for a reconciliation's in-process checks "
+        "(its memory_limit); past it DuckDB spills to var_dir/reconciliation/spill rather than "
+        "fail. An incremental run whose new records are more than "
+        "reconcile_in_process_max_records runs as a full one, in Spark (docs/SETTINGS.md).",
     )
     reconcile_heartbeat_timeout_s: float = Field(
         default=300,
@@ -422,6 +431,11 @@ class Settings(BaseSettings):
     def data_docs(self) -> Path:
         """The Great Expectations Data Docs site: a page per reconciliation run, offline."""
         return self.var_dir / "reconciliation" / "data_docs"
+
+    @property
+    def reconcile_spill(self) -> Path:
+        """Where DuckDB spills an in-process reconciliation's checks past their memory bound."""
+        return self.var_dir / "reconciliation" / "spill"
 
     @property
     def jars_dir(self) -> Path:

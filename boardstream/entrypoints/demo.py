@@ -101,8 +101,12 @@ def _print_reconciliation(settings: Settings, run_by: str, before: int | None = 
     if run is None:
         print(f"demo: no reconciliation run by {run_by} in the ledger")
         return False
+    status = ledger.status_of(run)
+    print(f"\nreconciliation run {run['run_id']}: {status}")
+    if status == ledger.ERRORED:  # it reached no verdict: no counts to show, but why
+        print(f"  {(run.get('error') or 'no error recorded').splitlines()[0]}")
+        return False
     counts = run["counts"] or {}
-    print(f"\nreconciliation run {run['run_id']}: {'PASSED' if run['passed'] else 'FAILED'}")
     for name in BALANCE:
         print(f"  {name:<14} {counts.get(name, 0):>10,}")
     for kind in SUMMARY_ORDER:

@@ -208,9 +208,7 @@ def _run(run: dict[str, Any], stored: set[str]) -> dict[str, Any]:
     return _jsonable(
         {
             **{k: run[k] for k in ("run_id", "started_at", "finished_at", "passed", "run_by")},
-            # Runs recorded before the status column existed have only ``passed``.
-            "status": run.get("status")
-            or {True: "PASSED", False: "FAILED"}.get(run["passed"], "RUNNING"),
+            "status": ledger.status_of(run),
             "error": run.get("error"),
             "counts": run["counts"] or {},
             "findings": findings(run["issues"], run["passed"]),

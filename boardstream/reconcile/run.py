@@ -4,9 +4,11 @@ and a summary a person reads in a terminal or a task log."""
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,7 +24,9 @@ from boardstream.errors import BoardstreamError
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka import retention
 from boardstream.kafka.clients import admin_client
+from boardstream.leases import Held, Leases, LeaseTimeoutError
 from boardstream.locations import checkpoint_uri
+from boardstream.reconcile.checks import liveness
 from boardstream.reconcile.checks.spark_checks import (
     FAILING,
     REPORTED,
@@ -50,10 +54,12 @@ from boardstream.reconcile.reads.snapshot import Snapshot, take_snapshot
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_files import CheckpointChecksumError, CheckpointFiles
-from boardstream.timing import phase
+from boardstream.timing import peak_memory_line, phase
 
 logger = logging.getLogger(__name__)
 
+# The lease one run at a time holds from its snapshot to its verdict (:func:`_ledger_held`).
+LEDGER_LEASE = "reconciliation:ledger"
 # Kinds whose ids are listed in the summary; the rest only counted there.
 LISTED = (*FAILING, *REPORTED, "sink_dead_lettered")
 
@@ -159,6 +165,54 @@ def reconcile_once(
         if kind == INCREMENTAL and not _has_baseline(engine):
             logger.info("no full reconciliation has filled the digest ledger yet: this run is full")
             kind = FULL
+    with _ledger_held(engine, settings) as held:
+        try:
+            return _run(
+                spark,
+                engine,
+                settings,
+                run_by,
+                join_checkpoint,
+                sink_checkpoint,
+                options,
+                kind,
+                held,
+            )
+        finally:
+            logger.info("reconciliation: %s", peak_memory_line())
+
+
+@contextmanager
+def _ledger_held(engine: Engine, settings: Settings) -> Iterator[Held]:
+    """The ledger's lease for a run from its snapshot to its verdict: one run at a time
+    checks and stores, on every host; a second waits for the first (up to the heartbeat's
+    bound), rather than check data the first is storing. Each store is fenced by it."""
+    leases = Leases.of(settings)
+    said = {"pid": os.getpid(), "host": socket.gethostname()}
+    wait_s = settings.reconcile_heartbeat_timeout_s
+    with ExitStack() as stack:
+        try:
+            with _recording(engine, "its start"):
+                held = stack.enter_context(leases.hold(LEDGER_LEASE, said, wait_s))
+        except LeaseTimeoutError as error:
+            raise BoardstreamError(
+                f"reconciliation: not started: the ledger {error} (one run at a time)"
+            ) from None
+        yield held
+
+
+def _run(
+    spark: SparkSession,
+    engine: Engine,
+    settings: Settings,
+    run_by: str,
+    join_checkpoint: str,
+    sink_checkpoint: str,
+    options: ReconcileOptions | None,
+    kind: str,
+    held: Held,
+) -> RunResult:
+    """:func:`reconcile_once` with the ledger's lease ``held``."""
     admin = admin_client(settings)
     try:
         snapshot = take_snapshot(
@@ -168,6 +222,10 @@ def reconcile_once(
         # The jobs' own record of their progress was altered: a run of its own, ERRORED, so the
         # refusal stands in the ledger and on the health page, not only in a task log.
         _errored(engine, _start(engine, settings, {}, run_by, kind)[0], error)
+    large: tuple[str, ...] = ()  # why an incremental run is a full one
+    if kind == INCREMENTAL:
+        with _recording(engine, "its start"):
+            kind, large = _incremental_or_full(engine, settings, snapshot)
     options = options or ReconcileOptions()
     # What an earlier run saw a stall age ago: when its records existed at the latest (liveness).
     stall_age = timedelta(milliseconds=options.stall_after_ms)
@@ -178,14 +236,20 @@ def reconcile_once(
         last_verdict = ledger.last_verdict_at(engine)
     at_risk = _evidence_at_risk(admin, settings, last_verdict, snapshot)
     run_id, interrupted = _start(engine, settings, snapshot.to_json(), run_by, kind)
-    notices = (*interrupted, *at_risk)
+    notices = (*interrupted, *at_risk, *large)
     check = _full if kind == FULL else _incremental
     with Heartbeat(engine, run_id, settings.reconcile_heartbeat_timeout_s):
         try:
-            outcome = check(spark, engine, settings, snapshot, join_checkpoint, options)
+            outcome = check(spark, engine, settings, snapshot, join_checkpoint, options, held)
             validation = _validate(outcome, settings, run_id)
         except Exception as error:
             _errored(engine, run_id, error)
+        behind = liveness.catching_up(
+            snapshot.join,
+            int(time.time() * 1000),
+            options.stall_after_ms,
+            outcome.reconciliation.counts,
+        )
         result = RunResult(
             run_id,
             outcome.reconciliation,
@@ -193,7 +257,7 @@ def reconcile_once(
             kind,
             outcome.covered,
             outcome.table_slice,
-            notices,
+            (*notices, *([behind] if behind else [])),
         )
         with _recording(engine, "its verdict", run_id):
             ledger.finish_run(
@@ -273,6 +337,26 @@ def _has_baseline(engine: Engine) -> bool:
         return bool(digest_ledger.cursor(connection))
 
 
+def _incremental_or_full(
+    engine: Engine, settings: Settings, snapshot: Snapshot
+) -> tuple[str, tuple[str, ...]]:
+    """An incremental run holds its new records in the driver and checks them in process: more
+    of them than a full run would check there (``reconcile_in_process_max_records``) and it is a
+    full run instead, in Spark, which costs what a full run costs (a backlog loaded at once:
+    the production-scale demo's 900,000 records). The notice says why."""
+    with engine.connect() as connection:
+        new = snapshot.records_after(digest_ledger.cursor(connection))
+    bound = settings.reconcile_in_process_max_records
+    if new <= bound:
+        return INCREMENTAL, ()
+    notice = (
+        f"{new:,} new records since the last run, more than an incremental run checks in "
+        f"process ({bound:,}: BOARDSTREAM_RECONCILE_IN_PROCESS_MAX_RECORDS): this run is full"
+    )
+    logger.info("%s", notice)
+    return FULL, (notice,)
+
+
 def _full(
     spark: SparkSession,
     engine: Engine,
@@ -280,9 +364,10 @@ def _full(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
+    held: Held,
 ) -> _Outcome:
     """Today's run over everything, then its facts, records and rows as the next incremental
-    run's baseline, in one transaction."""
+    run's baseline, in one transaction fenced by the ledger's lease."""
     read, snapshot, table_read = readers.read_run(spark, settings, snapshot)
     with engine.connect() as connection:
         kept = expired.kept(connection, settings, snapshot)
@@ -291,6 +376,7 @@ def _full(
     stored = "reconcile: the digest ledger, the facts and the rows as checked"
     with phase(stored), engine.begin() as connection:
         digest_ledger.lock(connection, settings.reconcile_heartbeat_timeout_s)
+        Leases.of(settings).fence(connection, held)
         digest_ledger.add_unseen(connection, kept.new_unseen)
         fact_store.reset(connection, result.facts)
         baseline.record(connection, result.records, snapshot.latest, full=True)
@@ -308,15 +394,20 @@ def _incremental(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
+    held: Held,
 ) -> _Outcome:
-    """The keys new data touches and the boards whose rows changed, checked and stored; the
-    verdict from the fact store: what the last check of every key found."""
+    """The keys new data touches and the boards whose rows changed, checked (reading only),
+    then stored in one short transaction fenced by the ledger's lease; the verdict from the
+    fact store: what the last check of every key found."""
     now_ms = int(time.time() * 1000)
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-    with phase("reconcile: incremental checks"), engine.begin() as connection:
+    with phase("reconcile: incremental checks"), engine.connect() as connection:
         checked = incremental.check(
             spark, connection, settings, snapshot, join_checkpoint, options, now_ms
         )
+    with engine.begin() as connection:
+        Leases.of(settings).fence(connection, held)
+        incremental.store(connection, checked, settings.reconcile_heartbeat_timeout_s)
         result = conclude(
             fact_store.counts(connection),
             lambda kind: fact_store.examples(connection, kind, options.examples),

@@ -111,7 +111,19 @@ def test_a_sink_that_stopped_loading_is_stalled(fresh: Pipeline) -> None:
 
 
 def test_a_board_waiting_past_its_timeout_is_overdue(fresh: Pipeline) -> None:
-    """Timers that do not fire leave boards waiting for ever; the ledger would still balance."""
+    """Timers that do not fire leave boards waiting for ever; the ledger would still balance.
+    A batch of the join after the board's timeout (0 here, as the run is told) must have fired
+    its timer. Before such a batch (a stack restarted after an hour down, #67) the board waits
+    for it: not overdue, and the run says so in one line."""
+    age_last_commit(fresh.workdir / f"{fresh.settings.board_topic}-join", 3_600)
+    result = reconcile(fresh, unmatched_timeout_ms=0)
+    assert failures(result) == {}
+    assert [n for n in result.notices if n.startswith("the join's last batch")] == [
+        "the join's last batch began 1h 0m ago: its next batch reads the 0 boards not yet read "
+        "and sends each of the 1 pending whose timeout ran out since then to board-unmatched "
+        "(not yet overdue)"
+    ]
+    fresh.join()
     result = reconcile(fresh, unmatched_timeout_ms=0, stall_after_ms=0)
     assert failures(result) == {"overdue_pending": ["waits"]}
 

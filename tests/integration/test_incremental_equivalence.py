@@ -25,6 +25,7 @@ from confluent_kafka import TopicPartition
 
 from boardstream.kafka.clients import admin_client
 from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
+from boardstream.reconcile.run import RunResult
 from tests.adversarial.world import detail_records, execute, forge, reconcile_as, rows, verdict
 from tests.pipeline import Pipeline
 
@@ -103,6 +104,16 @@ def _watermarks(settings, topic: str, partition: int) -> tuple[int, int]:
         consumer.close()
 
 
+def new_records(pipeline: Pipeline, since: RunResult) -> int:
+    """The records of the pipeline's topics past what the run ``since`` read."""
+    settings = pipeline.settings
+    return sum(
+        _watermarks(settings, topic, int(partition))[1] - end
+        for topic, ends in since.covered.items()
+        for partition, (_start, end) in ends.items()
+    )
+
+
 @pytest.mark.parametrize("seed", seeds())
 def test_incremental_runs_add_up_to_a_full_run(kafka, spark, tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
@@ -127,3 +138,21 @@ def test_incremental_runs_add_up_to_a_full_run(kafka, spark, tmp_path: Path, see
     context = [f"seed {seed}, tampering {done}", "incremental:", *incremental.summary()]
     assert verdict(incremental) == verdict(full), "\n".join([*context, "full:", *full.summary()])
     assert full.reconciliation.counts["joined"] > 0  # the sequence gave something to check
+
+    # More new records than an incremental run checks in process (#67): a full run, in Spark.
+    produce(pipeline, rng, ROUNDS + 1, now + 1_000 * (ROUNDS + 1))
+    pipeline.join()
+    pipeline.sink()
+    bounded = pipeline.settings.model_copy(update={"reconcile_in_process_max_records": 1})
+    pipeline.settings, unbounded = bounded, pipeline.settings
+    try:
+        large = reconcile_as(pipeline, INCREMENTAL)
+    finally:
+        pipeline.settings = unbounded
+    assert large.kind == FULL
+    assert [n for n in large.notices if "new records since the last run" in n] == [
+        f"{new_records(pipeline, full)} new records since the last run, more than an "
+        "incremental run checks in process (1: BOARDSTREAM_RECONCILE_IN_PROCESS_MAX_RECORDS): "
+        "this run is full"
+    ]
+    assert verdict(large) == verdict(reconcile_as(pipeline, INCREMENTAL))

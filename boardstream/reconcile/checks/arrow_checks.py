@@ -71,4 +71,9 @@ def evaluate(
         )
     )
     tables = {view: getattr(inputs, field_name) for field_name, view in facts.VIEWS.items()}
-    return with_type_mismatches(sql.in_duckdb(query, tables), inputs.table_read)
+    return with_type_mismatches(
+        sql.in_duckdb(
+            query, tables, settings.reconcile_in_process_memory_mb, settings.reconcile_spill
+        ),
+        inputs.table_read,
+    )

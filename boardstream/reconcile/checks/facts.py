@@ -63,7 +63,9 @@ class Bounds:
         unmatched_timeout_ms: int,
         stall_after_ms: int,
     ) -> Bounds:
-        cutoff = liveness.overdue_cutoff_ms(now_ms, unmatched_timeout_ms, stall_after_ms)
+        cutoff = liveness.overdue_cutoff_ms(
+            now_ms, unmatched_timeout_ms, stall_after_ms, snapshot.join.began_at_ms
+        )
         return cls(settings, snapshot, detail_end, unseen, join_mode, cutoff)
 
 

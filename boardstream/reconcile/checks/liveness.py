@@ -103,6 +103,33 @@ def stalled(
     return lines
 
 
-def overdue_cutoff_ms(now_ms: int, unmatched_timeout_ms: int, stall_after_ms: int) -> int:
-    """A board that arrived before this should have left the join's state as unmatched."""
-    return now_ms - unmatched_timeout_ms - stall_after_ms
+def overdue_cutoff_ms(
+    now_ms: int, unmatched_timeout_ms: int, stall_after_ms: int, join_began_ms: int | None = None
+) -> int:
+    """A board that arrived before this should have left the join's state as unmatched: its
+    timeout ran out a stall age ago, and before the join's last committed batch began
+    (``join_began_ms``), which fired every timer due by then. A board whose timeout ran out
+    after that batch waits for the join's next one (a stack restarted after a while down, the
+    join not yet run since): not overdue, and a join that does not run again leaves its input
+    waiting, which is ``stalled``."""
+    cutoff = now_ms - unmatched_timeout_ms - stall_after_ms
+    if join_began_ms is None:
+        return cutoff
+    return min(cutoff, join_began_ms - unmatched_timeout_ms)
+
+
+def catching_up(
+    join: JobProgress, now_ms: int, stall_after_ms: int, counts: dict[str, int]
+) -> str | None:
+    """Why a run finds boards on their way while the join has not run for longer than a stall
+    age (a stack restarted after a while down, the join's first batch since not yet committed),
+    in one line; None when it has run since, or nothing waits for it."""
+    waiting = counts.get("not_yet_read", 0), counts.get("pending", 0)
+    if join.began_at_ms is None or now_ms - join.began_at_ms <= stall_after_ms or not any(waiting):
+        return None
+    idle = (now_ms - join.began_at_ms) // 1000
+    return (
+        f"the join's last batch began {idle // 3600}h {idle % 3600 // 60}m ago: its next batch "
+        f"reads the {waiting[0]:,} boards not yet read and sends each of the {waiting[1]:,} "
+        "pending whose timeout ran out since then to board-unmatched (not yet overdue)"
+    )

@@ -454,7 +454,12 @@ def evaluate(
     )
     if in_process:
         tables = {view: getattr(inputs, name).toArrow() for name, view in facts_query.VIEWS.items()}
-        found = sql.in_duckdb(facts_query.query(query_bounds), tables)
+        found = sql.in_duckdb(
+            facts_query.query(query_bounds),
+            tables,
+            settings.reconcile_in_process_memory_mb,
+            settings.reconcile_spill,
+        )
     else:
         found = facts(inputs, query_bounds).toArrow()
     return with_type_mismatches(found, inputs.table_read)

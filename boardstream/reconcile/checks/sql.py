@@ -10,6 +10,7 @@ greatest ordering even when it is NULL, DuckDB's ``arg_max`` skips NULL values,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -62,9 +63,15 @@ def for_duckdb(query: str) -> str:
     return tree.sql(dialect="duckdb")
 
 
-def in_duckdb(query: str, tables: Mapping[str, pa.Table]) -> pa.Table:
-    """``query`` (Spark SQL) run by DuckDB in process, over ``tables`` as its views."""
-    with duckdb.connect() as connection:
+def in_duckdb(
+    query: str, tables: Mapping[str, pa.Table], memory_mb: int, spill_dir: Path
+) -> pa.Table:
+    """``query`` (Spark SQL) run by DuckDB in process, over ``tables`` as its views, within
+    ``memory_mb`` (DuckDB's own default is 80 % of the machine's memory), spilling past it to
+    ``spill_dir``."""
+    spill_dir.mkdir(parents=True, exist_ok=True)
+    config = {"memory_limit": f"{int(memory_mb)}MB", "temp_directory": str(spill_dir)}
+    with duckdb.connect(config=config) as connection:
         for view, table in tables.items():
             connection.register(view, table)
         return connection.sql(for_duckdb(query)).to_arrow_table()

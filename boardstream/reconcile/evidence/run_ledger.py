@@ -236,6 +236,12 @@ def error_run(engine: Engine, run_id: int, error: str) -> None:
         )
 
 
+def status_of(run: dict[str, Any]) -> str:
+    """A recorded run's verdict as every reader prints it: PASSED, FAILED, ERRORED, or RUNNING
+    while open. Runs recorded before the status column existed have only ``passed``."""
+    return run.get("status") or {True: PASSED, False: FAILED}.get(run["passed"], "RUNNING")
+
+
 def run(engine: Engine, run_id: int) -> dict[str, Any] | None:
     create(engine)
     with engine.connect() as connection:

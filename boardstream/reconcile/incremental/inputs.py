@@ -327,11 +327,16 @@ def _kept(
 
 @dataclass(frozen=True)
 class Checked:
-    """What one incremental run re-checked, and what its verdict needs beside the fact store."""
+    """What one incremental run re-checked (read only: :func:`store` writes it), and what its
+    verdict needs beside the fact store."""
 
     keys: Keys
-    new: dict[str, int]  # records added to the ledger, per kind
-    delta: dict[tuple[str, int], int]  # the fact counts' changes (kind, partition or -1)
+    found: pa.Table  # the facts of ``keys`` as checked now
+    cursor: Offsets  # the ledger's cursor the run read from
+    latest: Offsets  # the snapshot's end: the cursor once stored
+    new: Records  # the records past the cursor, for the ledger
+    found_unseen: list[expired.Range]  # output records deleted unread since the cursor
+    seen: table_watch.Look  # the table's slice looked at, its bucket digests
     table_snapshot: pd.DataFrame  # board_id, member_id of the re-checked boards' rows
     expected_rows: int  # how many of those rows the checks expect
     waiting: list[str]  # the oldest waiting boards, as the summary lists them
@@ -349,11 +354,10 @@ def check(
     now_ms: int,
 ) -> Checked:
     """Re-check the keys new data touches and the boards whose rows changed since they were
-    checked (:func:`table_watch.suspects`), store their facts in place of the old ones,
-    remember the re-checked boards' rows, and add the new records to the ledger, its cursor to
-    the snapshot's end: all in the caller's transaction. A ledger no full run has filled yet
-    is refused."""
-    digest_ledger.lock(connection, settings.reconcile_heartbeat_timeout_s)
+    checked (:func:`table_watch.suspects`), reading only: nothing is written until
+    :func:`store`, so a database with one writer at a time (SQLite) is not held while the run
+    reads the topics and the table (the sink and the leases write meanwhile). A ledger no full
+    run has filled yet is refused, and so is a snapshot a later run has checked past."""
     cursor = digest_ledger.cursor(connection)
     if not cursor:
         raise BoardstreamError(
@@ -410,26 +414,44 @@ def check(
         )
         keys = affected.close(keys | Keys.of((), changed), *relations)
         inputs, found = checked(keys)
-    lines = arrow_checks.waiting_now(waiting, now_ms, options)
-    with phase("reconcile: the facts, the rows as checked and the ledger"):
-        digest_ledger.add_unseen(connection, found_unseen)
-        delta = fact_store.replace(connection, keys, found)
-        table_watch.remember(connection, keys.boards)
-        table_watch.advance(connection, seen.within)
-        added = baseline.record(connection, new, snapshot.latest)
-    log.info(
-        "incremental run: %d positions and %d boards re-checked, %d new source records",
-        len(keys.positions),
-        len(keys.boards),
-        new.sources.num_rows,
-    )
     return Checked(
         keys,
-        added,
-        dict(delta),
+        found,
+        cursor,
+        snapshot.latest,
+        new,
+        found_unseen,
+        seen,
         inputs.table_read.rows.select(["board_id", "member_id"]).to_pandas(),
         pc.sum(pc.is_in(found["kind"], pa.array(checks.TABLE_ROWS))).as_py() or 0,
-        lines,
+        arrow_checks.waiting_now(waiting, now_ms, options),
         ledger.covered(cursor, snapshot.latest),
         seen.as_json(),
+    )
+
+
+def store(connection: Connection, checked: Checked, wait_s: float) -> None:
+    """In the caller's transaction, short: the facts of ``checked``'s keys in place of the old
+    ones, the re-checked boards' rows remembered, the new records added to the ledger and its
+    cursor moved to the snapshot's end. The ledger is held first (:func:`digest_ledger.lock`,
+    waiting up to ``wait_s``); a cursor moved since the run read it (another run stored
+    meanwhile) refuses the run rather than store a difference against a stale ledger."""
+    digest_ledger.lock(connection, wait_s)
+    if digest_ledger.cursor(connection) != checked.cursor:
+        raise BoardstreamError(
+            "another reconciliation stored its checks while this one ran: its checks are "
+            "against a ledger that has changed since, and are not stored (the next run checks "
+            "this data)"
+        )
+    with phase("reconcile: the facts, the rows as checked and the ledger"):
+        digest_ledger.add_unseen(connection, checked.found_unseen)
+        fact_store.replace(connection, checked.keys, checked.found)
+        table_watch.remember(connection, checked.keys.boards)
+        table_watch.advance(connection, checked.seen.within)
+        baseline.record(connection, checked.new, checked.latest)
+    log.info(
+        "incremental run: %d positions and %d boards re-checked, %d new source records",
+        len(checked.keys.positions),
+        len(checked.keys.boards),
+        checked.new.sources.num_rows,
     )

@@ -92,6 +92,16 @@ class Snapshot:
             for partition, end in ends.items()
         )
 
+    def records_after(self, cursor: Offsets) -> int:
+        """The records its topics hold past ``cursor`` (per topic and partition, exclusive):
+        what an incremental run from that cursor reads as new."""
+        return sum(
+            end - max(cursor.get(topic, {}).get(p, 0), self.earliest.get(topic, {}).get(p, 0))
+            for topic, ends in self.latest.items()
+            for p, end in ends.items()
+            if end > cursor.get(topic, {}).get(p, 0)
+        )
+
     def to_json(self) -> dict:
         return json.loads(json.dumps(asdict(self), default=str))
 

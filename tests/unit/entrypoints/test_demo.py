@@ -248,8 +248,20 @@ def test_findings_outside_the_balance_and_pending_boards_are_explained(
     ]
 
 
+def test_an_errored_run_prints_errored_and_its_error_not_counts(runs, settings, capsys) -> None:
+    runs[0] = {
+        **ledger_run(RUN_BY, passed=False),
+        "status": "ERRORED",
+        "error": "OutOfMemoryException: Out of Memory Error\nDuckDB's advice",
+    }
+    assert demo._print_reconciliation(settings, RUN_BY) is False
+    assert capsys.readouterr().out == (
+        "\nreconciliation run 5: ERRORED\n  OutOfMemoryException: Out of Memory Error\n"
+    )
+
+
 def test_a_run_without_counts_prints_zeros(runs, settings, capsys) -> None:
-    runs[0] = ledger_run(RUN_BY)  # an ERRORED run has no counts
+    runs[0] = ledger_run(RUN_BY)  # a run recorded before counts were
     assert demo._print_reconciliation(settings, RUN_BY) is True
     out = capsys.readouterr().out
     assert "  source                  0\n" in out

@@ -6,7 +6,13 @@ Reading the first unread records from a broker is covered in tests/adversarial/t
 
 from __future__ import annotations
 
-from boardstream.reconcile.checks.liveness import Waiting, first_unread, overdue_cutoff_ms, stalled
+from boardstream.reconcile.checks.liveness import (
+    Waiting,
+    catching_up,
+    first_unread,
+    overdue_cutoff_ms,
+    stalled,
+)
 from boardstream.reconcile.reads.snapshot import EarlierSnapshot, JobProgress
 
 NOW = 1_800_000_000_000
@@ -84,6 +90,28 @@ def test_a_record_was_written_no_later_than_an_earlier_run_that_held_it() -> Non
 def test_the_overdue_cutoff_is_the_timeout_plus_the_stall_age_ago() -> None:
     assert overdue_cutoff_ms(NOW, 600_000, STALL) == NOW - 1_800_000
     assert overdue_cutoff_ms(NOW, 0, 0) == NOW
+    # A join whose last batch began a moment ago fired every timer due: the same cutoff.
+    assert overdue_cutoff_ms(NOW, 600_000, STALL, NOW - 1_000) == NOW - 1_800_000
+
+
+def test_timers_due_after_the_joins_last_batch_began_are_not_overdue() -> None:
+    """A stack down for two hours, then up: the join has not run since, so no timer due in
+    those hours has had a batch to fire in (#67)."""
+    began = NOW - 7_200_000
+    assert overdue_cutoff_ms(NOW, 600_000, STALL, began) == began - 600_000
+
+
+def test_a_join_idle_past_a_stall_age_says_what_its_next_batch_does() -> None:
+    counts = {"not_yet_read": 447_027, "pending": 64}
+    assert catching_up(_progress(NOW - 7_380_000), NOW, STALL, counts) == (
+        "the join's last batch began 2h 3m ago: its next batch reads the 447,027 boards not "
+        "yet read and sends each of the 64 pending whose timeout ran out since then to "
+        "board-unmatched (not yet overdue)"
+    )
+    # A join that ran within the stall age, one that never ran, or nothing on its way: silent.
+    assert catching_up(_progress(NOW - STALL), NOW, STALL, counts) is None
+    assert catching_up(_progress(None), NOW, STALL, counts) is None
+    assert catching_up(_progress(NOW - 7_380_000), NOW, STALL, {"pending": 0}) is None
 
 
 def test_a_job_with_nothing_unread_needs_no_consumer() -> None:
