@@ -7,7 +7,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -16,11 +16,12 @@ from typing import Any, NoReturn
 
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
+from boardstream.failpoints import failpoint
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka import retention
 from boardstream.kafka.clients import admin_client
@@ -186,10 +187,12 @@ def reconcile_once(
 def _ledger_held(engine: Engine, settings: Settings) -> Iterator[Held]:
     """The ledger's lease for a run from its snapshot to its verdict: one run at a time
     checks and stores, on every host; a second waits for the first (up to the heartbeat's
-    bound), rather than check data the first is storing. Each store is fenced by it."""
+    bound or the lease's TTL), rather than check data the first is storing. Each store is
+    fenced by it."""
     leases = Leases.of(settings)
     said = {"pid": os.getpid(), "host": socket.gethostname()}
-    wait_s = settings.reconcile_heartbeat_timeout_s
+    # A holder that died lets it go within the lease's TTL.
+    wait_s = max(settings.reconcile_heartbeat_timeout_s, settings.lease_ttl_s)
     with ExitStack() as stack:
         try:
             with _recording(engine, "its start"):
@@ -240,38 +243,56 @@ def _run(
     check = _full if kind == FULL else _incremental
     with Heartbeat(engine, run_id, settings.reconcile_heartbeat_timeout_s):
         try:
-            outcome = check(spark, engine, settings, snapshot, join_checkpoint, options, held)
-            validation = _validate(outcome, settings, run_id)
+            store = check(spark, engine, settings, snapshot, join_checkpoint, options)
+            failpoint("reconcile.before_store")
+            # The ledger, the facts, the cursor and the verdict in one transaction, written
+            # only while this run is open and holds the ledger's lease: a run closed as
+            # interrupted, or frozen past its lease, writes nothing.
+            with engine.begin() as connection:
+                ledger.hold_open(connection, run_id)
+                Leases.of(settings).fence(connection, held)
+                outcome = store(connection)
+                validation = _validate(outcome, settings, run_id)
+                result = RunResult(
+                    run_id,
+                    outcome.reconciliation,
+                    validation,
+                    kind,
+                    outcome.covered,
+                    outcome.table_slice,
+                    (*notices, *_catching_up(snapshot, options, outcome)),
+                )
+                ledger.record_verdict(
+                    connection,
+                    run_id,
+                    result.passed,
+                    outcome.reconciliation.counts,
+                    {k: (f.count, f.examples) for k, f in outcome.reconciliation.findings.items()},
+                    str(validation.data_docs_index) if validation.data_docs_index else None,
+                    outcome.reconciliation.balance,
+                    outcome.covered,
+                    outcome.table_slice,
+                )
+        except ledger.RunClosedError:
+            raise  # closed by another run already: nothing of its own to record
         except Exception as error:
             _errored(engine, run_id, error)
-        behind = liveness.catching_up(
-            snapshot.join,
-            int(time.time() * 1000),
-            options.stall_after_ms,
-            outcome.reconciliation.counts,
-        )
-        result = RunResult(
-            run_id,
-            outcome.reconciliation,
-            validation,
-            kind,
-            outcome.covered,
-            outcome.table_slice,
-            (*notices, *([behind] if behind else [])),
-        )
-        with _recording(engine, "its verdict", run_id):
-            ledger.finish_run(
-                engine,
-                run_id,
-                result.passed,
-                outcome.reconciliation.counts,
-                {k: (f.count, f.examples) for k, f in outcome.reconciliation.findings.items()},
-                str(validation.data_docs_index) if validation.data_docs_index else None,
-                outcome.reconciliation.balance,
-                outcome.covered,
-                outcome.table_slice,
+    if validation.data_docs_index is not None:  # served from the database, on any host
+        with _recording(engine, "its Data Docs", run_id):
+            docs_store.save(
+                settings.database, validation.data_docs_index.parent, settings.data_docs_retention
             )
     return result
+
+
+def _catching_up(snapshot: Snapshot, options: ReconcileOptions, outcome: _Outcome) -> list[str]:
+    behind = liveness.catching_up(
+        snapshot.join,
+        int(time.time() * 1000),
+        options.stall_after_ms,
+        outcome.reconciliation.counts,
+    )
+    return [behind] if behind else []
 
 
 @contextmanager
@@ -357,6 +378,10 @@ def _incremental_or_full(
     return FULL, (notice,)
 
 
+# What a check found, stored in the caller's transaction: its outcome once stored.
+Store = Callable[[Connection], _Outcome]
+
+
 def _full(
     spark: SparkSession,
     engine: Engine,
@@ -364,27 +389,29 @@ def _full(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
-    held: Held,
-) -> _Outcome:
-    """Today's run over everything, then its facts, records and rows as the next incremental
-    run's baseline, in one transaction fenced by the ledger's lease."""
+) -> Store:
+    """Today's run over everything; stored: its facts, records and rows as the next
+    incremental run's baseline."""
     read, snapshot, table_read = readers.read_run(spark, settings, snapshot)
     with engine.connect() as connection:
         kept = expired.kept(connection, settings, snapshot)
     result = reconcile(spark, settings, snapshot, join_checkpoint, kept, read, table_read, options)
     assert result.facts is not None and result.records is not None  # a full run keeps them
-    stored = "reconcile: the digest ledger, the facts and the rows as checked"
-    with phase(stored), engine.begin() as connection:
-        digest_ledger.lock(connection, settings.reconcile_heartbeat_timeout_s)
-        Leases.of(settings).fence(connection, held)
-        digest_ledger.add_unseen(connection, kept.new_unseen)
-        fact_store.reset(connection, result.facts)
-        baseline.record(connection, result.records, snapshot.latest, full=True)
-        table_watch.remember_all(connection)
+    facts, records = result.facts, result.records
     result.facts, result.records = None, None
     whole = table_watch.slice_record(WHOLE, len(result.table_snapshot))
     covered = ledger.covered(snapshot.earliest, snapshot.latest)
-    return _Outcome(result, result.expected_table_rows, None, covered, whole)
+
+    def store(connection: Connection) -> _Outcome:
+        with phase("reconcile: the digest ledger, the facts and the rows as checked"):
+            digest_ledger.lock(connection, settings.reconcile_heartbeat_timeout_s)
+            digest_ledger.add_unseen(connection, kept.new_unseen)
+            fact_store.reset(connection, facts)
+            baseline.record(connection, records, snapshot.latest, full=True)
+            table_watch.remember_all(connection)
+        return _Outcome(result, result.expected_table_rows, None, covered, whole)
+
+    return store
 
 
 def _incremental(
@@ -394,19 +421,18 @@ def _incremental(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
-    held: Held,
-) -> _Outcome:
-    """The keys new data touches and the boards whose rows changed, checked (reading only),
-    then stored in one short transaction fenced by the ledger's lease; the verdict from the
-    fact store: what the last check of every key found."""
+) -> Store:
+    """The keys new data touches and the boards whose rows changed, checked (reading only);
+    stored: their facts, then the verdict from the fact store, what the last check of every
+    key found."""
     now_ms = int(time.time() * 1000)
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     with phase("reconcile: incremental checks"), engine.connect() as connection:
         checked = incremental.check(
             spark, connection, settings, snapshot, join_checkpoint, options, now_ms
         )
-    with engine.begin() as connection:
-        Leases.of(settings).fence(connection, held)
+
+    def store(connection: Connection) -> _Outcome:
         incremental.store(connection, checked, settings.reconcile_heartbeat_timeout_s)
         result = conclude(
             fact_store.counts(connection),
@@ -418,13 +444,15 @@ def _incremental(
             checked.table_snapshot,
             checked.waiting,
         )
-    return _Outcome(
-        result,
-        checked.expected_rows,
-        len(checked.keys.boards),
-        checked.covered,
-        checked.table_slice,
-    )
+        return _Outcome(
+            result,
+            checked.expected_rows,
+            len(checked.keys.boards),
+            checked.covered,
+            checked.table_slice,
+        )
+
+    return store
 
 
 def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationReport:
@@ -438,9 +466,5 @@ def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationR
             f"reconciliation-{run_id}",
             settings.data_docs_retention,
             outcome.rechecked_boards,
-        )
-    if report.data_docs_index is not None:  # served from the database, on any host
-        docs_store.save(
-            settings.database, report.data_docs_index.parent, settings.data_docs_retention
         )
     return report

@@ -184,20 +184,23 @@ class Scenario:
 
     # -- verdict -----------------------------------------------------------------------------
 
-    def reconcile(self, *options: str) -> subprocess.CompletedProcess:
+    def reconcile(self, *options: str, **extra_env: str) -> subprocess.CompletedProcess:
         """`boardstream reconcile` against this scenario's checkpoints, as the DAG runs it."""
-        return self.cli(
+        return self.cli(*self.reconcile_command(*options), **extra_env)
+
+    def reconcile_command(self, *options: str) -> list[str]:
+        return [
             "reconcile",
             f"--join-checkpoint={self.settings.checkpoint('board-detail-join')}",
             f"--sink-checkpoint={self.settings.checkpoint('board-detail-sink')}",
             *options,
-        )
+        ]
 
-    def cli(self, *command: str) -> subprocess.CompletedProcess:
-        """`boardstream COMMAND` on this scenario's settings, to its end."""
+    def cli(self, *command: str, **extra_env: str) -> subprocess.CompletedProcess:
+        """`boardstream COMMAND` on this scenario's settings (and ``extra_env``), to its end."""
         return subprocess.run(
             [sys.executable, "-m", "boardstream.entrypoints.cli", *command],
-            env=self.env(),
+            env=self.env(**extra_env),
             capture_output=True,
             text=True,
             timeout=600,

@@ -119,6 +119,18 @@ MUTANTS = (
         "tests/faults/test_cpu_hog.py::"
         "test_table_count_restarts_a_query_whose_python_worker_connected_late",
     ),
+    Mutant(
+        "store-unfenced",
+        "a reconciliation stores its ledger and verdict whatever became of its run and its lease "
+        "meanwhile (frozen past both, closed by the next run)",
+        {
+            "boardstream/reconcile/run.py": [
+                ("                ledger.hold_open(connection, run_id)\n", ""),
+                ("                Leases.of(settings).fence(connection, held)\n", ""),
+            ]
+        },
+        "tests/faults/test_reconcile_frozen.py",
+    ),
 )
 
 

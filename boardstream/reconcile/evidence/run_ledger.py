@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from boardstream.database import add_missing_columns
 from boardstream.errors import BoardstreamError
@@ -183,8 +183,28 @@ def _utc(moment: datetime | str) -> str:
     return f"{moment.astimezone(UTC) if moment.tzinfo else moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
-def finish_run(
-    engine: Engine,
+def hold_open(connection: Connection, run_id: int) -> None:
+    """Lock ``run_id``'s row for the caller's transaction while the run is open (a row lock on
+    PostgreSQL, the one write lock on SQLite), so that what the transaction writes commits only
+    with the run still open and no other run can close it meanwhile; a run another closed as
+    interrupted (its heartbeat too old, its process frozen) writes nothing:
+    :class:`RunClosedError`."""
+    r = reconciliation_run.c
+    held = connection.execute(
+        reconciliation_run.update()
+        .where(r.run_id == run_id, r.status.is_(None))
+        .values(heartbeat_at=datetime.now(UTC))
+    )
+    if not held.rowcount:
+        closed = connection.execute(sa.select(r.error).where(r.run_id == run_id)).scalar()
+        raise RunClosedError(
+            f"reconciliation run {run_id}: verdict not recorded: another run closed it while "
+            f"it ran, its heartbeat too old ({closed})"
+        )
+
+
+def record_verdict(
+    connection: Connection,
     run_id: int,
     passed: bool,
     counts: dict[str, int],
@@ -194,35 +214,37 @@ def finish_run(
     covered: dict[str, dict[str, list[int]]] | None = None,
     table_slice: dict[str, Any] | None = None,
 ) -> None:
-    """Record a run's verdict, unless another run closed it meanwhile (:class:`RunClosedError`)."""
+    """Record a run's verdict in the caller's transaction, which holds the run open
+    (:func:`hold_open`)."""
     r = reconciliation_run.c
-    with engine.begin() as connection:
-        recorded = connection.execute(
-            reconciliation_run.update()
-            .where(r.run_id == run_id, r.status.is_(None))
-            .values(
-                finished_at=datetime.now(UTC),
-                passed=passed,
-                status=PASSED if passed else FAILED,
-                counts=counts,
-                data_docs=data_docs,
-                balance={str(p): classes for p, classes in (balance or {}).items()},
-                covered=covered,
-                table_slice=table_slice,
-            )
+    connection.execute(
+        reconciliation_run.update()
+        .where(r.run_id == run_id, r.status.is_(None))
+        .values(
+            finished_at=datetime.now(UTC),
+            passed=passed,
+            status=PASSED if passed else FAILED,
+            counts=counts,
+            data_docs=data_docs,
+            balance={str(p): classes for p, classes in (balance or {}).items()},
+            covered=covered,
+            table_slice=table_slice,
         )
-        if not recorded.rowcount:
-            closed = connection.execute(sa.select(r.error).where(r.run_id == run_id)).scalar()
-            raise RunClosedError(
-                f"reconciliation run {run_id}: verdict not recorded: another run closed it while "
-                f"it ran, its heartbeat too old ({closed})"
-            )
-        rows = [
-            {"run_id": run_id, "finding": kind, "count": count, "example_ids": examples}
-            for kind, (count, examples) in findings.items()
-        ]
-        if rows:
-            connection.execute(reconciliation_issue.insert(), rows)
+    )
+    rows = [
+        {"run_id": run_id, "finding": kind, "count": count, "example_ids": examples}
+        for kind, (count, examples) in findings.items()
+    ]
+    if rows:
+        connection.execute(reconciliation_issue.insert(), rows)
+
+
+def finish_run(engine: Engine, run_id: int, *verdict: Any) -> None:
+    """Record a run's verdict (:func:`record_verdict`'s arguments), unless another run closed
+    it meanwhile (:class:`RunClosedError`)."""
+    with engine.begin() as connection:
+        hold_open(connection, run_id)
+        record_verdict(connection, run_id, *verdict)
 
 
 def error_run(engine: Engine, run_id: int, error: str) -> None:
