@@ -10,11 +10,13 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 from boardstream.errors import BoardstreamError
 
 _INSERT_BATCH = 50_000  # rows per executemany of insert_rows
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for a lock_timeout that ran out
 
 
 # How long a write waits for SQLite's one write lock: longer than any writer of the platform
@@ -106,6 +108,49 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def clock_ms(dialect: Dialect) -> sa.ColumnElement[int]:
+    """The database's clock, in ms since the epoch, as an expression the database evaluates:
+    what leases expire by, so that hosts whose own clocks disagree still agree on it.
+    PostgreSQL reads the server's clock at the statement (``clock_timestamp()``, not the
+    transaction's start); SQLite, a file on one host, that host's, which all its processes
+    share."""
+    if dialect.name == "postgresql":
+        sql = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+    elif dialect.name == "sqlite":
+        sql = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)"
+    else:
+        raise BoardstreamError(f"the database's clock: PostgreSQL or SQLite, not {dialect.name}")
+    return sa.literal_column(sql, sa.BigInteger)
+
+
+def bound_waits(connection: Connection, lock_ms: int, idle_ms: int) -> None:
+    """Bound, for the rest of the caller's transaction, how long it waits for a lock and how
+    long it may hold its own while its process does nothing (PostgreSQL): a lock not granted
+    within ``lock_ms`` fails the statement that waits, and a session idle inside the
+    transaction for ``idle_ms`` (its process frozen: SIGSTOP, swap, a debugger) is closed by
+    the server, its transaction rolled back and its locks freed for whoever waits. SQLite has
+    no server to close anything: a waiter waits its busy timeout, then fails as "database is
+    locked", and a frozen holder keeps the one writer lock until it resumes or dies."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(
+            sa.text(
+                "SELECT set_config('lock_timeout', :lock, true), "
+                "set_config('idle_in_transaction_session_timeout', :idle, true)"
+            ),
+            {"lock": _ms(lock_ms), "idle": _ms(idle_ms)},
+        )
+
+
+def _ms(bound_ms: int) -> str:
+    """A PostgreSQL timeout of ``bound_ms``: at least 1 ms, as 0 would mean no bound at all."""
+    return f"{max(int(bound_ms), 1)}ms"
+
+
+def lock_timed_out(error: SQLAlchemyError) -> bool:
+    """Whether ``error`` is a lock waited for past :func:`bound_waits`' bound (PostgreSQL)."""
+    return getattr(getattr(error, "orig", None), "pgcode", None) == LOCK_NOT_AVAILABLE
 
 
 def upsert_insert(dialect: Dialect, table: sa.Table, what: str) -> Any:

@@ -9,8 +9,17 @@ lost or cut off). Each taking numbers it anew (``epoch``) and writes a random to
 row: a holder's renewal names both, so one that lost its lease learns so at its next renewal
 instead of taking it back, even when the row was deleted and a new taking numbered alike.
 Anyone may ask a lease's holder to let go (:meth:`Leases.ask_release`), from any host: the
-holder learns it at its next renewal, where no signal by pid could reach it. Expiry is read
-from the hosts' clocks, which are assumed to agree within a small part of the TTL (NTP).
+holder learns it at its next renewal, where no signal by pid could reach it.
+
+Expiry is set and read on the database's clock (:func:`boardstream.database.clock_ms`), never a
+host's: a taker whose clock runs ahead cannot take a lease its holder still renews. The holder's
+own watch over its renewals (:meth:`Leases.silent_too_long`) measures local elapsed time
+(``time.monotonic``), which needs no agreement between clocks. Each lease transaction, and each
+transaction a lease fences,
+waits for a lock and stays idle for at most a third of the TTL on PostgreSQL
+(:func:`boardstream.database.bound_waits`): a holder frozen inside one is closed by the server,
+and its successor takes the lease once its TTL has run out. SQLite cannot close a frozen
+holder's transaction; there a taker waits its busy timeout, then fails.
 """
 
 from __future__ import annotations
@@ -27,9 +36,16 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from boardstream.database import driver_said, engine_with, upsert_insert
+from boardstream.database import (
+    bound_waits,
+    clock_ms,
+    driver_said,
+    engine_with,
+    lock_timed_out,
+    upsert_insert,
+)
 from boardstream.errors import BoardstreamError
 
 if TYPE_CHECKING:
@@ -60,10 +76,6 @@ class LeaseTimeoutError(BoardstreamError):
 
 class LeaseLostError(BoardstreamError):
     """A write under a lease found it no longer its holder's: it must not commit."""
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass
@@ -101,38 +113,60 @@ class Leases:
     def engine(self) -> Engine:
         return engine_with(self.url, metadata)
 
-    def try_take(self, name: str, holder: Mapping[str, Any]) -> Held | None:
-        """The lease ``name`` if it is free (never taken, released or expired), else None."""
-        now = now_ms()
-        stored = json.dumps({**holder, TOKEN: uuid.uuid4().hex})
+    @property
+    def wait_ms(self) -> int:
+        """How long a lease's transaction, or one it fences, may wait for a lock or stay idle
+        (PostgreSQL): a renewal's period, so a frozen holder's transaction is closed well
+        before its TTL has run out, and a healthy one, never idle for long, is not."""
+        return self.ttl_ms // 3
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        """A transaction on the leases' engine, its waits bounded (:func:`bound_waits`): set
+        per transaction, as the one engine of a database serves leases of any TTL."""
         with self.engine.begin() as connection:
-            insert = upsert_insert(connection.dialect, leases, "leases")
-            connection.execute(
-                insert.values(
-                    name=name, epoch=0, holder="{}", expires_at_ms=0
-                ).on_conflict_do_nothing()
-            )
-            taken = connection.execute(
-                leases.update()
-                .where(leases.c.name == name, leases.c.expires_at_ms <= now)
-                .values(
-                    epoch=leases.c.epoch + 1,
-                    holder=stored,
-                    expires_at_ms=now + self.ttl_ms,
-                    release_asked_ms=None,
+            bound_waits(connection, self.wait_ms, self.wait_ms)
+            yield connection
+
+    def try_take(self, name: str, holder: Mapping[str, Any]) -> Held | None:
+        """The lease ``name`` if it is free (never taken, released or expired), else None; None
+        too when its row stayed locked for the whole wait (PostgreSQL: a holder's fenced write
+        under way, or a frozen one not yet closed by the server)."""
+        stored = json.dumps({**holder, TOKEN: uuid.uuid4().hex})
+        try:
+            with self._transaction() as connection:
+                now = clock_ms(connection.dialect)
+                insert = upsert_insert(connection.dialect, leases, "leases")
+                connection.execute(
+                    insert.values(
+                        name=name, epoch=0, holder="{}", expires_at_ms=0
+                    ).on_conflict_do_nothing()
                 )
-            )
-            if taken.rowcount != 1:
+                taken = connection.execute(
+                    leases.update()
+                    .where(leases.c.name == name, leases.c.expires_at_ms <= now)
+                    .values(
+                        epoch=leases.c.epoch + 1,
+                        holder=stored,
+                        expires_at_ms=now + self.ttl_ms,
+                        release_asked_ms=None,
+                    )
+                )
+                if taken.rowcount != 1:
+                    return None
+                epoch = connection.execute(
+                    sa.select(leases.c.epoch).where(leases.c.name == name)
+                ).scalar_one()
+        except OperationalError as error:
+            if lock_timed_out(error):
                 return None
-            epoch = connection.execute(
-                sa.select(leases.c.epoch).where(leases.c.name == name)
-            ).scalar_one()
+            raise
         return Held(name, epoch, holder, stored)
 
     def renew(self, held: Held) -> bool:
         """Extend ``held`` by the TTL; False (and ``held.lost`` set) once it is no longer this
         holder's: taken by another, or expired before this renewal."""
-        with self.engine.begin() as connection:
+        with self._transaction() as connection:
             return self._renewed(connection, held)
 
     def fence(self, connection: Connection, held: Held) -> None:
@@ -140,12 +174,18 @@ class Leases:
         only while it is this holder's (a fencing token, checked where the writes land): raise
         :class:`LeaseLostError` (and set ``held.lost``) once it is another's or expired. The
         renewal locks the lease's row (PostgreSQL) or the database (SQLite) until the
-        transaction ends, so a taker waits for the writes, then finds the lease renewed."""
+        transaction ends, so no taker gets the lease while the writes are open (SQLite: a taker
+        waits for them; PostgreSQL: at most :attr:`wait_ms`, then finds it in use). It extends
+        the lease to a TTL past the fence, not past the commit. On PostgreSQL the rest of the
+        caller's transaction is bounded as the lease's own are: frozen inside it, its holder is
+        closed by the server, its writes rolled back, and a taker gets the lease once its TTL
+        has run out."""
+        bound_waits(connection, self.wait_ms, self.wait_ms)
         if not self._renewed(connection, held):
             raise LeaseLostError(f"{held.name} (epoch {held.epoch}) is no longer held here")
 
     def _renewed(self, connection: Connection, held: Held) -> bool:
-        now, sent = now_ms(), time.monotonic()
+        now, sent = clock_ms(connection.dialect), time.monotonic()
         renewed = connection.execute(
             leases.update()
             .where(_mine(held), leases.c.expires_at_ms > now)
@@ -178,23 +218,24 @@ class Leases:
     def ask_release(self, name: str) -> bool:
         """Ask the live holder of ``name`` to let it go (it learns so at its next renewal, at
         most a third of the TTL later); False when nobody holds it."""
-        with self.engine.begin() as connection:
+        with self._transaction() as connection:
+            now = clock_ms(connection.dialect)
             asked = connection.execute(
                 leases.update()
-                .where(leases.c.name == name, leases.c.expires_at_ms > now_ms())
-                .values(release_asked_ms=now_ms())
+                .where(leases.c.name == name, leases.c.expires_at_ms > now)
+                .values(release_asked_ms=now)
             )
         return asked.rowcount == 1
 
     def release(self, held: Held) -> None:
         """Free ``held`` now, if it is still this holder's."""
-        with self.engine.begin() as connection:
+        with self._transaction() as connection:
             connection.execute(leases.update().where(_mine(held)).values(expires_at_ms=0))
 
     def holder(self, name: str) -> dict[str, Any] | None:
         """Who holds ``name`` now (what it said when it took it), or None."""
         select = sa.select(leases.c.holder).where(
-            leases.c.name == name, leases.c.expires_at_ms > now_ms()
+            leases.c.name == name, leases.c.expires_at_ms > clock_ms(self.engine.dialect)
         )
         with self.engine.connect() as connection:
             return _said(connection.execute(select).scalar())

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import OperationalError
 
 from boardstream.leases import LeaseLostError, Leases, LeaseTimeoutError, leases
+from tests import lease_taker
 
 A, B = {"pid": 1, "host": "a"}, {"pid": 2, "host": "b"}
 
@@ -187,3 +188,16 @@ def test_a_leases_table_of_an_older_version_gains_the_ask_column(tmp_path: Path)
     held = store.try_take("ckpt", A)
     assert held is not None and held.epoch == 4
     assert store.ask_release("ckpt") and store.renew(held) and held.release_asked.is_set()
+
+
+def test_a_taker_whose_clock_runs_ahead_cannot_take_a_renewed_lease(tmp_path: Path) -> None:
+    """Expiry is the database's clock's: a process whose Python clock is a whole TTL ahead (by
+    which every renewal of the holder looks expired) cannot take the lease. A host's whole
+    clock ahead, on PostgreSQL: tests/integration/test_lease_clocks.py."""
+    store = Leases(url(tmp_path), ttl_ms=1_000)
+    with store.hold("ckpt", A) as held:
+        seen = lease_taker.tries(url(tmp_path), "ckpt", 1_000, seconds=2.0, ahead_s=1.0)
+        assert not held.lost.is_set()
+    assert seen and not any(tried["taken"] for tried in seen)
+    # Tries its own clock said came after the expiry: what a rule on the hosts' clocks grants.
+    assert any(tried["own_ms"] >= tried["expires_at_ms"] for tried in seen)
