@@ -14,8 +14,9 @@ holder learns it at its next renewal, where no signal by pid could reach it.
 Expiry is set and read on the database's clock (:func:`boardstream.database.clock_ms`), never a
 host's: a taker whose clock runs ahead cannot take a lease its holder still renews. The holder's
 own watch over its renewals (:meth:`Leases.silent_too_long`) measures local elapsed time
-(``time.monotonic``), which needs no agreement between clocks. Each lease transaction, and each
-transaction a lease fences,
+(``time.monotonic``), which needs no agreement between clocks. A lease given up by its holder
+(lost, or silent too long) is left to expire, never released early: whatever the holder's loss
+left in flight has its TTL to stop. Each lease transaction, and each transaction a lease fences,
 waits for a lock and stays idle for at most a third of the TTL on PostgreSQL
 (:func:`boardstream.database.bound_waits`): a holder frozen inside one is closed by the server,
 and its successor takes the lease once its TTL has run out. SQLite cannot close a frozen
@@ -252,7 +253,10 @@ class Leases:
         """Take ``name`` (waiting up to ``wait_s`` for it), keep it renewed while the block
         runs, and free it after. A renewal that fails (the database away) is retried; the
         lease counts as lost (``Held.lost``: the block must stop what the lease guards) when it
-        is found taken or expired, or could not be renewed for two thirds of the TTL."""
+        is found taken or expired, or could not be renewed for two thirds of the TTL. A lease
+        lost, or silent that long when the block ends, is not freed: it expires by its TTL,
+        which is what its holder's self-fencing counts on (a successor only once whatever the
+        lost holder had under way had that long to stop)."""
         deadline = time.monotonic() + wait_s
         while (held := self.try_take(name, holder)) is None:
             if time.monotonic() >= deadline:
@@ -271,7 +275,8 @@ class Leases:
         finally:
             stop.set()
             renewer.join()
-            self.release(held)
+            if not self.silent_too_long(held):
+                self.release(held)
 
     def _keep(self, held: Held, stop: threading.Event) -> None:
         """Renew every third of the TTL, until the lease is found lost: taken by another, or

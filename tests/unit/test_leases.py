@@ -190,6 +190,30 @@ def test_a_leases_table_of_an_older_version_gains_the_ask_column(tmp_path: Path)
     assert store.ask_release("ckpt") and store.renew(held) and held.release_asked.is_set()
 
 
+def test_a_lease_given_up_for_silence_is_left_to_expire_not_released(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database away, then back: the holder gave its lease up after two thirds of the TTL
+    of silence and stopped, but what its loss left in flight (a JVM's batch) counts on the TTL
+    to stop before a successor starts. The block's end must not free it early."""
+    store = Leases(url(tmp_path), ttl_ms=3_000)
+
+    def cut_off(_held: object) -> bool:
+        raise OperationalError("UPDATE leases", {}, Exception("could not connect to server"))
+
+    with store.hold("ckpt", A) as held:
+        monkeypatch.setattr(store, "renew", cut_off)
+        assert held.lost.wait(30)
+        monkeypatch.undo()  # the database is back before the block ends
+    with store.engine.connect() as connection:
+        expiry = connection.execute(sa.select(leases.c.expires_at_ms)).scalar_one()
+    assert store.holder("ckpt") == A, "released at the block's end, before its TTL ran out"
+    assert store.try_take("ckpt", B) is None
+    while (taken := store.try_take("ckpt", B)) is None:
+        time.sleep(0.05)
+    assert time.time() * 1000 >= expiry and taken.epoch == 2
+
+
 def test_a_taker_whose_clock_runs_ahead_cannot_take_a_renewed_lease(tmp_path: Path) -> None:
     """Expiry is the database's clock's: a process whose Python clock is a whole TTL ahead (by
     which every renewal of the holder looks expired) cannot take the lease. A host's whole
