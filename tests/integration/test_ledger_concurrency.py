@@ -1,12 +1,19 @@
 """Two reconciliations at once (#22), on real SQLite and PostgreSQL: the second waits for the
-first's ledger transaction rather than interleaving with it, and an incremental run whose
-snapshot a later run has already checked past is refused, leaving the ledger as it was."""
+first's ledger transaction rather than interleaving with it, but not for a frozen one's past its
+wait (PostgreSQL), and an incremental run whose snapshot a later run has already checked past is
+refused, leaving the ledger as it was."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -18,7 +25,7 @@ from boardstream.reconcile.incremental import digest_ledger, fact_store
 from boardstream.reconcile.incremental import inputs as incremental
 from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.settings import Settings
-from tests.fixtures import sqlite_or_postgres_url
+from tests.fixtures import new_database, sqlite_or_postgres_url
 
 HELD_S = 1.5  # how long the first run holds the ledger while the second must wait
 WAIT_S = 60.0  # how long the second may wait on SQLite (a run: its heartbeat bound)
@@ -68,3 +75,54 @@ def test_a_run_whose_snapshot_was_overtaken_is_refused(engine: Engine, tmp_path)
     with engine.connect() as connection:
         assert digest_ledger.cursor(connection) == ahead
         assert fact_store.counts(connection) == {}
+
+
+# A run inside its ledger transaction, the ledger's lock held.
+FROZEN = """
+import sys, time
+from boardstream import database
+from boardstream.reconcile.incremental import digest_ledger
+engine = database.engine(sys.argv[1])
+with engine.begin() as connection:
+    digest_ledger.lock(connection, float(sys.argv[2]))
+    print("locked", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_run_frozen_holding_the_ledger_is_closed_and_the_next_one_proceeds(
+    postgres, request
+) -> None:
+    """SIGSTOP of a run holding the ledger's lock (PostgreSQL): its session idle for the wait
+    bound is closed by the server, the lock freed, and the next run takes it within its own
+    wait instead of waiting for the frozen one to resume."""
+    url, wait_s = new_database(postgres, request), 2.0
+    frozen = subprocess.Popen(
+        [sys.executable, "-c", FROZEN, url, str(wait_s)],
+        cwd=Path(__file__).parents[2],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    engine = database.engine(url)
+    try:
+        assert frozen.stdout is not None and frozen.stdout.readline() == "locked\n"
+        os.kill(frozen.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        acquired: list[float] = []
+
+        def next_run() -> None:
+            with engine.begin() as connection:
+                digest_ledger.lock(connection, wait_s)
+                acquired.append(time.monotonic())
+
+        waiter = threading.Thread(target=next_run, daemon=True)
+        waiter.start()
+        waiter.join(3 * wait_s)
+        assert not waiter.is_alive(), "the next run was held in the database past its wait"
+        assert acquired, "the next run gave up though the frozen one's lock was freed"
+        assert acquired[0] - stopped < wait_s + 1.0
+    finally:
+        os.kill(frozen.pid, signal.SIGCONT)
+        frozen.kill()
+        frozen.wait()
+        engine.dispose()

@@ -450,12 +450,19 @@ def add_unseen(connection: Connection, ranges: Iterable[tuple[str, int, int, int
 
 
 def lock(connection: Connection, wait_s: float) -> None:
-    """Hold the ledger for the caller's transaction: a second run waits for it (SQLite: up to
-    ``wait_s``, then fails as "database is locked") instead of interleaving its reads and
-    writes with this one's, which would move the counts by a stale difference. On SQLite a
-    waiting run cannot beat its heartbeat either (one writer at a time), so it waits no
-    longer than the heartbeat's bound, past which it would be taken for dead."""
+    """Hold the ledger for the caller's transaction: a second run waits for it instead of
+    interleaving its reads and writes with this one's, which would move the counts by a stale
+    difference, then fails (SQLite: "database is locked"; PostgreSQL: a lock timeout). On
+    SQLite a waiting run cannot beat its heartbeat either (one writer at a time), so it waits
+    no longer than ``wait_s``, the heartbeat's bound, past which it would be taken for dead;
+    a frozen run keeps the lock there until it resumes or dies. On PostgreSQL a run idle
+    inside its ledger transaction for ``wait_s`` (frozen) is taken for dead by the server too
+    (:func:`database.bound_waits`): its session closed, its transaction rolled back and the
+    lock freed; a waiter, which heartbeats meanwhile, waits twice that, so that a frozen
+    holder is always closed before it gives up."""
     if connection.dialect.name == "postgresql":
+        wait_ms = int(wait_s * 1000)
+        database.bound_waits(connection, 2 * wait_ms, wait_ms)
         connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
     else:  # a write takes SQLite's one writer lock, held until the transaction ends
         connection.exec_driver_sql(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
