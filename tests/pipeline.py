@@ -20,7 +20,8 @@ from boardstream.kafka.clients import DeliveryErrors, admin_client
 from boardstream.kafka.limits import topic_message_limits
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
-from boardstream.sink.job import SinkJobConfig, start_sink
+from boardstream.sink.job import QUERY_NAME, SinkJobConfig, start_sink
+from boardstream.spark import checkpoint_lease
 
 _names = itertools.count()
 
@@ -71,6 +72,15 @@ def query(database_url: str, sql: str) -> list[Any]:
         rows = connection.execute(sa.text(sql)).all()
     engine.dispose()
     return rows
+
+
+def run_sink(spark: Any, settings: Settings, config: SinkJobConfig) -> None:
+    """The sink's query to its end under its checkpoint's lease, as its job runs it: its writes
+    are fenced by that lease, and refused without it."""
+    with checkpoint_lease.hold(settings, config.checkpoint_dir(settings), QUERY_NAME, {}):
+        query = start_sink(spark, settings, config)
+        query.awaitTermination()
+    assert query.exception() is None, query.exception()
 
 
 class Pipeline:
@@ -174,13 +184,8 @@ class Pipeline:
         assert query.exception() is None, query.exception()
 
     def sink(self) -> None:
-        query = start_sink(
-            self.spark,
-            self.settings,
-            SinkJobConfig(checkpoint=self.workdir / f"{self.settings.board_topic}-sink"),
-        )
-        query.awaitTermination()
-        assert query.exception() is None, query.exception()
+        checkpoint = self.workdir / f"{self.settings.board_topic}-sink"
+        run_sink(self.spark, self.settings, SinkJobConfig(checkpoint=checkpoint))
 
     # -- output ---------------------------------------------------------------------------
 

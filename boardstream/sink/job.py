@@ -114,7 +114,9 @@ def detail_rows(raw: DataFrame) -> DataFrame:
 class BatchWriter:
     """``foreachBatch`` callback: upsert valid rows, dead-letter the rest. Run by the query of
     ``checkpoint``, its upserts commit only while this driver holds that checkpoint's lease: a
-    driver cut off for longer than the TTL, whose successor runs, writes nothing more."""
+    driver cut off for longer than the TTL, whose successor runs, writes nothing more, and one
+    that never held it writes nothing at all. Without a checkpoint it is no query's writer
+    (repair's reload) and its upserts are not fenced."""
 
     def __init__(self, settings: Settings, checkpoint: str | None = None) -> None:
         self.settings = settings

@@ -45,6 +45,11 @@ class CheckpointBusyError(BoardstreamError):
     """Another live process runs a query on this checkpoint."""
 
 
+class CheckpointNotHeldError(BoardstreamError):
+    """A write fenced by a checkpoint's lease, in a process that does not hold that lease: it
+    cannot be fenced, so it must not run (rather than write as a driver that lost it would)."""
+
+
 @dataclass(frozen=True)
 class Holder:
     """Who holds a checkpoint's lease, as the holder said when it took it."""
@@ -185,13 +190,17 @@ def ask_to_stop(settings: Settings, checkpoint: str | Path) -> bool:
     return Leases.of(settings).ask_release(lease_name(checkpoint))
 
 
-def fence(settings: Settings, checkpoint: str | Path) -> Callable[[Connection], None] | None:
+def fence(settings: Settings, checkpoint: str | Path) -> Callable[[Connection], None]:
     """What a writer of ``checkpoint``'s query runs in each transaction of its writes, so that
     they commit only while this process holds the checkpoint's lease
-    (:meth:`boardstream.leases.Leases.fence`); None when this process does not hold it (a
-    repair run, a test calling the writer directly)."""
+    (:meth:`boardstream.leases.Leases.fence`). Refused (:class:`CheckpointNotHeldError`) when
+    this process does not hold it: a writer outside any query (repair) names no checkpoint."""
     held = _held_here.get(lease_name(checkpoint))
     if held is None:
-        return None
+        raise CheckpointNotHeldError(
+            f"checkpoint {shown(checkpoint_uri(checkpoint))}: this process holds no lease on "
+            "it, so its query's writes cannot be fenced and are refused (a query runs under "
+            "its checkpoint's lease: streaming.run with its job's config)"
+        )
     leases = Leases.of(settings)
     return lambda connection: leases.fence(connection, held)

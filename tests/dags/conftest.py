@@ -27,11 +27,12 @@ def loaded_pipeline(kafka, spark, airflow_home, tmp_path, monkeypatch) -> Pipeli
         pipeline.member(member_id, f"m{member_id}", ts=now)
     for i in range(6):
         pipeline.board(f"r{i}", member_id=i % 2 + 1, ts=now + 1 + i)
-    for start in (
-        lambda: start_join(spark, settings, JoinJobConfig(options=JoinOptions(), state_buckets=8)),
-        lambda: start_sink(spark, settings, SinkJobConfig()),
+    join, sink = JoinJobConfig(options=JoinOptions(), state_buckets=8), SinkJobConfig()
+    for start, config in (
+        (lambda: start_join(spark, settings, join), None),
+        (lambda: start_sink(spark, settings, sink), sink),  # its writes fenced by its lease
     ):
-        query = streaming.run(spark, settings, start)  # as the jobs run: progress lines kept
+        query = streaming.run(spark, settings, start, config)  # as the jobs run: progress kept
         assert query.exception() is None
     export_settings(monkeypatch, settings)
     return pipeline

@@ -18,9 +18,9 @@ from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.repair import repair
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
-from boardstream.sink.job import SinkJobConfig, start_sink
+from boardstream.sink.job import SinkJobConfig
 from tests.fixtures import cli, new_database
-from tests.pipeline import Pipeline, consume_all
+from tests.pipeline import Pipeline, consume_all, run_sink
 
 BOARDS = [f"b{i}" for i in range(1, 9)]
 
@@ -200,8 +200,7 @@ def test_a_board_detail_record_lost_from_the_topic_is_missing(pipeline: Pipeline
         if key != b"b5":
             producer.produce(copy.board_detail_topic, key=key, value=value)
     assert producer.flush(10) == 0
-    query = start_sink(pipeline.spark, copy, SinkJobConfig(checkpoint=tmp_path / "copy-sink"))
-    query.awaitTermination()
+    run_sink(pipeline.spark, copy, SinkJobConfig(checkpoint=tmp_path / "copy-sink"))
     result = reconcile(pipeline, copy, sink=tmp_path / "copy-sink")
     assert failures(result) == {"missing": ["b5"]}
 

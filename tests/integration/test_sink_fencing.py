@@ -1,8 +1,9 @@
 """The sink's writes are fenced by its checkpoint's lease, on SQLite and PostgreSQL: once another
 driver holds the lease (this one cut off for longer than the TTL), a batch of this one commits
 nothing, whatever its timing; while it holds the lease, a taker does not get it before its
-transaction ends; and on PostgreSQL a driver frozen inside its fenced transaction holds it up no
-longer than a third of the TTL, its writes rolled back."""
+transaction ends; a writer of a checkpoint whose lease this process does not hold writes
+nothing; and on PostgreSQL a driver frozen inside its fenced transaction holds it up no longer
+than a third of the TTL, its writes rolled back."""
 
 from __future__ import annotations
 
@@ -105,6 +106,28 @@ def test_no_taker_gets_the_lease_while_the_holders_fenced_write_is_open(
         with pytest.raises(LeaseLostError):
             writer.upsert_isolating([detail_row("b2", 2)])
     assert _boards(writer) == ["b1"]
+
+
+def test_a_writer_of_a_checkpoint_whose_lease_is_not_held_here_writes_nothing(
+    settings: Settings,
+) -> None:
+    """A query's writer in a process that holds no lease on its checkpoint (never took it, or
+    its hold is over) cannot fence its writes: refused, naming the checkpoint, not written
+    unfenced. A writer of no query (repair's) is not fenced."""
+    checkpoint = settings.checkpoint("board-detail-sink")
+    writer = BatchWriter(settings, checkpoint)
+    refused = pytest.raises(
+        checkpoint_lease.CheckpointNotHeldError,
+        match=r"^checkpoint .*board-detail-sink: this process holds no lease on it",
+    )
+    with refused:
+        writer.upsert_isolating([detail_row("b1", 1)])
+    with checkpoint_lease.hold(settings, checkpoint, "board-detail-sink", {}):
+        assert writer.upsert_isolating([detail_row("b2", 2)]) == {}
+    with pytest.raises(checkpoint_lease.CheckpointNotHeldError):
+        writer.upsert_isolating([detail_row("b3", 3)])
+    assert BatchWriter(settings).upsert_isolating([detail_row("b4", 4)]) == {}
+    assert _boards(writer) == ["b2", "b4"]
 
 
 # A sink's driver inside its fenced transaction, its batch's row written, not yet committed.
