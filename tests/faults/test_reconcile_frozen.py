@@ -102,9 +102,9 @@ def test_a_full_run_frozen_past_its_lease_then_resumed_writes_nothing(
         before = ledger_rows(s.database_url)
     finally:
         os.killpg(frozen.pid, signal.SIGCONT)
-    _, err = frozen.communicate(timeout=300)
-    assert frozen.returncode == 2, err[-3000:]
-    assert "verdict not recorded: another run closed it" in err, err[-3000:]
+    said = "".join(frozen.communicate(timeout=300))
+    assert frozen.returncode == 2, said[-3000:]
+    assert "verdict not recorded: another run closed it" in said, said[-3000:]
     assert ledger_rows(s.database_url) == before
 
     # The altered row stays found: an incremental run fails on it too.
