@@ -68,11 +68,12 @@ def drop_state(settings: Settings, systems: Iterable[str]) -> None:
 
 
 def drain(spark, settings: Settings) -> None:
-    """The join, then the sink, each until it has read everything (available-now)."""
-    for start in (
-        lambda: joins.start(spark, settings, JoinJobConfig()),
-        lambda: sink.start(spark, settings, SinkJobConfig()),
-    ):
-        query = start()
+    """The join, then the sink (under its lease, which fences its writes), each until it has
+    read everything (available-now)."""
+    query = joins.start(spark, settings, JoinJobConfig())
+    query.awaitTermination()
+    assert query.exception() is None, query.exception()
+    with sink.leased(settings, SinkJobConfig()):
+        query = sink.start(spark, settings, SinkJobConfig())
         query.awaitTermination()
-        assert query.exception() is None, query.exception()
+    assert query.exception() is None, query.exception()

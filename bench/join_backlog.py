@@ -57,20 +57,21 @@ def await_clean(query) -> None:
 
 def sequential(spark: SparkSession, settings: Settings, join: JoinJobConfig) -> dict[str, float]:
     join_s = timed(lambda: await_clean(joins.start(spark, settings, join)))
-    sink_s = timed(lambda: await_clean(sink.start(spark, settings, SinkJobConfig())))
+    with sink.leased(settings, SinkJobConfig()):
+        sink_s = timed(lambda: await_clean(sink.start(spark, settings, SinkJobConfig())))
     return {"join": join_s, "sink": sink_s, "end to end": join_s + sink_s}
 
 
 def pipelined(spark: SparkSession, settings: Settings, join: JoinJobConfig) -> dict[str, float]:
-    began = time.perf_counter()
-    loading = sink.start(
-        spark, settings, SinkJobConfig(trigger=PROCESSING_TIME, interval="2 seconds")
-    )
-    await_clean(joins.start(spark, settings, join))
-    join_s = time.perf_counter() - began
-    loading.processAllAvailable()  # everything the join wrote is loaded
-    total = time.perf_counter() - began
-    loading.stop()
+    config = SinkJobConfig(trigger=PROCESSING_TIME, interval="2 seconds")
+    with sink.leased(settings, config):
+        began = time.perf_counter()
+        loading = sink.start(spark, settings, config)
+        await_clean(joins.start(spark, settings, join))
+        join_s = time.perf_counter() - began
+        loading.processAllAvailable()  # everything the join wrote is loaded
+        total = time.perf_counter() - began
+        loading.stop()
     assert loading.exception() is None, loading.exception()
     return {"join": join_s, "sink (after the join ended)": total - join_s, "end to end": total}
 

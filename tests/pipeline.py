@@ -14,14 +14,14 @@ import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
+from boardstream import sink
 from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.joins.member_table import JoinOptions
 from boardstream.kafka.clients import DeliveryErrors, admin_client
 from boardstream.kafka.limits import topic_message_limits
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
-from boardstream.sink.job import QUERY_NAME, SinkJobConfig, start_sink
-from boardstream.spark import checkpoint_lease
+from boardstream.sink.job import SinkJobConfig
 
 _names = itertools.count()
 
@@ -77,8 +77,8 @@ def query(database_url: str, sql: str) -> list[Any]:
 def run_sink(spark: Any, settings: Settings, config: SinkJobConfig) -> None:
     """The sink's query to its end under its checkpoint's lease, as its job runs it: its writes
     are fenced by that lease, and refused without it."""
-    with checkpoint_lease.hold(settings, config.checkpoint_dir(settings), QUERY_NAME, {}):
-        query = start_sink(spark, settings, config)
+    with sink.leased(settings, config):
+        query = sink.start(spark, settings, config)
         query.awaitTermination()
     assert query.exception() is None, query.exception()
 

@@ -1,10 +1,14 @@
 """Loading ``board-detail`` into the relational table ``board_detail``, idempotently.
 
-The front door is :func:`start`, imported lazily like the join's.
+The front door is :func:`start`, imported lazily like the join's, and :func:`leased`: the
+sink's writes are fenced by its checkpoint's lease, so a query started outside it writes
+nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,3 +24,14 @@ def start(spark: SparkSession, settings: Settings, config: SinkJobConfig) -> Str
     from boardstream.sink.job import start_sink
 
     return start_sink(spark, settings, config)
+
+
+@contextmanager
+def leased(settings: Settings, config: SinkJobConfig) -> Iterator[None]:
+    """Hold the sink's checkpoint lease while the block runs its query, as its job does: a
+    query started in process (a test, a benchmark) without it has every write refused."""
+    from boardstream.sink.job import QUERY_NAME
+    from boardstream.spark import checkpoint_lease
+
+    with checkpoint_lease.hold(settings, config.checkpoint_dir(settings), QUERY_NAME, {}):
+        yield
