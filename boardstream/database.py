@@ -44,8 +44,11 @@ def engine(url: str) -> Engine:
     (only an OS crash may lose the last commits, and the sink replays those from Kafka), and a
     busy timeout longer than the platform's writers hold SQLite's one write lock
     (:data:`SQLITE_BUSY_TIMEOUT_S`)."""
-    sqlite = sa.make_url(url).get_backend_name() == "sqlite"
-    connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S} if sqlite else {}
+    parsed = sa.make_url(url)
+    sqlite = parsed.get_backend_name() == "sqlite"
+    # A URL's own ?timeout= (pysqlite's) stands.
+    busy = sqlite and "timeout" not in parsed.query
+    connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S} if busy else {}
     created = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     if sqlite:
         sa.event.listen(created, "connect", _sqlite_pragmas)

@@ -280,11 +280,11 @@ class Settings(BaseSettings):
     reconcile_heartbeat_timeout_s: float = Field(
         default=300,
         gt=0,
-        description="A reconciliation run refreshes its heartbeat 20 times in this; an open run "
-        "whose heartbeat is older (its process killed, its host gone, its database cut off) is "
-        "closed as ERRORED, interrupted, by the next run (5 minutes, as Airflow's "
-        "task_instance_heartbeat_timeout: a loaded machine and clocks a little apart on two "
-        "hosts do not end a live run).",
+        description="A reconciliation run refreshes its heartbeat 20 times in this (shown with "
+        "the run); a run waits this long (or the lease TTL, if longer) for another's ledger "
+        "lease and ledger lock. A run that died is closed by the next, once that holds the "
+        "ledger's lease: within the lease TTL (5 minutes, as Airflow's "
+        "task_instance_heartbeat_timeout).",
     )
     stream_max_batch_age_s: int = Field(
         default=1200,

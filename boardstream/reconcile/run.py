@@ -247,7 +247,9 @@ def _run(
             failpoint("reconcile.before_store")
             # The ledger, the facts, the cursor and the verdict in one transaction, written
             # only while this run is open and holds the ledger's lease: a run closed as
-            # interrupted, or frozen past its lease, writes nothing.
+            # interrupted, or frozen past its lease, writes nothing. It reads nothing from Spark,
+            # so its waits are bounded by the lease's TTL (digest_ledger.lock): a run frozen in
+            # it is closed by PostgreSQL before a successor could wait much longer than that.
             with engine.begin() as connection:
                 ledger.hold_open(connection, run_id)
                 Leases.of(settings).fence(connection, held)
@@ -309,12 +311,13 @@ def _recording(engine: Engine, what: str, run_id: int | None = None) -> Iterator
 def _start(
     engine: Engine, settings: Settings, snapshot: dict[str, Any], run_by: str, kind: str
 ) -> tuple[int, tuple[str, ...]]:
-    """A run recorded as started; the runs found dead meanwhile closed as interrupted."""
-    timeout = timedelta(seconds=settings.reconcile_heartbeat_timeout_s)
+    """A run recorded as started; every other run found open closed as interrupted: this run
+    holds the ledger's lease, which a live run would hold, so theirs died or was lost (within
+    the lease's TTL, not the heartbeat's bound), and a run that lost it writes nothing more."""
     with _recording(engine, "its start"):
         run_id = ledger.start_run(engine, snapshot, run_by, kind)
     with _recording(engine, "its start", run_id):
-        closed = ledger.close_interrupted(engine, run_id, timeout)
+        closed = ledger.close_interrupted(engine, run_id, timedelta(0))
     for line in closed:
         logger.warning("reconciliation run %s: %s", run_id, line)
     return run_id, tuple(closed)
@@ -404,7 +407,7 @@ def _full(
 
     def store(connection: Connection) -> _Outcome:
         with phase("reconcile: the digest ledger, the facts and the rows as checked"):
-            digest_ledger.lock(connection, settings.reconcile_heartbeat_timeout_s)
+            digest_ledger.lock(connection, settings.lease_ttl_s)
             digest_ledger.add_unseen(connection, kept.new_unseen)
             fact_store.reset(connection, facts)
             baseline.record(connection, records, snapshot.latest, full=True)
@@ -433,7 +436,7 @@ def _incremental(
         )
 
     def store(connection: Connection) -> _Outcome:
-        incremental.store(connection, checked, settings.reconcile_heartbeat_timeout_s)
+        incremental.store(connection, checked, settings.lease_ttl_s)
         result = conclude(
             fact_store.counts(connection),
             lambda kind: fact_store.examples(connection, kind, options.examples),

@@ -33,6 +33,13 @@ from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import guard_checkpoint
 
 QUERY_NAME = "board-detail-sink"
+# Rows per fenced transaction of a batch (in board id order, so each is a range of the table):
+# SQLite has one write lock, and a batch of 100,000 rows held it 15-18 s, 20 s and more on a
+# loaded machine, past the two thirds of the lease's TTL its renewals may be silent (the lease
+# was given up mid-drain) and near other writers' busy timeout. 10,000 take about 1.5 s. A
+# crash between two of them leaves some rows written: the upsert is idempotent and Spark replays
+# the batch, as it does the isolating halves (BatchWriter.upsert_isolating).
+WRITE_ROWS = 10_000
 DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
 _CORRUPT = "_boardstream_corrupt_record"  # from_json's column for text that is not JSON
 
@@ -139,10 +146,19 @@ class BatchWriter:
         )
         letters = [(r["dead_key"], r["dead_letter"]) for r in rows if r["dead_letter"]]
         valid = [{c: r[c] for c in table.COLUMNS} for r in rows if r["dead_letter"] is None]
-        rejected = self.upsert_isolating(valid)
+        rejected = self.write(valid)
         letters += self._database_letters(batch, rejected)
         self._dead_letter(letters)
         failpoint("sink.after_write")  # written, offsets not yet committed: a replay follows
+
+    def write(self, rows: list[dict]) -> dict[tuple[int, int], str]:
+        """Upsert a batch's ``rows`` in board id order, :data:`WRITE_ROWS` to a fenced
+        transaction; return those the database refused (:meth:`upsert_isolating`)."""
+        ordered = sorted(table.latest_per_board(rows), key=lambda row: row["board_id"])
+        rejected: dict[tuple[int, int], str] = {}
+        for start in range(0, len(ordered), WRITE_ROWS):
+            rejected |= self.upsert_isolating(ordered[start : start + WRITE_ROWS])
+        return rejected
 
     def upsert_isolating(self, rows: list[dict]) -> dict[tuple[int, int], str]:
         """Upsert ``rows``; return those the database refused (by position), with its error.

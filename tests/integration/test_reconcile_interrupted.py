@@ -25,8 +25,12 @@ HEARTBEAT_TIMEOUT_S = 4.0
 
 @pytest.fixture
 def pipeline(kafka, spark, tmp_path: Path, t0: int) -> Pipeline:
-    database_url = f"sqlite:///{tmp_path / 'boardstream.db'}"
-    pipeline = Pipeline(kafka, spark, tmp_path, var_dir=tmp_path, database_url=database_url)
+    # pysqlite's 5 s busy timeout, not the platform's 60 s: the run's writes give up sooner;
+    # and a lease of 3 s, so that the run's, lost to the lock, is free soon after.
+    database_url = f"sqlite:///{tmp_path / 'boardstream.db'}?timeout=5"
+    pipeline = Pipeline(
+        kafka, spark, tmp_path, var_dir=tmp_path, database_url=database_url, lease_ttl_s=3
+    )
     for member_id in range(1, 4):
         pipeline.member(member_id, f"m{member_id}", ts=t0)
     for i in range(6):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import sqlalchemy as sa
 
-from boardstream.database import _sqlite_pragmas, chunks, engine, replace_all
+from boardstream.database import SQLITE_BUSY_TIMEOUT_S, _sqlite_pragmas, chunks, engine, replace_all
 from boardstream.reconcile.incremental import fact_store
 
 NORMAL = 1  # PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL
@@ -101,3 +101,17 @@ def test_a_sqlite_database_in_a_var_dir_not_made_yet_is_created(tmp_path: Path) 
     with engine(url).begin() as connection:
         assert connection.execute(sa.text("SELECT 1")).scalar() == 1
     assert (tmp_path / "var" / "new" / "boardstream.db").is_file()
+
+
+def test_sqlite_waits_the_platforms_busy_timeout_unless_its_url_says(tmp_path) -> None:
+    """60 s for SQLite's write lock (a sink batch holds it 15-18 s; pysqlite's 5 s failed a
+    reconciliation beside it, #67); a URL's own ``?timeout=`` stands."""
+    for url, waits in (
+        (f"sqlite:///{tmp_path / 'a.db'}", SQLITE_BUSY_TIMEOUT_S),
+        (f"sqlite:///{tmp_path / 'b.db'}?timeout=5", 5.0),
+    ):
+        made = engine(url)
+        with made.connect() as connection:
+            busy_ms = connection.exec_driver_sql("PRAGMA busy_timeout").scalar()
+        made.dispose()
+        assert busy_ms == waits * 1000

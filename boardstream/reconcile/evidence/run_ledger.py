@@ -3,8 +3,8 @@ counts, the balance, the verdict) and ``reconciliation_issue`` (per finding, its
 example ids), so every number in a summary can be traced to ids later, by the UI page or by a
 repair. A run ends PASSED, FAILED or ERRORED (with its error): never left half-written. A run
 whose process dies before it records its end (kill -9, a power cut, its database gone) stops
-refreshing its heartbeat (``heartbeat_at``, see heartbeat.py); the next run closes it as ERRORED,
-interrupted, once that is older than ``Settings.reconcile_heartbeat_timeout_s``."""
+refreshing its heartbeat (``heartbeat_at``, see heartbeat.py) and its ledger's lease; the next
+run, once it holds the lease, closes it as ERRORED, interrupted (:func:`close_interrupted`)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from boardstream.dead_letters import envelope_json
 from boardstream.settings import Settings
-from boardstream.sink import table
+from boardstream.sink import job, table
 from boardstream.sink.job import DETAIL_SCHEMA, QUERY_NAME, BatchWriter, SinkJobConfig, _named
 from tests.fixtures import detail_row
 
@@ -68,6 +68,20 @@ def test_a_batch_the_database_takes_is_written_whole(settings: Settings) -> None
     )
     assert _table(writer) == [("b1", 3), ("b2", 2)]
     assert writer.upsert_isolating([]) == {}
+
+
+def test_a_batch_is_written_a_bounded_number_of_rows_to_a_transaction(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's one write lock is held per transaction: a batch of 100,000 rows in one held it
+    past the lease's silence bound (#67)."""
+    monkeypatch.setattr(job, "WRITE_ROWS", 2)
+    writer = BatchWriter(settings)
+    commits: list[object] = []
+    sa.event.listen(writer.engine, "commit", commits.append)
+    assert writer.write([detail_row(f"b{n}", n) for n in (4, 0, 3, 1, 2)]) == {}
+    assert len(commits) == 3  # b0 b1 | b2 b3 | b4
+    assert _table(writer) == [(f"b{n}", n) for n in range(5)]
 
 
 def test_refused_rows_are_isolated_and_every_good_row_written(settings: Settings) -> None:
