@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import psutil
 
@@ -19,37 +21,33 @@ def tree_rss(process: psutil.Process) -> int:
     return total
 
 
-class PeakRss:
-    """``with PeakRss() as peak:`` samples this process tree's RSS every ``interval_s`` while the
-    block runs; ``peak.bytes`` is the highest sum seen (the block's own peak, whatever the
-    process held before)."""
+@dataclass
+class Peak:
+    """The highest resident memory seen, in bytes."""
 
-    def __init__(self, interval_s: float = 0.2) -> None:
-        self.interval_s = interval_s
-        self.bytes = 0
-        self._process = psutil.Process()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="peak-rss", daemon=True)
-
-    def _sample(self) -> None:
-        while True:
-            self.bytes = max(self.bytes, tree_rss(self._process))
-            if self._stop.wait(self.interval_s):
-                return
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        _type: type[BaseException] | None,
-        _error: BaseException | None,
-        _traceback: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
+    bytes: int = 0
 
     @property
     def gib(self) -> float:
         return self.bytes / 2**30
+
+
+@contextmanager
+def peak_rss(interval_s: float = 0.2) -> Iterator[Peak]:
+    """This process tree's RSS sampled every ``interval_s`` while the block runs: the block's own
+    peak, whatever the process held before."""
+    process, peak, stop = psutil.Process(), Peak(), threading.Event()
+
+    def sample() -> None:
+        while True:
+            peak.bytes = max(peak.bytes, tree_rss(process))
+            if stop.wait(interval_s):
+                return
+
+    sampler = threading.Thread(target=sample, name="peak-rss", daemon=True)
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        sampler.join()

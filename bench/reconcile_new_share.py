@@ -19,7 +19,7 @@ import argparse
 import time
 
 from backlog import drain, drop_backlog, produce_backlog
-from memory import PeakRss
+from memory import peak_rss
 from reconcile_incremental import produce_new_boards
 
 from boardstream import database, logs, reconcile
@@ -33,7 +33,7 @@ NAME = "bench-share"
 def measured(action):
     """``action()``, its seconds and its peak resident memory (GiB)."""
     began = time.perf_counter()
-    with PeakRss() as peak:
+    with peak_rss() as peak:
         result = action()
     return result, time.perf_counter() - began, peak.gib
 
