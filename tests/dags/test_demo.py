@@ -20,8 +20,9 @@ import pytest
 from tests.airflow_fixtures import ARTIFACTS, assert_data_docs_offline, login
 from tests.fixtures import fresh_clone
 
-# bin/demo on a fresh clone: minutes; its DAGs and page are tested one by one in CI.
-pytestmark = pytest.mark.long
+# bin/demo on a fresh clone: minutes; its DAGs and page are tested one by one in CI. The
+# production-scale demo after it takes longer than the suite's 15-minute timeout per test.
+pytestmark = [pytest.mark.long, pytest.mark.timeout(3600)]
 
 BALANCED = ("joined", "unmatched", "dead_lettered", "pending", "missing", "conflicting")
 
@@ -135,12 +136,15 @@ def production_scale(
         check=False,
     )
     took = time.monotonic() - started
-    peaks = re.findall(r"peak resident memory: [^\n]*", _reconcile_log(root, run.stdout))
     ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "demo-production-scale.txt").write_text(
-        f"bin/demo --production-scale after bin/down: {took:.0f} s (exit {run.returncode}); "
-        f"{peaks}\n\n{run.stdout}\n--- stderr ---\n{run.stderr}"
+    artifact = ARTIFACTS / "demo-production-scale.txt"
+    artifact.write_text(
+        f"bin/demo --production-scale after bin/down: {took:.0f} s (exit {run.returncode})"
+        f"\n\n{run.stdout}\n--- stderr ---\n{run.stderr}"
     )
+    if run.returncode == 0:
+        peaks = re.findall(r"peak resident memory: [^\n]*", _reconcile_log(root, run.stdout))
+        artifact.write_text(f"{peaks}\n{artifact.read_text()}")
     return run
 
 
