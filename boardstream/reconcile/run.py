@@ -243,7 +243,11 @@ def _run(
     check = _full if kind == FULL else _incremental
     with Heartbeat(engine, run_id, settings.reconcile_heartbeat_timeout_s):
         try:
-            store = check(spark, engine, settings, snapshot, join_checkpoint, options)
+            known, store = check(spark, engine, settings, snapshot, join_checkpoint, options)
+            # A full run's outcome is known before it stores: Great Expectations runs before the
+            # transaction, which on SQLite holds the one write lock (a live sink's lease renews
+            # meanwhile); an incremental run's verdict is the fact store's once stored.
+            validation = _validate(known, settings, run_id) if known else None
             failpoint("reconcile.before_store")
             # The ledger, the facts, the cursor and the verdict in one transaction, written
             # only while this run is open and holds the ledger's lease: a run closed as
@@ -254,7 +258,7 @@ def _run(
                 ledger.hold_open(connection, run_id)
                 Leases.of(settings).fence(connection, held)
                 outcome = store(connection)
-                validation = _validate(outcome, settings, run_id)
+                validation = validation or _validate(outcome, settings, run_id)
                 result = RunResult(
                     run_id,
                     outcome.reconciliation,
@@ -383,6 +387,8 @@ def _incremental_or_full(
 
 # What a check found, stored in the caller's transaction: its outcome once stored.
 Store = Callable[[Connection], _Outcome]
+# A check's outcome where it is known before it is stored (a full run's), and its store.
+Found = tuple[_Outcome | None, Store]
 
 
 def _full(
@@ -392,7 +398,7 @@ def _full(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
-) -> Store:
+) -> Found:
     """Today's run over everything; stored: its facts, records and rows as the next
     incremental run's baseline."""
     read, snapshot, table_read = readers.read_run(spark, settings, snapshot)
@@ -405,6 +411,8 @@ def _full(
     whole = table_watch.slice_record(WHOLE, len(result.table_snapshot))
     covered = ledger.covered(snapshot.earliest, snapshot.latest)
 
+    outcome = _Outcome(result, result.expected_table_rows, None, covered, whole)
+
     def store(connection: Connection) -> _Outcome:
         with phase("reconcile: the digest ledger, the facts and the rows as checked"):
             digest_ledger.lock(connection, settings.lease_ttl_s)
@@ -412,9 +420,9 @@ def _full(
             fact_store.reset(connection, facts)
             baseline.record(connection, records, snapshot.latest, full=True)
             table_watch.remember_all(connection)
-        return _Outcome(result, result.expected_table_rows, None, covered, whole)
+        return outcome
 
-    return store
+    return outcome, store
 
 
 def _incremental(
@@ -424,7 +432,7 @@ def _incremental(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
-) -> Store:
+) -> Found:
     """The keys new data touches and the boards whose rows changed, checked (reading only);
     stored: their facts, then the verdict from the fact store, what the last check of every
     key found."""
@@ -455,7 +463,7 @@ def _incremental(
             checked.table_slice,
         )
 
-    return store
+    return None, store
 
 
 def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationReport:
