@@ -26,6 +26,10 @@ class AirflowApiError(BoardstreamError):
         self.status = status
 
 
+class AirflowUnreachableError(BoardstreamError):
+    """The API did not answer (refused, or no answer within the request's 30 s)."""
+
+
 class AirflowApi:
     def __init__(self, base_url: str, user: str, password: str) -> None:
         self.base_url = base_url.rstrip("/")
@@ -50,7 +54,9 @@ class AirflowApi:
                 f"Airflow API {method} {path}: {error.code} {detail}", error.code
             ) from None
         except OSError as error:
-            raise BoardstreamError(f"Airflow API at {self.base_url} unreachable: {error}") from None
+            raise AirflowUnreachableError(
+                f"Airflow API at {self.base_url} unreachable: {error}"
+            ) from None
 
     def wait_for_dag(self, dag_id: str, timeout_s: float = 300.0) -> None:
         """A new deployment's DAG files are parsed in the background: wait until it is."""
@@ -128,7 +134,16 @@ class AirflowApi:
         started = time.monotonic()
         last_line = 0.0
         while True:
-            run = self.run(dag_id, run_id)
+            try:
+                run = self.run(dag_id, run_id)
+            except AirflowUnreachableError as error:
+                # A loaded machine (the production-scale generator in a task beside the API
+                # server) can keep an answer past 30 s: asked again until the wait's own end.
+                if time.monotonic() - started > timeout_s:
+                    raise
+                logger.warning("%s: %s; asking again", dag_id, error)
+                time.sleep(2)
+                continue
             if run["state"] in FINISHED:
                 took = time.monotonic() - started
                 logger.info("%s: %s after %.0f s", dag_id, run["state"], took)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from boardstream.entrypoints import airflow_api
-from boardstream.entrypoints.airflow_api import AirflowApi, AirflowApiError
+from boardstream.entrypoints.airflow_api import AirflowApi, AirflowApiError, AirflowUnreachableError
 from boardstream.errors import BoardstreamError
 
 
@@ -262,6 +262,23 @@ def test_wait_returns_the_final_state_logging_task_states_every_15_s(clock, capl
         "pipe: join success, sink scheduled (16 s)",
         "pipe: failed after 24 s",
     ]
+
+
+def test_wait_asks_again_while_the_api_does_not_answer(clock: Clock, caplog) -> None:
+    """The production-scale demo's generator, in a task beside the API server, kept an answer
+    past the request's 30 s, and the demo ended on it (#67)."""
+    slow = AirflowUnreachableError("Airflow API at http://af unreachable: timed out")
+    answers: list[Any] = [slow, slow, {"state": "success"}]
+    api = Scripted(lambda method, path, _: answers.pop(0))
+    with caplog.at_level(logging.WARNING, logger=airflow_api.logger.name):
+        assert api.wait("demo_data", "r1") == "success"
+    assert [r.getMessage() for r in caplog.records] == [
+        "demo_data: Airflow API at http://af unreachable: timed out; asking again"
+    ] * 2
+    # Past the wait's own timeout, the API's silence ends it.
+    silent = Scripted(lambda method, path, _: slow)
+    with pytest.raises(AirflowUnreachableError):
+        silent.wait("demo_data", "r1", timeout_s=10)
 
 
 def test_wait_gives_up_after_its_timeout(clock: Clock) -> None:
