@@ -7,6 +7,7 @@ broker before it is logged, so the log never claims what the broker did not take
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
@@ -182,12 +183,22 @@ def _alter(admin: AdminClient, settings: Settings, topic: str, entries: list[Con
 def _read_back(
     admin: AdminClient, settings: Settings, topic: str, expected: dict[str, tuple[str | None, bool]]
 ) -> None:
-    (description,) = describe_topics(admin, settings, [topic])
-    wrong = {
-        name: description.configs.get(name)
-        for name, (value, is_default) in expected.items()
-        if (description.configs.get(name, (None, True))[1] != is_default)
-        or (not is_default and description.configs[name][0] != value)
-    }
-    if wrong:
-        raise BoardstreamError(f"{topic}: the broker did not take {wrong}")
+    """Wait, within the connect timeout, until the broker describes what it was told.
+
+    Under KRaft the controller takes the change and each broker applies it from the metadata
+    log a moment later, so the first describe may still show the old values.
+    """
+    deadline = time.monotonic() + settings.connect_timeout_s
+    while True:
+        (description,) = describe_topics(admin, settings, [topic])
+        wrong = {
+            name: description.configs.get(name)
+            for name, (value, is_default) in expected.items()
+            if (description.configs.get(name, (None, True))[1] != is_default)
+            or (not is_default and description.configs[name][0] != value)
+        }
+        if not wrong:
+            return
+        if time.monotonic() > deadline:
+            raise BoardstreamError(f"{topic}: the broker did not take {wrong}")
+        time.sleep(0.2)

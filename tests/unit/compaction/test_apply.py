@@ -46,10 +46,14 @@ class Broker:
         self.refuse: KafkaException | None = None
         self.ignore: set[str] = set()  # settings it acknowledges but does not take
         self.rewrite: dict[str, str] = {}  # settings it takes with another value
+        self.stale_describes = 0  # describes that still show the configs from before an alter
+        self.before: dict[str, tuple[str | None, bool]] = {}
+        self.timeout = 10.0
 
     def incremental_alter_configs(self, resources, request_timeout: float):
         (resource,) = resources
-        assert resource.restype == ResourceType.TOPIC and request_timeout == 10.0
+        assert resource.restype == ResourceType.TOPIC and request_timeout == self.timeout
+        self.before = dict(self.configs)
         entries = [(e.name, e.value, e.incremental_operation) for e in resource.incremental_configs]
         self.altered.append(entries)
         if self.refuse is None:
@@ -63,7 +67,17 @@ class Broker:
         return {resource: Future(self.refuse)}
 
     def describe(self, topic: str) -> TopicDescription:
-        return TopicDescription(topic, dict(self.configs), {0: 10}, {0: 0})
+        configs = self.configs
+        if self.stale_describes and self.before:
+            self.stale_describes -= 1
+            configs = self.before
+        return TopicDescription(topic, dict(configs), {0: 10}, {0: 0})
+
+
+def impatient(broker: Broker, settings: Settings) -> Settings:
+    """Settings that give up on a broker's read-back within a fraction of a second."""
+    broker.timeout = 0.3
+    return settings.model_copy(update={"connect_timeout_s": 0.3})
 
 
 @pytest.fixture
@@ -188,7 +202,7 @@ def test_a_setting_the_broker_did_not_take_is_not_logged(settings, engine) -> No
     broker.ignore = {"segment.ms"}
     plans = planned(broker, segment_ms="3600000", segment_bytes="1048576")
     with pytest.raises(BoardstreamError) as refused:
-        apply(broker, settings, engine, measured(broker), plans, "cli:me")
+        apply(broker, impatient(broker, settings), engine, measured(broker), plans, "cli:me")
     assert str(refused.value) == (
         "member: the broker did not take {'segment.ms': ('604800000', True)}"
     )
@@ -200,12 +214,27 @@ def test_a_setting_the_broker_took_with_another_value_is_not_logged(settings, en
     broker.rewrite = {"segment.ms": "3600001"}
     with pytest.raises(BoardstreamError) as refused:
         apply(
-            broker, settings, engine, measured(broker), planned(broker, segment_ms="3600000"), "x"
+            broker,
+            impatient(broker, settings),
+            engine,
+            measured(broker),
+            planned(broker, segment_ms="3600000"),
+            "x",
         )
     assert str(refused.value) == (
         "member: the broker did not take {'segment.ms': ('3600001', False)}"
     )
     assert not sa.inspect(engine).has_table("compaction_tuning_log")
+
+
+def test_a_broker_that_shows_the_change_late_is_waited_for(settings, engine) -> None:
+    # KRaft: the controller takes the alter; the describing broker applies it a moment later.
+    broker = Broker(cleanup_policy="compact")
+    broker.stale_describes = 3
+    plans = planned(broker, segment_ms="3600000")
+    assert apply(broker, settings, engine, measured(broker), plans, "cli:me") == 1
+    assert broker.stale_describes == 0
+    assert broker.configs["segment.ms"] == ("3600000", False)
 
 
 def test_rollback_restores_old_values_and_defaults_and_is_a_change_itself(settings, engine) -> None:
