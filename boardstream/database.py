@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,18 +38,21 @@ def chunks(items: Sequence[T], size: int = IN_LIST) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-def engine(url: str) -> Engine:
+def engine(url: str, connect_timeout_s: float | None = None) -> Engine:
     """An engine for ``url``. SQLite gets its file's directory made (a var dir not yet used) and
     write-ahead logging, so reconciliation can read while
     the sink writes, and synchronous=NORMAL, which in WAL mode still survives a process crash
     (only an OS crash may lose the last commits, and the sink replays those from Kafka), and a
     busy timeout longer than the platform's writers hold SQLite's one write lock
-    (:data:`SQLITE_BUSY_TIMEOUT_S`)."""
+    (:data:`SQLITE_BUSY_TIMEOUT_S`). ``connect_timeout_s`` bounds PostgreSQL's connect (a host
+    that drops packets would otherwise hold libpq for the system's TCP timeout, minutes)."""
     parsed = sa.make_url(url)
     sqlite = parsed.get_backend_name() == "sqlite"
     # A URL's own ?timeout= (pysqlite's) stands.
     busy = sqlite and "timeout" not in parsed.query
-    connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S} if busy else {}
+    connect_args: dict[str, Any] = {"timeout": SQLITE_BUSY_TIMEOUT_S} if busy else {}
+    if connect_timeout_s is not None and parsed.get_backend_name() == "postgresql":
+        connect_args["connect_timeout"] = math.ceil(connect_timeout_s)
     created = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     if sqlite:
         sa.event.listen(created, "connect", _sqlite_pragmas)

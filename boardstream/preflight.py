@@ -9,12 +9,10 @@ entry point calls :func:`require` first: a missing service is one line naming it
 from __future__ import annotations
 
 import logging
-import math
 import socket
 import time
 from urllib.parse import urlsplit
 
-import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from boardstream import database
@@ -66,15 +64,9 @@ def require_namenode(settings: Settings, job: str) -> None:
 
 
 def require_database(settings: Settings, job: str) -> None:
-    """One connection to the settings' database, given ``connect_timeout_s`` to open (a host
-    that drops packets would otherwise hold libpq for the system's TCP timeout, minutes)."""
-    url = sa.make_url(settings.database)
-    connect_args = (
-        {"connect_timeout": math.ceil(settings.connect_timeout_s)}
-        if url.get_backend_name() == "postgresql"
-        else {}
-    )
-    engine = sa.create_engine(url, connect_args=connect_args)
+    """One connection to the settings' database, given ``connect_timeout_s`` to open; a SQLite
+    file's folder is made first, as every engine of the platform makes it."""
+    engine = database.engine(settings.database, settings.connect_timeout_s)
     try:
         with engine.connect():
             pass
