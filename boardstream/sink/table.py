@@ -1,13 +1,16 @@
 """The ``board_detail`` table and its idempotent upsert (PostgreSQL and SQLite).
 
-Each row keeps the ``board-detail`` partition and offset it was loaded from. A replayed record
-(the Kafka sink and this loader are at-least-once) overwrites its row with the same values; an
-older record never overwrites a newer one of the same board.
+Each row keeps the ``board`` position of the version it holds and the ``board-detail`` position
+it was loaded from. A board's versions can reach ``board-detail`` out of the source's order (the
+join is keyed by member: a version waiting for its absent member is written after a later one
+joined at once), so a row is replaced only by a version at least as new in ``board``
+(:data:`NEWEST_ORDER`), whatever order the outputs arrive in. A replayed record (the Kafka sink
+and this loader are at-least-once) overwrites its row with the same values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -46,6 +49,13 @@ board_detail = sa.Table(
 )
 
 COLUMNS = [c.name for c in board_detail.columns if c.name != "loaded_at"]
+# A board's versions, oldest first: by their position in ``board``, then (copies of one version,
+# replays) by their position in ``board-detail``. A NULL (no record the join writes has one)
+# orders as -1. Partitions before offsets: a board id normally stays in one partition (it is the
+# key); one that moved partition has no order in the source, and this one is only a tie-break
+# every reader shares (the reconciliation names such a board: docs/RECONCILIATION.md). The
+# reconciliation's "newest" is this order (reconcile.checks.table_checks).
+NEWEST_ORDER = ("board_partition", "board_offset", "detail_partition", "detail_offset")
 
 
 def create(engine: Engine) -> None:
@@ -55,16 +65,26 @@ def create(engine: Engine) -> None:
     metadata.create_all(engine)
 
 
+def newest_key(row: Mapping[str, Any]) -> tuple[int, ...]:
+    """``row``'s place among its board's versions (:data:`NEWEST_ORDER`)."""
+    return tuple(-1 if row[name] is None else row[name] for name in NEWEST_ORDER)
+
+
 def latest_per_board(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per board_id, the one furthest in ``board-detail``. A multi-row upsert may not
-    touch a key twice, and a batch can hold a replayed copy of a record."""
+    """One row per board_id, its newest (:data:`NEWEST_ORDER`). A multi-row upsert may not
+    touch a key twice, and a batch can hold two versions of a board or a replayed copy."""
     latest: dict[str, dict[str, Any]] = {}
     for row in rows:
         seen = latest.get(row["board_id"])
-        position = (row["detail_partition"], row["detail_offset"])
-        if seen is None or position >= (seen["detail_partition"], seen["detail_offset"]):
+        if seen is None or newest_key(row) >= newest_key(seen):
             latest[row["board_id"]] = row
     return list(latest.values())
+
+
+def _newest_order(columns: Any) -> sa.Tuple:
+    """:data:`NEWEST_ORDER` of ``columns`` (a table's or ``excluded``) as one SQL row value,
+    compared lexicographically (PostgreSQL, SQLite from 3.15), NULLs as :func:`newest_key`."""
+    return sa.tuple_(*(sa.func.coalesce(columns[name], -1) for name in NEWEST_ORDER))
 
 
 def upsert(
@@ -87,10 +107,8 @@ def upsert(
         index_elements=[board_detail.c.board_id],
         set_={name: excluded[name] for name in COLUMNS if name != "board_id"}
         | {"loaded_at": sa.func.now()},
-        where=sa.or_(
-            board_detail.c.detail_partition != excluded.detail_partition,
-            board_detail.c.detail_offset <= excluded.detail_offset,
-        ),
+        # Not over a newer version: an older one arriving later is skipped (``superseded``).
+        where=_newest_order(excluded) >= _newest_order(board_detail.c),
     )
     with engine.begin() as connection:
         if fence is not None:

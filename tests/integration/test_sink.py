@@ -1,6 +1,7 @@
 """The sink against a real broker, Spark and database: a record the table cannot take, or the
 database refuses, becomes a dead letter naming the column and problem; the rest of its batch
-is loaded; connection trouble still fails the batch so Spark retries it."""
+is loaded; connection trouble still fails the batch so Spark retries it; a board's older
+version written to board-detail after a newer one does not replace it."""
 
 from __future__ import annotations
 
@@ -109,6 +110,35 @@ def test_rows_the_table_or_database_refuse_are_dead_lettered_and_the_rest_loaded
 
     pipeline.sink()  # nothing new: nothing loaded or dead-lettered twice
     assert len(pipeline.dead_letters()) == 5
+
+
+def test_an_older_version_written_after_a_newer_one_does_not_replace_it(pipeline) -> None:
+    """The join writes board-detail in member order, not in board's: v1 (board offset 7) waits
+    for its member and is written after v2 (board offset 8). Each reaches the sink in a batch of
+    its own, then the two again in one batch, then v2 replayed."""
+    board_id = f"{pipeline.settings.board_topic}-moved"
+    topic = pipeline.settings.board_detail_topic
+    v1 = detail(board_id, title="v1", board_offset=7, member_id=2)
+    v2 = detail(board_id, title="v2", board_offset=8, member_id=3)
+    sql = (
+        f"select title, board_offset, detail_offset from board_detail where board_id = '{board_id}'"
+    )
+
+    def loaded() -> list[tuple[str, int]]:
+        return [(row.title, row.board_offset) for row in query(pipeline.settings.database, sql)]
+
+    pipeline.send(topic, board_id.encode(), v2, 1_000)
+    pipeline.sink()
+    assert loaded() == [("v2", 8)]
+    pipeline.send(topic, board_id.encode(), v1, 1_001)
+    pipeline.sink()
+    assert loaded() == [("v2", 8)]
+    for at, value in enumerate((v1, v2, v1)):  # one batch: the newest of it, not the last
+        pipeline.send(topic, board_id.encode(), value, 1_002 + at)
+    pipeline.sink()
+    assert loaded() == [("v2", 8)]
+    (row,) = query(pipeline.settings.database, sql)
+    assert row.detail_offset == 3  # the replayed v2: a copy of the version the row holds
 
 
 def test_a_connection_error_fails_the_batch_instead_of_dead_lettering(tmp_path, kafka) -> None:

@@ -1,7 +1,8 @@
 """The ``board_detail`` upsert on a real SQLite database (the project's default): a replayed
-record rewrites its row harmlessly, an older record never overwrites a newer one of its board,
-a batch holding a board twice writes the furthest copy, and a database other than PostgreSQL or
-SQLite is refused by name."""
+record rewrites its row harmlessly, an older version (by its position in ``board``) never
+overwrites a newer one of its board whatever their order in ``board-detail``, a batch holding a
+board twice writes its newest, and a database other than PostgreSQL or SQLite is refused by
+name."""
 
 from __future__ import annotations
 
@@ -25,11 +26,17 @@ def engine(tmp_path: Path) -> Engine:
     return created
 
 
-def _row(board_id: str, partition: int, offset: int, title: str = "t") -> dict[str, Any]:
+def _row(
+    board_id: str, partition: int, offset: int, title: str = "t", board: int | None = None
+) -> dict[str, Any]:
+    """A row loaded from board-detail ``partition``:``offset``, of the version at ``board``
+    (its board offset, in partition 0; None: no source position)."""
     return dict.fromkeys(COLUMNS) | {
         "board_id": board_id,
         "member_id": 7,
         "title": title,
+        "board_partition": None if board is None else 0,
+        "board_offset": board,
         "detail_partition": partition,
         "detail_offset": offset,
     }
@@ -79,6 +86,27 @@ def test_latest_per_board_keeps_each_boards_furthest_copy_in_first_seen_order() 
         ("b3", "b3 replayed"),
     ]
     assert latest_per_board([]) == []
+
+
+def test_latest_per_board_keeps_the_newest_version_in_board_not_in_board_detail() -> None:
+    rows = [_row("b1", 0, 5, "v2", board=8), _row("b1", 0, 6, "v1", board=7)]
+    assert [r["title"] for r in latest_per_board(rows)] == ["v2"]
+    # A version without a source position is older than any with one.
+    assert [
+        r["title"] for r in latest_per_board([_row("b1", 0, 5, board=3), _row("b1", 0, 6)])
+    ] == ["t"]
+
+
+def test_an_older_version_in_board_written_later_to_board_detail_is_skipped(
+    engine: Engine,
+) -> None:
+    upsert(engine, [_row("b1", 0, 5, "v2", board=8)])
+    upsert(engine, [_row("b1", 0, 6, "v1", board=7)])
+    assert _table(engine) == [("b1", "v2", 0, 5)]
+    upsert(engine, [_row("b1", 0, 7, "v2 replayed", board=8)])
+    assert _table(engine) == [("b1", "v2 replayed", 0, 7)]
+    upsert(engine, [_row("b1", 0, 3, "v3", board=9)])  # newer in board, earlier in board-detail
+    assert _table(engine) == [("b1", "v3", 0, 3)]
 
 
 def test_upsert_inserts_and_counts_the_boards_written(engine: Engine) -> None:
