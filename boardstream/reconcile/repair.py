@@ -131,8 +131,9 @@ def _repair_table(
     extra: set[str],
 ) -> None:
     """Delete the rows of every board to repair and of foreign ids, then upsert each reloaded
-    board's newest board-detail record with the sink's own writer. Deleting first matters: the
-    upsert never replaces a row claiming a later position, and a forged row may claim one."""
+    board's board-detail records with the sink's own writer, which keeps the newest of them (its
+    newest version in board, the checks' newest too). Deleting first matters: the upsert never
+    replaces a row claiming a newer version, and a forged row may claim one."""
     engine = database.engine(settings.database)
     table = sink_table.board_detail
     with engine.begin() as connection:

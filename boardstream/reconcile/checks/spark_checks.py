@@ -87,6 +87,7 @@ FAILING = (
     "extra_in_table",
     "mismatched",
     "stale_in_table",
+    "moved_partition",
     "type_mismatch",
 )
 REPORTED = (
@@ -94,6 +95,7 @@ REPORTED = (
     "source_expired",
     "topic_replays",
     "unverifiable_in_table",
+    "superseded",
 )
 FINDINGS = (*FAILING, *REPORTED)
 # Kinds whose board ids are kept (examples), not only counted.

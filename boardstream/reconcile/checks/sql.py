@@ -31,6 +31,24 @@ def below(partition: str, offset: str, ends: dict[int, int]) -> str:
     )
 
 
+# A position packed into one bigint (:func:`position_order`): 2**15 partitions of 2**48 offsets
+# (281 trillion records) each, every one read with NULL as -1.
+_PARTITIONS, _OFFSETS = 2**15, 2**48
+
+
+def position_order(partition: str, offset: str) -> str:
+    """The position (``partition``, ``offset``) as one bigint ordered like the pair, a NULL read
+    as -1 (the sink's order, :data:`boardstream.sink.table.NEWEST_ORDER`): an ordering of
+    fixed width, which keeps Spark's aggregates in its hash map (a struct does not). NULL for a
+    position past the packing's range, which no topic reaches (such a position is never a
+    board's newest)."""
+    p, o = f"coalesce({partition}, -1)", f"coalesce({offset}, -1)"
+    return (
+        f"CASE WHEN {p} BETWEEN -1 AND {_PARTITIONS - 2} AND {o} BETWEEN -1 AND {_OFFSETS - 2} "
+        f"THEN ({p} + 1) * {_OFFSETS} + ({o} + 1) END"
+    )
+
+
 def same_position(left: str, right: str, kind: str) -> str:
     """A join condition: the ``<kind>_partition``, ``<kind>_offset`` of ``left`` and ``right``
     are equal (a NULL matches nothing)."""

@@ -61,6 +61,7 @@ SETTLED = (
     "source_expired",
     "topic_replays",
     "expired_evidence",
+    "superseded",
 )
 
 

@@ -33,12 +33,14 @@ def test_the_summary_order_is_balance_failing_reported_then_the_tables() -> None
         "extra_in_table",
         "mismatched",
         "stale_in_table",
+        "moved_partition",
         "type_mismatch",
         # reported only
         "expired_evidence",
         "source_expired",
         "topic_replays",
         "unverifiable_in_table",
+        "superseded",
         # the table's counts
         "expected_table_rows",
         "not_yet_loaded",
