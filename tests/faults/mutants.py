@@ -95,6 +95,22 @@ MUTANTS = (
         "tests/adversarial/test_table_tampering.py::test_row_claiming_a_position_that_does_not_exist",
     ),
     Mutant(
+        "newest-by-offset",
+        "the sink keeps a board's record at the highest board-detail offset, not its newest "
+        "version in board: an older version the join wrote later replaces the newer row",
+        {
+            "boardstream/sink/table.py": [
+                (
+                    'NEWEST_ORDER = ("board_partition", "board_offset", "detail_partition", '
+                    '"detail_offset")',
+                    'NEWEST_ORDER = ("detail_partition", "detail_offset")',
+                )
+            ]
+        },
+        "tests/adversarial/test_version_order.py::"
+        "test_the_table_keeps_the_newer_version_written_first",
+    ),
+    Mutant(
         "no-liveness",
         "a stalled job is not a finding: its waiting boards are only not yet read",
         {
