@@ -79,7 +79,7 @@ def run_job(
     except InvalidOptionError as error:  # e.g. a record that could outgrow a topic's limit
         logger.error("%s: %s", name, flag_message(error))
         return 2
-    except streaming.CheckpointLeaseLostError as error:  # stopped mid-run: it failed
+    except (streaming.CheckpointLeaseLostError, streaming.InputLostError) as error:  # it failed
         logger.error("%s: %s", name, error)
         return 1
     except BoardstreamError as error:  # e.g. a checkpoint in use, or of other settings

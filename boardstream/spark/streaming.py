@@ -23,6 +23,7 @@ from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import guard_checkpoint
+from boardstream.spark.kafka_data_loss import InputLostError, lost_input
 from boardstream.spark.progress import ProgressListener
 from boardstream.spark.triggers import (
     AVAILABLE_NOW,
@@ -240,6 +241,12 @@ def _run_restarting_late_workers(
                 # (it recognises only its own code's interruptions): the stop, all the same.
                 logger.info("%s stopped mid-batch: %s", query.name, str(error).split("\n")[0])
                 return query
+            lost = lost_input(error)
+            if lost is not None:
+                raise InputLostError(
+                    f"{query.name}: records of its input were deleted before it read them: "
+                    f"{lost}; the reconciliation's verdict names them"
+                ) from None
             restarts += 1
             if restarts > LATE_WORKER_RESTARTS or not late_python_worker(error):
                 raise
