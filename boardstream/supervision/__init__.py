@@ -9,6 +9,7 @@ stream's checkpoint lease says whether it runs; the register remembers what was 
 
 from __future__ import annotations
 
+import logging
 import time
 
 from boardstream.settings import Settings
@@ -23,16 +24,31 @@ from boardstream.supervision.register import RUNNING
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from boardstream.supervision.supervisor import StreamStatus
 
+logger = logging.getLogger(__name__)
+
 __all__ = ["StreamHealth", "StreamOptions", "StreamSlo", "StreamStatus"]
 
 
 def ensure(settings: Settings, options: StreamOptions | None = None) -> list[StreamStatus]:
     """Start each stream that is wanted running and does not run (a restart after a crash);
-    leave the ones stopped on request stopped."""
+    leave the ones stopped on request stopped. A stream whose last starts failed is started
+    again only once its backoff has passed (:func:`supervisor.retry_in_s`), waited here: a
+    supervisor run every moment (Airflow's ``@continuous``) would otherwise fail in a loop."""
     statuses = []
     for stream in board_detail_streams(settings, options or StreamOptions()):
         current = supervisor.status(settings, stream)
         if current.record.desired == RUNNING and not current.running:
+            failed = current.record.failed
+            wait_s = supervisor.retry_in_s(current.record, int(time.time() * 1000))
+            if failed is not None and wait_s > 0:
+                logger.info(
+                    "%s: its last %d start(s) failed (%s); trying again in %.0f s",
+                    stream.job,
+                    failed.count,
+                    failed.reason,
+                    wait_s,
+                )
+                time.sleep(wait_s)
             current = supervisor.ensure_running(settings, stream)
         statuses.append(current)
     return statuses

@@ -40,6 +40,7 @@ stream_register = sa.Table(
     sa.Column("desired", sa.String(20), nullable=False),
     sa.Column("starts", sa.Text, nullable=False),  # JSON: the newest KEPT_STARTS starts
     sa.Column("stop_requested_ms", sa.BigInteger),
+    sa.Column("failed_starts", sa.Text),  # JSON: FailedStarts since the last start, or NULL
 )
 
 
@@ -51,10 +52,25 @@ class Start:
 
 
 @dataclass(frozen=True)
+class FailedStarts:
+    """The starts that failed in a row since the stream last started, and why the last did."""
+
+    count: int
+    last_ms: int
+    reason: str  # the first line of the last one's error
+
+
+@dataclass(frozen=True)
 class StreamRecord:
     desired: str = RUNNING
     starts: tuple[Start, ...] = ()
     stop_requested_ms: int | None = None  # the newest stop request
+    failed: FailedStarts | None = None
+
+    def failed_start(self, at_ms: int, reason: str) -> StreamRecord:
+        """This record with one more failed start, at ``at_ms``."""
+        count = self.failed.count + 1 if self.failed else 1
+        return replace(self, failed=FailedStarts(count, at_ms, reason))
 
     @property
     def restarts(self) -> int:
@@ -68,7 +84,8 @@ class StreamRecord:
             previous is None or self.stop_requested_ms >= previous
         )
         start = Start(at_ms, previous is not None and not stopped, pid)
-        return replace(self, desired=RUNNING, starts=(*self.starts, start)[-KEPT_STARTS:])
+        starts = (*self.starts, start)[-KEPT_STARTS:]
+        return replace(self, desired=RUNNING, starts=starts, failed=None)
 
 
 def directory(settings: Settings) -> Path:
@@ -91,10 +108,12 @@ def read(settings: Settings, job: str) -> StreamRecord:
         row = connection.execute(select).mappings().first()
     if row is None:
         return StreamRecord()
+    failed = row["failed_starts"]
     return StreamRecord(
         row["desired"],
         tuple(Start(**start) for start in json.loads(row["starts"])),
         row["stop_requested_ms"],
+        FailedStarts(**json.loads(failed)) if failed else None,
     )
 
 
@@ -103,6 +122,7 @@ def write(settings: Settings, job: str, record: StreamRecord) -> None:
         "desired": record.desired,
         "starts": json.dumps([asdict(start) for start in record.starts]),
         "stop_requested_ms": record.stop_requested_ms,
+        "failed_starts": json.dumps(asdict(record.failed)) if record.failed else None,
     }
     with _store(settings).begin() as connection:
         insert = upsert_insert(connection.dialect, stream_register, "the stream register")

@@ -18,7 +18,7 @@ import os
 import signal
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from boardstream.errors import BoardstreamError
 from boardstream.settings import Settings
@@ -34,6 +34,10 @@ from boardstream.supervision.streams import Stream
 logger = logging.getLogger(__name__)
 
 POLL_S = 0.5
+# A stream that cannot be started (no free cores, a driver that exits at once) is tried again by
+# the supervisor after 15 s, then 30 s, 60 s, ... at most every 10 minutes, not in a tight loop.
+START_BACKOFF_S = 15.0
+START_BACKOFF_MAX_S = 600.0
 
 
 class StreamStartError(BoardstreamError):
@@ -68,39 +72,66 @@ def ensure_running(settings: Settings, stream: Stream, timeout_s: float = 300.0)
         current = status(settings, stream)
         if current.running:
             return current
-        _require_cores(settings, stream)
-        log = register.log_file(settings, stream.job)
-        process = ManagedProcess(
-            stream.job, register.directory(settings) / f"{stream.job}.pid", stream.job
-        ).start(
-            submit_command(settings, stream.job, list(stream.args), stream.conf()),
-            log,
-            # The driver reads its settings from its environment: these settings, whole.
-            {**settings.to_env(), **submit_env(settings)},
-        )
-        deadline = time.monotonic() + timeout_s
-        while (owner := holder(settings, stream.checkpoint)) is None:
-            if process.poll() is not None:
-                raise StreamStartError(
-                    f"{stream.job} exited (code {process.returncode}) before its query started; "
-                    f"last lines of {log}:\n{log_tail(log)}"
-                )
-            if time.monotonic() > deadline:
-                process.send_signal(signal.SIGTERM)
-                raise StreamStartError(
-                    f"{stream.job} did not start its query within {timeout_s:g}s (stopped); "
-                    f"see {log}:\n{log_tail(log)}"
-                )
-            time.sleep(POLL_S)
-        record = current.record.started(owner.since_ms, owner.pid)
-        register.write(settings, stream.job, record)
-        logger.info(
-            "%s %s: %s",
-            stream.job,
-            "restarted" if record.starts[-1].restart else "started",
-            owner.describe(),
-        )
-        return StreamStatus(stream.job, owner, record)
+        try:
+            return _start(settings, stream, current, timeout_s)
+        except StreamStartError as error:
+            failed = current.record.failed_start(_now_ms(), str(error).splitlines()[0])
+            register.write(settings, stream.job, failed)
+            raise
+
+
+def retry_in_s(record: register.StreamRecord, now_ms: int) -> float:
+    """How long a supervisor waits before it starts a stream whose last starts failed: from
+    :data:`START_BACKOFF_S` after the first failure, twice as long after each next one, at most
+    :data:`START_BACKOFF_MAX_S`; 0 when its last start did not fail."""
+    if record.failed is None:
+        return 0.0
+    backoff_s = min(START_BACKOFF_S * 2 ** (record.failed.count - 1), START_BACKOFF_MAX_S)
+    return max(0.0, record.failed.last_ms / 1000 + backoff_s - now_ms / 1000)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _start(
+    settings: Settings, stream: Stream, current: StreamStatus, timeout_s: float
+) -> StreamStatus:
+    """Start ``stream``'s driver (under its register lock) and wait until its query holds the
+    checkpoint."""
+    _require_cores(settings, stream)
+    log = register.log_file(settings, stream.job)
+    process = ManagedProcess(
+        stream.job, register.directory(settings) / f"{stream.job}.pid", stream.job
+    ).start(
+        submit_command(settings, stream.job, list(stream.args), stream.conf()),
+        log,
+        # The driver reads its settings from its environment: these settings, whole.
+        {**settings.to_env(), **submit_env(settings)},
+    )
+    deadline = time.monotonic() + timeout_s
+    while (owner := holder(settings, stream.checkpoint)) is None:
+        if process.poll() is not None:
+            raise StreamStartError(
+                f"{stream.job} exited (code {process.returncode}) before its query started; "
+                f"last lines of {log}:\n{log_tail(log)}"
+            )
+        if time.monotonic() > deadline:
+            process.send_signal(signal.SIGTERM)
+            raise StreamStartError(
+                f"{stream.job} did not start its query within {timeout_s:g}s (stopped); "
+                f"see {log}:\n{log_tail(log)}"
+            )
+        time.sleep(POLL_S)
+    record = current.record.started(owner.since_ms, owner.pid)
+    register.write(settings, stream.job, record)
+    logger.info(
+        "%s %s: %s",
+        stream.job,
+        "restarted" if record.starts[-1].restart else "started",
+        owner.describe(),
+    )
+    return StreamStatus(stream.job, owner, record)
 
 
 def _require_cores(settings: Settings, stream: Stream) -> None:
@@ -135,9 +166,7 @@ def request(settings: Settings, stream: Stream, desired: str) -> None:
         record = register.read(settings, stream.job)
         stop_ms = int(time.time() * 1000) if desired == STOPPED else record.stop_requested_ms
         register.write(
-            settings,
-            stream.job,
-            register.StreamRecord(desired, record.starts, stop_ms),
+            settings, stream.job, replace(record, desired=desired, stop_requested_ms=stop_ms)
         )
 
 

@@ -38,6 +38,8 @@ def test_a_record_reads_back_as_written(tmp_path) -> None:
     settings = isolated_settings(tmp_path)
     assert register.read(settings, "board-detail-join") == StreamRecord()
     record = StreamRecord(STOPPED, (Start(1, False, 7), Start(2, True, 8)), 3)
+    record = record.failed_start(4, "no cores").failed_start(5, "no cores")
+    assert record.failed == register.FailedStarts(2, 5, "no cores")
     with register.locked(settings, "board-detail-join"):
         register.write(settings, "board-detail-join", record)
     assert register.read(settings, "board-detail-join") == record

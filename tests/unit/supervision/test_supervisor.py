@@ -115,6 +115,51 @@ def test_a_driver_that_exits_before_its_query_is_an_error_with_its_log(stand_in)
     assert register.read(settings, stream.job).starts == ()
 
 
+def test_a_stream_that_cannot_start_is_tried_again_after_a_growing_backoff(
+    stand_in, monkeypatch
+) -> None:
+    settings, stream = stand_in.settings, stand_in.stream
+    join, _ = board_detail_streams(settings, StreamOptions())
+    supervisor.request(settings, join, STOPPED)  # this test supervises the sink alone
+    waits: list[float] = []
+    clock = SimpleNamespace(time=time.time, sleep=waits.append)  # the backoff, not waited
+    monkeypatch.setattr(supervision, "time", clock)
+    stand_in.script = FAILING
+    for attempt in (1, 2):
+        with pytest.raises(supervisor.StreamStartError, match=r"exited \(code 2\)"):
+            supervision.ensure(settings)
+        failed = register.read(settings, stream.job).failed
+        assert failed is not None and failed.count == attempt
+        assert failed.reason == (
+            "board-detail-sink exited (code 2) before its query started; last lines of "
+            f"{register.log_file(settings, stream.job)}:"
+        )
+    # No wait before the first try, 15 s (less the time since the first failure) before the
+    # second, 30 s before the third.
+    assert len(waits) == 1 and 14 < waits[0] <= 15
+    assert 29 < supervisor.retry_in_s(register.read(settings, stream.job), _now_ms()) <= 30
+    stand_in.script = DRIVER
+    (_, sink) = supervision.ensure(settings)
+    assert sink.running and len(waits) == 2 and 29 < waits[1] <= 30
+    assert register.read(settings, stream.job).failed is None  # a start clears the count
+    assert len(stand_in.commands) == 3
+
+
+def test_the_backoff_doubles_up_to_its_bound() -> None:
+    def after(count: int) -> float:
+        failed = register.StreamRecord().failed_start(0, "x")
+        for _ in range(count - 1):
+            failed = failed.failed_start(0, "x")
+        return supervisor.retry_in_s(failed, 0)
+
+    assert [after(n) for n in (1, 2, 3, 6, 7, 20)] == [15, 30, 60, 480, 600, 600]
+    assert supervisor.retry_in_s(register.StreamRecord(), 0) == 0
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 def test_a_driver_that_never_takes_its_lease_is_stopped_at_the_timeout(stand_in) -> None:
     settings, stream = stand_in.settings, stand_in.stream
     stand_in.script = "import time; time.sleep(600)"
