@@ -67,7 +67,7 @@ def evaluate(
     owner = status.holder
     batch_ms = _ended_ms(progress) if progress else None
     reasons = []
-    age_s = lag = rows = uptime_s = None
+    age_s = rows = uptime_s = None
     if owner is not None:
         slo = slo.for_query(owner.details)
         uptime_s = max(0.0, (now_ms - owner.since_ms) / 1000)
@@ -80,11 +80,12 @@ def evaluate(
             reasons.append("no executor: the cluster has granted its application 0 cores")
         if since_run is not None:
             rows = float(progress["processed_rows_per_s"] or 0.0)
-        lag = behind
-        if lag is not None and slo.lag_breached(lag):
-            reasons.append(f"{lag:,} offsets behind the latest (SLO {slo.max_lag:,})")
     elif wanted:
         reasons.append("not running")
+    # Counted at the broker whether or not a driver runs: a frozen or dead stream's input waits.
+    lag = behind
+    if lag is not None and slo.lag_breached(lag):
+        reasons.append(f"{lag:,} offsets behind the latest (SLO {slo.max_lag:,})")
     return StreamHealth(
         job=status.job,
         supervised=bool(status.record.starts) or status.record.stop_requested_ms is not None,

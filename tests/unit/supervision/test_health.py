@@ -73,6 +73,12 @@ def test_a_stream_wanted_running_that_does_not_run_is_unhealthy() -> None:
     health = evaluate(StreamStatus("board-detail-join", None, STARTED), None, None, SINCE, SLO)
     assert health.reasons == ("not running",) and not health.running
     assert (health.application_id, health.uptime_s, health.lag) == (None, None, None)
+    # Its input still waits, counted at the broker: a frozen driver that lost its lease.
+    frozen = evaluate(
+        StreamStatus("board-detail-join", None, STARTED), None, None, SINCE, SLO, behind=60_000
+    )
+    assert frozen.reasons == ("not running", "60,000 offsets behind the latest (SLO 1,000)")
+    assert (frozen.lag, frozen.lag_breached) == (60_000, True)
 
 
 def test_a_stream_stopped_on_request_is_not_a_failure() -> None:
