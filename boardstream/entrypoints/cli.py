@@ -76,6 +76,8 @@ def _stack(args: argparse.Namespace, settings: Settings) -> int:
         lines = stack.down()
     else:
         lines = [status.line() for status in stack.status()]
+    if args.action != "down":
+        lines.append(stack.database_line())
     print("\n".join(lines))
     return 0
 

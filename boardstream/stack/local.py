@@ -17,7 +17,7 @@ from boardstream.stack.edge_worker import EdgeWorker
 from boardstream.stack.hdfs import DataNode, NameNode
 from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.kafka_cluster import KafkaCluster
-from boardstream.stack.ports import ListenPort, refuse_held
+from boardstream.stack.ports import ListenPort, env_var, refuse_held
 from boardstream.stack.postgres import Postgres
 from boardstream.stack.processes import ManagedProcess
 from boardstream.stack.spark_cluster import SparkMaster, SparkWorker
@@ -189,6 +189,20 @@ class LocalStack:
                 driver_said(error),
             )
             return []
+
+    def database_line(self) -> str:
+        """Which database the platform's commands use, said where the stack is started: the
+        local PostgreSQL runs beside SQLite until ``BOARDSTREAM_DATABASE_URL`` names it."""
+        env = env_var("database_url")
+        if self.settings.database_url:
+            return f"the platform's database: {shown(self.settings.database)} ({env})"
+        line = f"the platform's database: {self.settings.database} ({env} unset)"
+        if self.postgres.process.pid() is not None:
+            line += (
+                f"; the local PostgreSQL is not used by it: to use it, export "
+                f"{env}={self.postgres.url}"
+            )
+        return line
 
     def status(self) -> list[ServiceStatus]:
         statuses = [

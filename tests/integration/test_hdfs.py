@@ -201,7 +201,10 @@ def test_a_sessions_event_log_lands_on_hdfs_in_a_directory_it_makes(
 def test_up_twice_starts_hdfs_once_and_down_stops_both(settings: Settings) -> None:
     first = cli(settings, "stack", "up", "--hdfs", timeout=300)
     assert first.returncode == 0, first.stderr
-    lines = first.stdout.splitlines()
+    *lines, database = first.stdout.splitlines()
+    assert database == (
+        f"the platform's database: {settings.database} (BOARDSTREAM_DATABASE_URL unset)"
+    )
     assert [line.split(" (pid")[0] for line in lines] == [
         "kafka started",
         "namenode started",
@@ -219,6 +222,7 @@ def test_up_twice_starts_hdfs_once_and_down_stops_both(settings: Settings) -> No
     assert second.stdout.splitlines()[1:] == [
         f"namenode already running (pid {pids['namenode']}) on {namenode.address}",
         f"datanode already running (pid {pids['datanode']}) on {datanode.address}",
+        database,
     ]
     status = [line.split()[:4] for line in cli(settings, "stack", "status").stdout.splitlines()]
     for name, pid in pids.items():

@@ -1,23 +1,29 @@
 """The sink against a real broker, Spark and database: a record the table cannot take, or the
 database refuses, becomes a dead letter naming the column and problem; the rest of its batch
 is loaded; connection trouble still fails the batch so Spark retries it; a board's older
-version written to board-detail after a newer one does not replace it."""
+version written to board-detail after a newer one does not replace it; an input that aged out
+before the sink read it is one line naming what was lost."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
+from confluent_kafka import TopicPartition
 from sqlalchemy.exc import OperationalError
 
+from boardstream import sink
 from boardstream.dead_letters import envelope, envelope_json
+from boardstream.kafka.clients import admin_client
 from boardstream.sink import table
-from boardstream.sink.job import BatchWriter
+from boardstream.sink.job import BatchWriter, SinkJobConfig
+from boardstream.spark import streaming
 from tests.pipeline import Pipeline, query
 
 REJECTED_TITLE = "refused by the database"
@@ -181,3 +187,43 @@ def test_the_python_envelope_is_byte_identical_to_the_spark_one(spark, key, valu
     )
     [(from_spark,)] = frame.select(envelope(frame["e"], prefix)).collect()
     assert from_spark == envelope_json(error, "board-detail", 2, 7, 1234, key, value, prefix)
+
+
+def test_a_sink_whose_input_aged_out_names_what_was_lost_in_one_line(
+    kafka, spark, tmp_path
+) -> None:
+    pipeline = Pipeline(kafka, spark, tmp_path)
+    settings, topic = pipeline.settings, pipeline.settings.board_detail_topic
+    config = SinkJobConfig(checkpoint=tmp_path / "sink-ckpt")
+
+    def produce(*board_ids: str) -> None:
+        for board_id in board_ids:
+            pipeline.producer.produce(topic, detail(board_id), board_id.encode(), partition=0)
+        assert pipeline.producer.flush(10) == 0
+
+    def run() -> None:
+        streaming.run(spark, settings, lambda: sink.start(spark, settings, config), config)
+
+    produce("b0", "b1")
+    run()  # offsets 0 and 1 loaded, the checkpoint at 2
+    produce("b2", "b3", "b4")
+    # Retention's effect, at once: offsets 2 and 3 deleted before the sink read them.
+    deleted = admin_client(settings).delete_records([TopicPartition(topic, 0, 4)])
+    for future in deleted.values():
+        future.result()
+    with pytest.raises(streaming.InputLostError) as lost:
+        run()
+    message = str(lost.value)
+    assert "\n" not in message, message
+    assert re.fullmatch(
+        rf"board-detail-sink: records of its input were deleted before it read them: .*"
+        rf"{re.escape(topic)}-0.* \(KAFKA_DATA_LOSS\.[A-Z_]+\); the reconciliation's verdict "
+        r"names them",
+        message,
+    ), message
+    assert {
+        row.board_id for row in query(settings.database, "SELECT board_id FROM board_detail")
+    } == {
+        "b0",
+        "b1",
+    }

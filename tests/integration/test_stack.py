@@ -39,10 +39,15 @@ def test_up_twice_starts_once_and_down_stops_only_ours(own_stack) -> None:
         assert first.returncode == 0, first.stderr
         assert "kafka started (pid" in first.stdout
         assert "postgres started (pid" in first.stdout
-        pids = {
-            line.split()[0]: line.split("pid ")[1].split(")")[0]
-            for line in first.stdout.splitlines()
-        }
+        *services, database = first.stdout.splitlines()
+        pids = {line.split()[0]: line.split("pid ")[1].split(")")[0] for line in services}
+        # The PostgreSQL it started is not the platform's until the environment says so.
+        postgres = f"postgresql+psycopg2://boardstream@localhost:{own_stack.postgres_port}"
+        assert database == (
+            f"the platform's database: sqlite:///{own_stack.var_dir}/boardstream.db "
+            "(BOARDSTREAM_DATABASE_URL unset); the local PostgreSQL is not used by it: to use "
+            f"it, export BOARDSTREAM_DATABASE_URL={postgres}/boardstream"
+        )
 
         second = cli(own_stack, "stack", "up", "--postgres")
         assert second.returncode == 0, second.stderr
@@ -52,9 +57,7 @@ def test_up_twice_starts_once_and_down_stops_only_ours(own_stack) -> None:
         status = cli(own_stack, "stack", "status").stdout
         assert f"running (pid {pids['kafka']})" in status
 
-        engine = sqlalchemy.create_engine(
-            f"postgresql+psycopg2://boardstream@localhost:{own_stack.postgres_port}/boardstream"
-        )
+        engine = sqlalchemy.create_engine(f"{postgres}/boardstream")
         with engine.connect() as connection:
             assert connection.execute(sqlalchemy.text("select 41 + 1")).scalar() == 42
         engine.dispose()

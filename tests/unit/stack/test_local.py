@@ -498,3 +498,15 @@ def test_a_spread_clusters_host_refuses_brokers_and_a_foreign_address_first(
     with pytest.raises(BoardstreamError, match="an address this host does not have"):
         made.up(only=["postgres", "kafka"])
     assert started == []
+
+
+def test_up_and_status_say_which_database_the_platform_uses(tmp_path) -> None:
+    sqlite = isolated_settings(tmp_path)
+    assert LocalStack(sqlite).database_line() == (
+        f"the platform's database: sqlite:///{tmp_path}/boardstream.db "
+        "(BOARDSTREAM_DATABASE_URL unset)"
+    )
+    named = isolated_settings(tmp_path, database_url="postgresql+psycopg2://u:pw@db:5432/bs")
+    assert LocalStack(named).database_line() == (
+        "the platform's database: postgresql+psycopg2://u:***@db:5432/bs (BOARDSTREAM_DATABASE_URL)"
+    )
