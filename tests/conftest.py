@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from boardstream.logs import LIBRARIES
@@ -29,6 +32,12 @@ FOLDER_TIERS = {
     "dags": "dags",
 }
 TESTS = Path(__file__).parent
+# What a module left running (a streaming query in the shared session, a job's driver): on 2
+# cores one slows every test after it. Named at the end of the run, with each tier's minutes.
+LEFT_RUNNING: list[str] = []
+TIER_SECONDS: dict[str, float] = defaultdict(float)
+# A job's driver as the tests start one: spark-submit of a job script, or the CLI in a process.
+JOB_MARKERS = ("boardstream.entrypoints", f"{TESTS.parent / 'jobs'}/")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,6 +64,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if long:
         config.hook.pytest_deselected(items=long)
         items[:] = [item for item in items if not item.get_closest_marker("long")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def nothing_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each module: a streaming query still active in the shared Spark session is
+    stopped, and it and any job driver still running under this process are named in the
+    run's summary (a leak a test should not have; it costs every later test its CPU)."""
+    yield
+    module = request.module.__name__.removeprefix("tests.")
+    if "pyspark.sql" in sys.modules:
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession()
+        for query in session.streams.active if session is not None else []:
+            LEFT_RUNNING.append(f"{module}: streaming query {query.name or query.id} (stopped)")
+            query.stop()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            command = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if any(marker in command for marker in JOB_MARKERS):
+            LEFT_RUNNING.append(f"{module}: pid {child.pid} {command[:160]}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    tier = next((t for t in TIERS if t in report.keywords), "other")
+    TIER_SECONDS[tier] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Where the run's time went, by tier, and what modules left running."""
+    tiers = ", ".join(f"{t} {s / 60:.1f}" for t, s in sorted(TIER_SECONDS.items()))
+    terminalreporter.write_line(f"minutes by tier: {tiers}")
+    for leak in LEFT_RUNNING:
+        terminalreporter.write_line(f"left running by {leak}")
 
 
 @pytest.fixture(autouse=True)
