@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 _UNITS_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 
 
 def parse_ms(text: str) -> int:
     """Milliseconds in ``text``; ValueError naming the accepted forms otherwise."""
-    match = _PATTERN.match(text)
+    match = PATTERN.match(text)
     if not match:
         raise ValueError(f"expected a duration like 500ms, 30s, 10m, 2h or 7d, got {text!r}")
     return round(float(match.group(1)) * _UNITS_MS[match.group(2)])

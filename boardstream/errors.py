@@ -29,3 +29,8 @@ class InvalidOptionError(BoardstreamError, ValueError):
 class ServiceUnreachableError(BoardstreamError):
     """A service a job needs (its broker, its database) did not answer before the job started:
     refused in seconds, before Spark (exit 2), rather than failing minutes into the run."""
+
+
+class PipelineDeclarationError(BoardstreamError):
+    """A pipeline declaration the platform refuses: one line naming the file, the key and the
+    problem, said before anything starts (exit 2)."""

@@ -19,6 +19,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from boardstream.locations import checkpoint_uri, child
+from boardstream.pipelines import SHIPPED, Reconcile, Slo
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Brokers the local stack can run: one, or a quorum of three that survives losing any one.
@@ -93,6 +94,11 @@ class Settings(BaseSettings):
         default=None,
         description="Root of Spark checkpoints: a local path or a Hadoop filesystem URI "
         "(hdfs://namenode:8020/boardstream/checkpoints); default: var_dir/checkpoints.",
+    )
+    pipelines_dir: Path = Field(
+        default=SHIPPED,
+        description="The directory of pipeline declarations (one YAML file each, "
+        "docs/PIPELINES.md); default: the ones installed with the package.",
     )
     member_topic: str = "member"
     board_topic: str = "board"
@@ -254,7 +260,7 @@ class Settings(BaseSettings):
         default=20, ge=1, description="Reconciliation runs whose Data Docs pages are kept."
     )
     reconcile_watch_rows: int = Field(
-        default=500_000,
+        default=Reconcile().watch_rows,
         ge=1,
         description="Rows of board_detail an incremental reconciliation re-hashes to watch old "
         "rows: a larger table is watched in slices of this many rows, one per run, so a change "
@@ -287,7 +293,7 @@ class Settings(BaseSettings):
         "task_instance_heartbeat_timeout).",
     )
     stream_max_batch_age_s: int = Field(
-        default=1200,
+        default=Slo().max_batch_age_ms // 1000,
         gt=0,
         description="The streams' SLO (Pipeline health, the live stream's watch): a streaming "
         "job's last batch (or a live one's idle heartbeat) at most this long ago (default 20 "
@@ -295,7 +301,7 @@ class Settings(BaseSettings):
         "reports every 10 s, so 60 suits it).",
     )
     stream_max_lag: int = Field(
-        default=100_000,
+        default=Slo().max_lag,
         ge=0,
         description="The streams' SLO: a streaming job's last batch at most this many "
         "offsets behind the latest; a live stream's, at most this many records its checkpoint "

@@ -33,10 +33,16 @@ from boardstream.entrypoints.argtypes import (
     positive_number,
     ratio,
 )
-from boardstream.errors import BoardstreamError, InvalidOptionError, ServiceUnreachableError
+from boardstream.errors import (
+    BoardstreamError,
+    InvalidOptionError,
+    PipelineDeclarationError,
+    ServiceUnreachableError,
+)
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.locations import checkpoint_uri, shown
 from boardstream.logs import VERBOSE_ENV, configure
+from boardstream.pipelines import Join, Reconcile
 from boardstream.preflight import require
 from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.spark.submit import JOBS, application, build_class_archive, run_submit
@@ -245,6 +251,27 @@ def _state(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _pipelines(args: argparse.Namespace, settings: Settings) -> int:
+    """The declarations of the settings' directory: a bad one is refused (exit 2) whatever the
+    action, so what `list` and `show` print is what the jobs will run."""
+    from boardstream import pipelines
+
+    if args.action == "check":
+        pipelines.check_file(args.file, settings.pipelines_dir)
+        print("ok")
+        return 0
+    declared = pipelines.load_directory(settings.pipelines_dir)
+    if args.action == "show":
+        print(pipelines.to_yaml(pipelines.find(declared, args.name).pipeline), end="")
+        return 0
+    for name, (file, pipeline) in declared.items():
+        print(
+            f"{name}: {pipeline.stream.topic} ⋈ {pipeline.table.topic} ({pipeline.join.mode}) "
+            f"-> {pipeline.sink.table}  [{file}]"
+        )
+    return 0
+
+
 def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     """Run the reconcile (or repair) job under spark-submit; its exit code is the verdict."""
     if args.command == "repair":
@@ -380,6 +407,14 @@ _COMMANDS = {
         "measure compacted topics and tune their cleaner settings",
         "apply is a dry run unless --execute is given; every applied change is"
         " logged in compaction_tuning_log and can be rolled back with --change ID",
+    ),
+    "pipelines": _Command(
+        _pipelines,
+        "list, check or show the pipeline declarations (BOARDSTREAM_PIPELINES_DIR)",
+        "check FILE prints ok, or the one line naming the file, the key and the problem and "
+        "exits 2; it checks FILE beside the directory's declarations (no shared name, written "
+        "topic or sink table). show NAME prints the declaration as resolved, derived names "
+        "included.",
     ),
     "state": _Command(
         _state,
@@ -519,6 +554,17 @@ def build_parser() -> argparse.ArgumentParser:
     compaction.add_argument("--execute", action="store_true", help="apply: really alter configs")
     compaction.add_argument("--change", type=positive, help="rollback/verify: the change id")
 
+    pipeline_actions = parsers["pipelines"].add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    pipeline_actions.add_parser("list", help="one line per declared pipeline")
+    pipeline_actions.add_parser("check", help="check a declaration file").add_argument(
+        "file", metavar="FILE", type=Path
+    )
+    pipeline_actions.add_parser(
+        "show", help="print a pipeline's resolved declaration"
+    ).add_argument("name", metavar="NAME")
+
     state = parsers["state"]
     state.add_argument("action", choices=["show"])
     state.add_argument(
@@ -538,13 +584,13 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile.add_argument(
         "--stall-after",
         type=duration_text,
-        default="20m",
+        default=Reconcile().stall_after,
         help="input waiting longer than this is a stalled job (default: twice the schedule)",
     )
     reconcile.add_argument(
         "--unmatched-timeout",
         type=duration_text,
-        default="10m",
+        default=Join().grace,
         help="the join's unmatched timeout: boards waiting past it plus the stall age are overdue",
     )
     repair = parsers["repair"]
@@ -575,7 +621,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidOptionError as error:
         print(f"boardstream: error: {flag_message(error)}", file=sys.stderr)
         return 1
-    except ServiceUnreachableError as error:  # a job refused before Spark: could not run
+    except (ServiceUnreachableError, PipelineDeclarationError) as error:  # refused before a start
         print(f"boardstream: error: {error}", file=sys.stderr)
         return 2
     except BoardstreamError as error:

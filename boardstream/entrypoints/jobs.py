@@ -36,6 +36,7 @@ from boardstream.joins.job import ENGINES, JoinJobConfig
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
 from boardstream.logs import configure, verbose_requested
+from boardstream.pipelines import Join
 from boardstream.preflight import require
 from boardstream.settings import Settings
 from boardstream.sink import job as sink_job
@@ -132,20 +133,26 @@ def _refuse(parser: argparse.ArgumentParser, error: InvalidOptionError) -> NoRet
     parser.error(flag_message(error))
 
 
+# The flags' defaults are a declaration's (boardstream/pipelines/model.py).
+_JOIN = Join()
+
+
 def join_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_join", description=_first_line(join_job))
     parser.add_argument("--join-mode", dest="mode", choices=[LATEST, AS_OF], default=LATEST)
     _query_arguments(parser, max_offsets=None, triggers=streaming.REAL_TIME_TRIGGERS)
     for flag, default, text in (
-        ("--unmatched-timeout", "10m", "how long a board waits for its member"),
-        ("--history-retention", "7d", "as-of mode"),
-        ("--deleted-retention", "7d", "how long a deleted member is remembered"),
+        ("--unmatched-timeout", _JOIN.grace, "how long a board waits for its member"),
+        ("--history-retention", _JOIN.history_retention, "as-of mode"),
+        ("--deleted-retention", _JOIN.deleted_retention, "how long a deleted member is remembered"),
     ):
         dest = flag[2:].replace("-", "_") + "_ms"
         parser.add_argument(
             flag, dest=dest, metavar="DURATION", type=duration_ms, default=default, help=text
         )
-    parser.add_argument("--max-pending-per-member", type=positive, default=10_000)
+    parser.add_argument(
+        "--max-pending-per-member", type=positive, default=_JOIN.max_buffered_per_key
+    )
     parser.add_argument("--max-record-bytes", type=positive, default=256 * 1024)
     parser.add_argument(
         "--engine",

@@ -16,6 +16,7 @@ from boardstream.entrypoints.argtypes import duration_ms, positive
 from boardstream.errors import BoardstreamError, ServiceUnreachableError
 from boardstream.joins.member_table import AS_OF, LATEST
 from boardstream.logs import configure, verbose_requested
+from boardstream.pipelines import Join, Reconcile
 from boardstream.preflight import require
 from boardstream.settings import Settings
 
@@ -42,13 +43,13 @@ def reconcile_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--stall-after",
         type=duration_ms,
-        default="20m",
+        default=Reconcile().stall_after,
         help="input waiting longer than this means a stalled job (default: twice the schedule)",
     )
     parser.add_argument(
         "--unmatched-timeout",
         type=duration_ms,
-        default="10m",
+        default=Join().grace,
         help="the join's unmatched timeout (boards waiting longer are overdue)",
     )
     return parser

@@ -21,11 +21,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import get_args
 
 from boardstream.errors import InvalidOptionError
 from boardstream.joins.records import Entry, InputRow, OutputRow, Version, WaitingBoard
+from boardstream.pipelines import Join
 
-LATEST, AS_OF = "latest", "as-of"
+LATEST, AS_OF = get_args(Join.model_fields["mode"].annotation)
+# A declaration's defaults (boardstream/pipelines/model.py) are the join's.
+_DECLARED = Join()
 MISSING, DELETED, OVERFLOW = "member_missing", "member_deleted", "pending_overflow"
 
 # Tables before streams on equal timestamps.
@@ -34,11 +38,11 @@ _TABLES_FIRST = {"member": 0, "tombstone": 0, "board": 1}
 
 @dataclass(frozen=True)
 class JoinOptions:
-    mode: str = LATEST
-    unmatched_timeout_ms: int = 10 * 60 * 1000
-    max_pending_per_member: int = 10_000
-    history_retention_ms: int = 7 * 24 * 3600 * 1000  # as-of: history kept behind the newest
-    deleted_retention_ms: int = 7 * 24 * 3600 * 1000  # how long a deletion is remembered
+    mode: str = _DECLARED.mode
+    unmatched_timeout_ms: int = _DECLARED.grace_ms
+    max_pending_per_member: int = _DECLARED.max_buffered_per_key
+    history_retention_ms: int = _DECLARED.history_retention_ms  # as-of: kept behind the newest
+    deleted_retention_ms: int = _DECLARED.deleted_retention_ms  # how long a deletion is kept
 
     def __post_init__(self) -> None:
         if self.mode not in (LATEST, AS_OF):

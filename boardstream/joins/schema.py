@@ -1,7 +1,8 @@
 """The input contract and the column layouts shared by the parser, the stateful processor, the
 outputs and the ``board_detail`` table.
 
-:data:`BOARD_FIELDS` and :data:`MEMBER_FIELDS` are the contract of a record's JSON value: what
+:data:`BOARD_FIELDS` and :data:`MEMBER_FIELDS` are the contract of a record's JSON value, read
+from the shipped ``board_detail`` declaration (boardstream/pipelines/declarations/): what
 :mod:`boardstream.joins.parse` accepts (anything else is a dead letter naming the field and the
 problem), and what the table's columns are sized from (:data:`BOARD_ID_MAX_CHARS`), so a record
 the join accepts is one the table can hold. The processor's state and output are tuples/rows in
@@ -10,12 +11,13 @@ exactly the orders below, written once here and turned into Spark DDL by :func:`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from boardstream.errors import BoardstreamError
+from boardstream.pipelines import FieldType, Int64, Text, Timestamp, shipped
+
 TEXT, INT64, TIMESTAMP = "text", "int64", "timestamp"
-# Text the table stores as VARCHAR(n) (PostgreSQL counts characters, i.e. code points): a longer
-# id must be stopped at the join, or the sink fails on it.
-BOARD_ID_MAX_CHARS = 64
 # PostgreSQL's text types cannot hold U+0000, so no text field may contain it.
 FORBIDDEN_CHAR = "\u0000"
 
@@ -34,23 +36,28 @@ class Field:
     max_chars: int | None = None
 
 
-BOARD_FIELDS = (
-    Field("id", TEXT, required=True, min_chars=1, max_chars=BOARD_ID_MAX_CHARS),
-    Field("member_id", INT64, required=True),
-    Field("title", TEXT, required=False),
-    Field("body", TEXT, required=False),
-    Field("created_ts", INT64, required=True),  # epoch milliseconds: the board's event time
-    Field("created_at", TEXT, required=False),
-    Field("modified_at", TEXT, required=False),
-)
-MEMBER_FIELDS = (
-    Field("member_id", INT64, required=True),  # must equal the record key
-    Field("nickname", TEXT, required=False),
-    Field("city", TEXT, required=False),
-    Field("phone", TEXT, required=False),
-    Field("created_at", TEXT, required=False),
-    Field("modified_at", TIMESTAMP, required=True),  # the member version's event time
-)
+def contract(declared: Mapping[str, FieldType]) -> tuple[Field, ...]:
+    """The parser's contract for a declaration's fields, in their order. An epoch timestamp
+    is a JSON integer to the parser; the other types it does not parse yet."""
+    contract = []
+    for name, kind in declared.items():
+        if isinstance(kind, Text):
+            contract.append(Field(name, TEXT, kind.required, kind.min_chars, kind.max_chars))
+        elif isinstance(kind, Int64) or (isinstance(kind, Timestamp) and kind.format != "iso8601"):
+            contract.append(Field(name, INT64, kind.required))
+        elif isinstance(kind, Timestamp):
+            contract.append(Field(name, TIMESTAMP, kind.required))
+        else:
+            raise BoardstreamError(f"{name}: the join's parser does not read {kind.type} yet")
+    return tuple(contract)
+
+
+_BOARD_DETAIL = shipped("board_detail")
+BOARD_FIELDS = contract(_BOARD_DETAIL.stream.fields)
+MEMBER_FIELDS = contract(_BOARD_DETAIL.table.fields)
+# Text the table stores as VARCHAR(n) (PostgreSQL counts characters, i.e. code points): a longer
+# id must be stopped at the join, or the sink fails on it.
+BOARD_ID_MAX_CHARS = _BOARD_DETAIL.stream.fields[_BOARD_DETAIL.stream.id].max_chars
 
 # One parsed, valid input record of either topic, as the processor receives it.
 INPUT = (

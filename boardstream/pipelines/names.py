@@ -1,0 +1,64 @@
+"""The names a declaration gives: SQL identifiers, Kafka topics and durations, each checked
+where it is written so a bad one is refused in the declaration, not by the broker or the
+database minutes into a run. Each type carries its rule into the JSON Schema too, so an editor
+flags it as it is typed."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from boardstream.durations import PATTERN, parse_ms
+
+# Unquoted in PostgreSQL, SQLite and Spark alike, and at most PostgreSQL's 63 bytes: a name
+# that needs no quoting anywhere it goes.
+IDENTIFIER = r"^[a-z_][a-z0-9_]{0,62}$"
+# Kafka's own rule (kafka.common.internals.Topic): these characters, at most 249, not . or ..
+MAX_TOPIC_CHARS = 249
+TOPIC = rf"^(?!\.{{1,2}}$)[a-zA-Z0-9._-]{{1,{MAX_TOPIC_CHARS}}}$"
+
+
+def _identifier(name: str) -> str:
+    if not re.match(IDENTIFIER, name):
+        raise ValueError(
+            f"{name!r} is not a SQL identifier (lower-case letters, digits and _, not starting "
+            "with a digit, at most 63 characters)"
+        )
+    return name
+
+
+def _topic(name: str) -> str:
+    if len(name) > MAX_TOPIC_CHARS:
+        raise ValueError(
+            f"a Kafka topic name is at most {MAX_TOPIC_CHARS} characters, this one {len(name)}"
+        )
+    if not re.match(TOPIC, name):
+        raise ValueError(
+            f"{name!r} is not a legal Kafka topic name (letters, digits, '.', '_' and '-', at "
+            "most 249 characters, not '.' or '..')"
+        )
+    return name
+
+
+def _duration(text: str) -> str:
+    if parse_ms(text) <= 0:
+        raise ValueError(f"must be more than 0, got {text!r}")
+    return text
+
+
+def colliding(topic: str) -> str:
+    """The name Kafka compares topics by: it refuses a topic whose name differs from an
+    existing one's only in '.' against '_' (their metric names would be the same)."""
+    return topic.replace(".", "_")
+
+
+Identifier = Annotated[
+    str, AfterValidator(_identifier), Field(json_schema_extra={"pattern": IDENTIFIER})
+]
+Topic = Annotated[str, AfterValidator(_topic), Field(json_schema_extra={"pattern": TOPIC})]
+# Kept as written (10m, 7d) so a declaration reads back as it was given; ``parse_ms`` reads it.
+Duration = Annotated[
+    str, AfterValidator(_duration), Field(json_schema_extra={"pattern": PATTERN.pattern})
+]
