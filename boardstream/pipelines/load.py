@@ -74,11 +74,14 @@ def declarations(directory: Path) -> list[Path]:
 
 
 def load_directory(directory: Path, also: Path | None = None) -> dict[str, Declared]:
-    """Every pipeline of ``directory`` by name, and the one ``also`` declares (checked first,
-    in place of its copy if it is in the directory)."""
+    """Every pipeline of ``directory`` by name, and the one ``also`` declares, in place of its
+    copy if it is in the directory: read first, and compared with the others last, so a
+    clash is said of it."""
     files = declarations(directory)
     if also is not None:
-        files = [also, *(file for file in files if file.resolve() != also.resolve())]
+        checked = Declared(also, read(also))
+        files = [file for file in files if file.resolve() != also.resolve()]
+        return _apart([*(Declared(file, read(file)) for file in files), checked])
     if not files:
         raise PipelineDeclarationError(
             f"{directory}: no pipeline declarations ({', '.join(f'*{s}' for s in SUFFIXES)})"

@@ -1,4 +1,5 @@
-"""The two locks pin one tree: the image's runtime lock is the dev lock without the extras."""
+"""The two locks pin one tree: the image's runtime lock is the dev lock without the extras;
+the package data a wheel carries."""
 
 from __future__ import annotations
 
@@ -31,3 +32,17 @@ def test_every_direct_pin_is_the_locked_one() -> None:
         name, version = requirement.split("==")
         assert full[name.lower()] == version, requirement
     assert "pyspark-client" not in full, "requirements-overrides.txt keeps it out"
+
+
+def test_a_wheel_carries_the_shipped_pipeline_declarations() -> None:
+    """Each shipped declaration matches the package data setuptools installs with the package:
+    an installed boardstream finds them where BOARDSTREAM_PIPELINES_DIR defaults to."""
+    from boardstream.pipelines import SHIPPED
+
+    tool = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]
+    patterns = tool["setuptools"]["package-data"]["boardstream.pipelines"]
+    shipped = sorted(SHIPPED.iterdir())
+    assert shipped and all(
+        any(path.relative_to(SHIPPED.parent).match(pattern) for pattern in patterns)
+        for path in shipped
+    )

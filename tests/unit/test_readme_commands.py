@@ -76,6 +76,15 @@ RUN_BY: dict[str, str | None] = {
     ),
     f"{BS} compaction measure [--topic 'member*'] [--exclude PATTERN]": COMPACTION_CLI,
     f"{BS} compaction recommend --max-replay-waste 0.1 --restore-budget 5m": COMPACTION_CLI,
+    f"{BS} pipelines check boardstream/pipelines/declarations/orders.yml": (
+        "tests/unit/entrypoints/test_cli_pipelines.py::test_check_of_a_shipped_declaration_prints_ok"
+    ),
+    f"{BS} pipelines list": (
+        "tests/unit/entrypoints/test_cli_pipelines.py::test_list_names_the_shipped_pipelines"
+    ),
+    f"{BS} pipelines show orders": (
+        "tests/unit/entrypoints/test_cli_pipelines.py::test_show_prints_the_resolved_declaration"
+    ),
     f"{BS} compaction apply": (
         "tests/integration/test_compaction.py::test_cli_refuses_bad_targets_and_missing_change"
     ),
