@@ -29,7 +29,7 @@ class Strict(BaseModel):
     @classmethod
     def _known_keys(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            known = [field.alias or name for name, field in cls.model_fields.items()]
+            known = list(cls.model_fields)
             for key in data:
                 if key not in known:
                     raise unknown_key(key, known)

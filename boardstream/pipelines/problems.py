@@ -28,16 +28,19 @@ class Problem(ValueError):
         self.path = path
 
 
-def unknown_key(key: object, known: Iterable[str]) -> Problem:
+def unknown_key(key: object, known: list[str]) -> Problem:
     """A key no model has: a typo names what it was likely meant to be."""
-    close = difflib.get_close_matches(str(key), list(known), n=1)
+    close = difflib.get_close_matches(str(key), known, n=1)
     hint = f" (did you mean {close[0]}?)" if close else f" (expected one of {', '.join(known)})"
     return Problem(f"unknown key{hint}", str(key))
 
 
 def refusal(file: Path, path: Iterable[object], problem: str) -> PipelineDeclarationError:
-    where = "".join(f"{part}: " for part in [".".join(str(part) for part in path)] if part)
-    return PipelineDeclarationError(f"{file}: {where}{problem}")
+    """``file: path: problem``, or ``file: problem`` of the file as a whole."""
+    where = ".".join(str(part) for part in path)
+    return PipelineDeclarationError(
+        f"{file}: {where}: {problem}" if where else f"{file}: {problem}"
+    )
 
 
 def first_problem(
