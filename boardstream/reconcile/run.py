@@ -54,7 +54,7 @@ from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.snapshot import Snapshot, take_snapshot
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
-from boardstream.spark.checkpoint_files import CheckpointChecksumError, CheckpointFiles
+from boardstream.spark.checkpoint_files import CheckpointFiles, CheckpointFilesError
 from boardstream.timing import peak_memory_line, phase
 
 logger = logging.getLogger(__name__)
@@ -221,8 +221,9 @@ def _run(
         snapshot = take_snapshot(
             CheckpointFiles(spark), admin, settings, join_checkpoint, sink_checkpoint
         )
-    except CheckpointChecksumError as error:
-        # The jobs' own record of their progress was altered: a run of its own, ERRORED, so the
+    except CheckpointFilesError as error:
+        # The jobs' own record of their progress altered (a checksum that does not match) or
+        # unreadable (on HDFS: a missing or corrupt block): a run of its own, ERRORED, so the
         # refusal stands in the ledger and on the health page, not only in a task log.
         _errored(engine, _start(engine, settings, {}, run_by, kind)[0], error)
     large: tuple[str, ...] = ()  # why an incremental run is a full one

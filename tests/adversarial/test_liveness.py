@@ -246,3 +246,23 @@ def test_a_state_file_altered_on_disk_errors_the_run(fresh: Pipeline, pattern: s
     with pytest.raises(ReconciliationError) as raised:
         reconcile(fresh)
     assert "ERRORED" in str(raised.value)
+
+
+def test_a_checkpoint_file_that_cannot_be_read_errors_the_run(fresh: Pipeline) -> None:
+    """A filesystem error while the run reads the jobs' checkpoints (on HDFS, a missing or
+    corrupt block) is a run of its own, ERRORED and shown, as a checksum refusal is; before, it
+    raised with no run recorded (#63). Here the sink's last offset log entry is a directory."""
+    offsets = fresh.workdir / f"{fresh.settings.board_topic}-sink" / "offsets"
+    last = max(offsets.glob("[0-9]*"), key=lambda p: int(p.name))
+    last.unlink()
+    (offsets / f".{last.name}.crc").unlink(missing_ok=True)
+    last.mkdir()
+    with pytest.raises(ReconciliationError) as raised:
+        reconcile(fresh)
+    run_id = raised.value.run_id
+    assert str(raised.value).startswith(
+        f"reconciliation run {run_id}: ERRORED: CheckpointFilesError: "
+    ), raised.value
+    assert str(last) in str(raised.value), raised.value
+    run = ledger.run(sa.create_engine(fresh.settings.database), run_id)
+    assert run is not None and run["status"] == "ERRORED"

@@ -208,9 +208,9 @@ def test_a_sink_whose_input_aged_out_names_what_was_lost_in_one_line(
     run()  # offsets 0 and 1 loaded, the checkpoint at 2
     produce("b2", "b3", "b4")
     # Retention's effect, at once: offsets 2 and 3 deleted before the sink read them.
-    deleted = admin_client(settings).delete_records([TopicPartition(topic, 0, 4)])
-    for future in deleted.values():
-        future.result()
+    admin = admin_client(settings)  # kept: a client collected leaves its futures unresolved
+    for future in admin.delete_records([TopicPartition(topic, 0, 4)]).values():
+        future.result(timeout=30)
     with pytest.raises(streaming.InputLostError) as lost:
         run()
     message = str(lost.value)

@@ -1,48 +1,72 @@
-"""A query's aged-out input in one line: the reason the Kafka source's ``KAFKA_DATA_LOSS``
-condition gives, without the stage failure's stack traces around it."""
+"""A query's aged-out input in one line: the reason of the Kafka source's
+``KafkaIllegalStateException``, found among the causes of the stream's failure, without the
+stack traces around it. (The real failure: tests/integration/test_sink.py.)"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from types import SimpleNamespace
+
 import pytest
 
-from boardstream.spark.kafka_data_loss import lost_input
+from boardstream.spark.kafka_data_loss import KAFKA_DATA_LOSS, lost_input
 
-# What a StreamingQueryException of the sink read as, its input's first offsets deleted (Spark
-# 4.3.0, spark-sql-kafka 4.2.0), cut to its first lines.
-AGED_OUT = (
-    "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Job aborted due to "
-    "stage failure: Task 0 in stage 3.0 failed 1 times, most recent failure: Lost task 0.0 in "
-    "stage 3.0 (TID 7) (127.0.0.1 executor driver): org.apache.spark.sql.kafka010."
-    "KafkaIllegalStateException: [KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE] Some data may "
-    "have been lost because they are not available in Kafka any more;\neither the data was aged "
-    "out by Kafka or the topic may have been deleted before all the data in the\ntopic was "
-    "processed.\nIf you don't want your streaming query to fail on such cases, set the source "
-    "option failOnDataLoss to false.\nReason:\nCould not read records in offset [0, 57) for "
-    "topic partition board-detail-2\nwith consumer group spark-kafka-source-9f-executor. "
-    "SQLSTATE: 22000\n\tat org.apache.spark.sql.kafka010.KafkaExceptions$.couldNotReadOffsetRange"
+# The connector's message (spark-sql-kafka 4.2.0) as a sink whose offsets 2 and 3 were deleted
+# got it.
+MESSAGE = (
+    "Some data may have been lost because they are not available in Kafka any more;\neither the "
+    "data was aged out by Kafka or the topic may have been deleted before all the data in the\n"
+    "topic was processed.\nIf you don't want your streaming query to fail on such cases, set the "
+    "source option failOnDataLoss to false.\nReason: Could not read records in offset [2, 5) for "
+    "topic partition p0-board-detail-0\nwith consumer group spark-kafka-source-981f30db-executor."
 )
+
+
+@dataclass
+class Java:
+    """A Java exception as py4j shows one: its class, message, cause and condition."""
+
+    name: str
+    message: str = ""
+    cause: Java | None = None
+    condition: str = "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE"
+
+    def getClass(self) -> SimpleNamespace:
+        return SimpleNamespace(getName=lambda: self.name)
+
+    def getMessage(self) -> str:
+        return self.message
+
+    def getCause(self) -> Java | None:
+        return self.cause
+
+    def getCondition(self) -> str:
+        return self.condition
+
+
+def failure(origin: Java | None) -> Exception:
+    error = Exception("[STREAM_FAILED] ...")
+    error._origin = origin  # type: ignore[attr-defined]  # what pyspark's captured errors keep
+    return error
+
+
+def test_the_reason_behind_a_wrapped_failure_is_one_line() -> None:
+    lost = Java(KAFKA_DATA_LOSS, MESSAGE)
+    chain = Java("StreamingQueryException", cause=Java("SparkException", cause=lost))
+    assert lost_input(failure(chain)) == (
+        "Could not read records in offset [2, 5) for topic partition p0-board-detail-0 "
+        "(KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE)"
+    )
 
 
 @pytest.mark.parametrize(
-    ("message", "expected"),
-    [
-        (
-            AGED_OUT,
-            "Could not read records in offset [0, 57) for topic partition board-detail-2 "
-            "(KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE)",
-        ),
-        (
-            "x: [KAFKA_DATA_LOSS.START_OFFSET_RESET] Some data may have been lost ...\nReason:\n"
-            "Starting offset for board-detail-0 was 5 but consumer reset to 90. SQLSTATE: 22000",
-            "Starting offset for board-detail-0 was 5 but consumer reset to 90 "
-            "(KAFKA_DATA_LOSS.START_OFFSET_RESET)",
-        ),
-        (
-            "[KAFKA_DATA_LOSS.PARTITIONS_DELETED] lost",
-            "no reason given (KAFKA_DATA_LOSS.PARTITIONS_DELETED)",
-        ),
-        ("Python worker failed to connect back", None),
-    ],
+    "origin",
+    [None, Java("StreamingQueryException", "Python worker failed to connect back")],
 )
-def test_the_reason_of_a_data_loss_is_one_line(message: str, expected: str | None) -> None:
-    assert lost_input(RuntimeError(message)) == expected
+def test_a_failure_without_a_data_loss_is_none(origin: Java | None) -> None:
+    assert lost_input(failure(origin)) is None
+
+
+def test_a_reason_the_connector_does_not_give_is_said() -> None:
+    lost = Java(KAFKA_DATA_LOSS, "Some data may have been lost", condition="KAFKA_DATA_LOSS.X")
+    assert lost_input(failure(lost)) == "no reason given (KAFKA_DATA_LOSS.X)"
