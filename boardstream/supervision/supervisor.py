@@ -26,7 +26,7 @@ from boardstream.spark import standalone
 from boardstream.spark.checkpoint_lease import Holder, ask_to_stop, holder
 from boardstream.spark.submit import submit_command, submit_env
 from boardstream.stack.ports import env_var
-from boardstream.stack.processes import ManagedProcess, log_tail
+from boardstream.stack.processes import ManagedProcess, log_tail, session_members
 from boardstream.supervision import register
 from boardstream.supervision.register import RUNNING, STOPPED
 from boardstream.supervision.streams import Stream
@@ -209,12 +209,26 @@ def halt(
                 timeout_s,
                 owner.describe(),
             )
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(owner.pid, signal.SIGKILL)
+            kill_driver(owner.pid)
             killed = True  # its lease is free once its TTL has run out
             deadline = time.monotonic() + settings.lease_ttl_s + timeout_s
         time.sleep(POLL_S)
     return owner
+
+
+def kill_driver(pid: int) -> None:
+    """SIGKILL the driver ``pid`` names and every process of its session: the lease names the
+    Python driver, while the writes come from the spark-submit JVM that started it (and, in
+    local mode, its executors' threads), which a kill of the Python process alone left running.
+    A driver in this process's own session (run in line) is killed alone."""
+    try:
+        session = os.getsid(pid)
+    except ProcessLookupError:
+        return
+    members = [pid] if session == os.getsid(0) else session_members(session) or [pid]
+    for member in members:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGKILL)
 
 
 def runs_here(owner: Holder) -> bool:

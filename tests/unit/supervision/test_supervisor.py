@@ -10,8 +10,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
+import psutil
 import pytest
 
 from boardstream import supervision
@@ -38,8 +40,15 @@ with hold(Settings(), sys.argv[1], "board-detail-sink", {"application_id": "app-
     signal.signal(signal.SIGTERM, lambda *_: held.release_asked.set())
     held.release_asked.wait(600)
 """
-# A driver deaf to being asked: stuck in a batch that cannot end (its broker gone, say).
-DEAF = DRIVER.replace("held.release_asked.wait(600)", "time.sleep(600)")
+# A driver deaf to being asked: stuck in a batch that cannot end (its broker gone, say), with a
+# process of its session beside it, as spark-submit's JVM is beside the Python driver; the
+# child's pid goes to the file argv[1] names, with ".child" added.
+DEAF = DRIVER.replace(
+    "held.release_asked.wait(600)",
+    "import subprocess; child = subprocess.Popen(['sleep', '600']); "
+    "pid = Path(sys.argv[1] + '.child'); pid.parent.mkdir(parents=True, exist_ok=True); "
+    "pid.write_text(str(child.pid)); time.sleep(600)",
+)
 FAILING = "import sys; print('bad settings: no broker', flush=True); sys.exit(2)"
 
 
@@ -188,10 +197,15 @@ def test_a_driver_deaf_to_a_stop_is_an_error_to_a_stop_and_killed_by_a_halt(stan
     with pytest.raises(supervisor.StreamStopError, match=r"did not stop within 1s of being asked"):
         supervisor.stop(settings, stream, timeout_s=1)
     assert holder(settings, stream.checkpoint) == owner
+    child = int(Path(f"{stream.checkpoint}.child").read_text())
     assert supervision.halt(settings, timeout_s=1) == [
         f"board-detail-sink stopped (pid {owner.pid})"
     ]
     assert holder(settings, stream.checkpoint) is None
+    deadline = time.monotonic() + 10  # killed with the driver: its session goes down together
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, f"pid {child} of the driver's session still runs"
+        time.sleep(0.1)
 
 
 def test_a_driver_on_another_host_stops_when_asked_and_is_left_to_its_hosts_down(stand_in) -> None:
