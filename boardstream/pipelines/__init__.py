@@ -12,9 +12,19 @@ from functools import cache
 from pathlib import Path
 
 from boardstream.errors import BoardstreamError
-from boardstream.pipelines.fields import TYPE_NAMES, FieldType, Int64, Text, Timestamp
+from boardstream.pipelines.fields import (
+    TYPE_NAMES,
+    Boolean,
+    Date,
+    Decimal,
+    Double,
+    FieldType,
+    Int64,
+    Text,
+    Timestamp,
+)
 from boardstream.pipelines.load import Declared, load_directory, read, to_yaml
-from boardstream.pipelines.model import Join, Pipeline, Reconcile, Slo
+from boardstream.pipelines.model import LOADED_AT, POSITIONS, Join, Pipeline, Reconcile, Slo
 
 # Installed as package data (pyproject.toml), so a wheel has them.
 SHIPPED = Path(__file__).resolve().parent / "declarations"
@@ -43,9 +53,15 @@ def find(declared: dict[str, Declared], name: str) -> Declared:
 
 
 __all__ = [
+    "LOADED_AT",
+    "POSITIONS",
     "SHIPPED",
     "TYPE_NAMES",
+    "Boolean",
+    "Date",
+    "Decimal",
     "Declared",
+    "Double",
     "FieldType",
     "Int64",
     "Join",
