@@ -1,9 +1,11 @@
 """Kafka records → valid join input, or a dead letter naming what is wrong.
 
-The contract is :data:`~boardstream.joins.schema.BOARD_FIELDS` and ``MEMBER_FIELDS``; this module
-enforces it on the JVM with column expressions, so no Python worker sees a record until it is
-known to be well formed, and nothing is coerced: a quoted number is not an integer, a number is
-not text, an integer outside int64 is not clipped, and text is never re-encoded.
+The contract is a pipeline's declared fields (:class:`~boardstream.joins.schema.Contract`; the
+shipped ``board_detail``'s is :data:`~boardstream.joins.schema.BOARD_DETAIL`, which :func:`parse`
+turns into the processor's rows); this module enforces it on the JVM with column expressions,
+so no Python worker sees a record until it is known to be well formed, and nothing is coerced: a
+quoted number is not an integer, a number is not text, an integer outside int64 is not clipped,
+a decimal is never rounded, and text is never re-encoded.
 
 Spark's lenient JSON reader (``from_json``) would do all of that silently (and accept single
 quotes, NaN, trailing text, and a lone ``\\ud800`` turned into ``?``), so values are parsed with
@@ -15,6 +17,10 @@ only ``try_*`` conversions are used.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import chain
+from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -28,6 +34,7 @@ _JSON_WS = " \t\n\r"  # JSON's whitespace, nothing more
 # cannot change a string's first or last non-blank character.
 _HIGH = r"\\u[dD][89abAB][0-9a-fA-F]{2}"
 _LOW = r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+# An int64 table key's digits (the shipped pipeline's member key).
 _MEMBER_KEY = r"^-?[0-9]+$"
 
 
@@ -138,20 +145,34 @@ def _kind(name: str) -> Column:
 
 
 def _value(name: str) -> Column:
-    """Field ``name`` as its contract type (string or bigint), read once per record."""
+    """Field ``name`` as it is read (:func:`_read_as`), once per record."""
     return F.col(f"_value_{name}")
 
 
-def _fields() -> dict[str, schema.Field]:
-    """Every field of either topic, by name (a name shared by both has one JSON type)."""
+def _read_as(field: schema.Field) -> str:
+    """The Spark type a field is read from its variant as: the JSON type's, nothing converted
+    (a date and an ISO timestamp are read as their text, checked after)."""
+    return {
+        schema.INT64: "bigint",
+        schema.DOUBLE: "double",
+        schema.BOOLEAN: "boolean",
+        schema.DECIMAL: f"decimal({field.precision},{field.scale})",
+    }.get(field.kind, "string")
+
+
+def _fields(*sides: tuple[schema.Field, ...]) -> dict[str, schema.Field]:
+    """Every field of either side (the shipped pipeline's unless given), by name: a name both
+    sides have is read once, so it must be read as one type."""
     fields: dict[str, schema.Field] = {}
-    for field in schema.BOARD_FIELDS + schema.MEMBER_FIELDS:
+    for field in chain(*(sides or (schema.BOARD_FIELDS, schema.MEMBER_FIELDS))):
         known = fields.setdefault(field.name, field)
-        assert (known.kind == schema.INT64) == (field.kind == schema.INT64), field.name
+        assert _read_as(known) == _read_as(field), field.name
     return fields
 
 
-def _read_fields(df: DataFrame, max_record_bytes: int) -> DataFrame:
+def _read_fields(
+    df: DataFrame, max_record_bytes: int, fields: dict[str, schema.Field]
+) -> DataFrame:
     """Parse each value once (``_variant``) and read every field once: the
     checks and the typed columns refer to these columns, so Spark keeps them computed once
     instead of re-parsing for every reference. Oversized values are not parsed at all."""
@@ -159,7 +180,6 @@ def _read_fields(df: DataFrame, max_record_bytes: int) -> DataFrame:
     variant = F.when(
         F.octet_length(value) <= max_record_bytes, F.try_parse_json(value.cast("string"))
     )
-    fields = _fields()
     # One walk over the object's fields picks out every contract field, each still a variant
     # (a path lookup per field would search the object once per field: twice the cost).
     picked = "struct<" + ", ".join(f"`{name}`: variant" for name in fields) + ">"
@@ -168,11 +188,46 @@ def _read_fields(df: DataFrame, max_record_bytes: int) -> DataFrame:
     )
     columns = {}
     for name, field in fields.items():
-        as_type = "bigint" if field.kind == schema.INT64 else "string"
-        one = F.col("_picked")[name]
+        one = _picked(name)
         columns[f"_kind_{name}"] = F.schema_of_variant(one)
-        columns[f"_value_{name}"] = F.try_variant_get(one, "$", as_type)
+        columns[f"_value_{name}"] = F.try_variant_get(one, "$", _read_as(field))
     return df.withColumns(columns)
+
+
+def _picked(name: str) -> Column:
+    """Field ``name`` as the record has it, a variant."""
+    return F.col("_picked")[name]
+
+
+# A JSON number's variant types: an integer literal is BIGINT (DECIMAL(n,0) past int64), one
+# with a fraction DECIMAL(p,s) (trailing zeros dropped: 1.50 is DECIMAL(2,1)), one with an
+# exponent or past 38 digits DOUBLE.
+def _is_integer(kind: Column) -> Column:
+    return kind == "BIGINT"
+
+
+def _is_exact_number(kind: Column) -> Column:
+    return _is_integer(kind) | kind.startswith("DECIMAL")
+
+
+def _is_number(kind: Column) -> Column:
+    return _is_exact_number(kind) | (kind == "DOUBLE")
+
+
+# Per parser kind: the variant types it accepts, and the words for what it wants.
+_JSON_TYPES = {
+    schema.INT64: (_is_integer, "a JSON integer in the int64 range"),
+    schema.DOUBLE: (_is_number, "a JSON number"),
+    schema.BOOLEAN: (lambda kind: kind == "BOOLEAN", "a JSON boolean (true or false)"),
+}
+_STRING = (lambda kind: kind == "STRING", "a JSON string")
+
+
+def _json_type(field: schema.Field) -> tuple[Callable[[Column], Column], str]:
+    if field.kind == schema.DECIMAL:
+        wanted = f"a JSON number for decimal({field.precision},{field.scale}) (no exponent)"
+        return _is_exact_number, wanted
+    return _JSON_TYPES.get(field.kind, _STRING)
 
 
 def _field_checks(fields: tuple[schema.Field, ...]) -> list[tuple[Column, Column]]:
@@ -183,67 +238,153 @@ def _field_checks(fields: tuple[schema.Field, ...]) -> list[tuple[Column, Column
         absent = kind.isNull() | (kind == "VOID")
         if field.required:
             checks.append((absent, F.lit(f"missing field {field.name} (absent or null)")))
-        integer = field.kind == schema.INT64
-        expected = "BIGINT" if integer else "STRING"
-        wanted = "a JSON integer in the int64 range" if integer else "a JSON string"
+        is_type, wanted = _json_type(field)
         checks.append(
             (
-                ~absent & (kind != expected),
+                ~absent & ~is_type(kind),
                 F.concat(F.lit(f"{field.name} must be {wanted}, got "), _type_name(kind)),
             )
         )
-        if integer:
-            continue
-        length = F.char_length(value)
-        checks.append(
-            (
-                F.contains(value, F.lit(schema.FORBIDDEN_CHAR)),
-                F.lit(f"{field.name} contains U+0000, which text columns cannot hold"),
-            )
-        )
-        if field.min_chars:
+        if _read_as(field) == "string":
+            checks += _text_checks(field, absent)
+        elif field.kind == schema.DOUBLE:
             checks.append(
                 (
-                    ~absent & (length < field.min_chars),
-                    F.lit(f"{field.name} is shorter than {field.min_chars} character(s)"),
+                    F.abs(value) == F.lit(float("inf")),
+                    F.lit(f"{field.name} is a JSON number beyond the range of a double"),
                 )
             )
-        if field.max_chars is not None:
-            checks.append(
-                (
-                    length > field.max_chars,
-                    F.concat(
-                        F.lit(f"{field.name} is "),
-                        length.cast("string"),
-                        F.lit(f" characters, more than {field.max_chars}"),
-                    ),
-                )
-            )
-        if field.kind == schema.TIMESTAMP:
-            checks.append(
-                (
-                    ~absent & F.try_to_timestamp(value).isNull(),
-                    F.concat(F.lit(f"{field.name} is not a timestamp: "), _excerpt(value)),
-                )
-            )
+        elif field.kind == schema.DECIMAL:
+            checks.append(_decimal_fits(field, absent))
     return checks
 
 
-def parse(
+def _text_checks(field: schema.Field, absent: Column) -> list[tuple[Column, Column]]:
+    """A string's: no U+0000, its length bounds, and the form of a timestamp or a date."""
+    value = _value(field.name)
+    length = F.char_length(value)
+    checks = [
+        (
+            F.contains(value, F.lit(schema.FORBIDDEN_CHAR)),
+            F.lit(f"{field.name} contains U+0000, which text columns cannot hold"),
+        )
+    ]
+    if field.min_chars:
+        checks.append(
+            (
+                ~absent & (length < field.min_chars),
+                F.lit(f"{field.name} is shorter than {field.min_chars} character(s)"),
+            )
+        )
+    if field.max_chars is not None:
+        checks.append(
+            (
+                length > field.max_chars,
+                F.concat(
+                    F.lit(f"{field.name} is "),
+                    length.cast("string"),
+                    F.lit(f" characters, more than {field.max_chars}"),
+                ),
+            )
+        )
+    if field.kind == schema.TIMESTAMP:
+        checks.append(
+            (
+                ~absent & F.try_to_timestamp(value).isNull(),
+                F.concat(F.lit(f"{field.name} is not a timestamp: "), _excerpt(value)),
+            )
+        )
+    if field.kind == schema.DATE:
+        checks.append(
+            (
+                ~absent & _date(value).isNull(),
+                F.concat(F.lit(f"{field.name} is not a date (YYYY-MM-DD): "), _excerpt(value)),
+            )
+        )
+    return checks
+
+
+def _date(text: Column) -> Column:
+    """``text`` as a date, null unless it is one, strictly ``YYYY-MM-DD`` (2021-02-29 is not)."""
+    return F.try_to_date(text, "yyyy-MM-dd")
+
+
+def _decimal_fits(field: schema.Field, absent: Column) -> tuple[Column, Column]:
+    """An exact number's digits fit ``decimal(precision, scale)`` as they are: more after the
+    point than ``scale`` would be rounded, more before it than ``precision - scale`` do not
+    fit (the read is null), and neither is ever done."""
+    kind = _kind(field.name)
+    digits_after = F.regexp_extract(kind, r"^DECIMAL\([0-9]+,([0-9]+)\)$", 1)
+    rounded = F.coalesce(digits_after.try_cast("int"), F.lit(0)) > field.scale
+    too_big = _value(field.name).isNull()
+    return (
+        ~absent & _is_exact_number(kind) & (rounded | too_big),
+        F.concat(
+            F.lit(f"{field.name} does not fit decimal({field.precision},{field.scale}) "),
+            F.lit("without rounding: "),
+            _excerpt(F.to_json(_picked(field.name))),
+        ),
+    )
+
+
+def _typed(field: schema.Field) -> Column:
+    """Field ``field`` as its declared type holds it: a date as a date, the rest as read."""
+    value = _value(field.name)
+    return _date(value) if field.kind == schema.DATE else value
+
+
+def _key_text(field: schema.Field) -> Column:
+    """The Kafka key a record whose key field is ``field`` must have: the text itself, or an
+    int64's canonical decimal text."""
+    value = _value(field.name)
+    return value.cast("string") if field.kind == schema.INT64 else value
+
+
+def _int64_key(label: str, key: Column) -> list[tuple[Column, Column]]:
+    """An int64 table key's form: decimal digits, in range, canonical (so one row has one
+    key: 042 and 42 are not two rows)."""
+    key_id = key.try_cast("bigint")
+    return [
+        (
+            ~key.rlike(_MEMBER_KEY),
+            F.concat(F.lit(f"{label} key is not an integer: "), _excerpt(key)),
+        ),
+        (
+            key_id.isNull(),
+            F.concat(F.lit(f"{label} key is outside the int64 range: "), _excerpt(key)),
+        ),
+        (
+            key_id.cast("string") != key,
+            F.concat(F.lit(f"{label} key is not in canonical form (leading zeros, -0): "), key),
+        ),
+    ]
+
+
+class _Checked(NamedTuple):
+    """Kafka rows with every field read and ``error`` set, and the columns that tell a
+    record's side and its table key."""
+
+    frame: DataFrame
+    is_stream: Column
+    is_table: Column
+    is_tick: Column
+    table_key: Column
+
+
+def _checked(
     raw: DataFrame,
-    member_topic: str,
-    board_topic: str,
+    contract: schema.Contract,
+    stream_topic: str,
+    table_topic: str,
     max_record_bytes: int,
-    tick_topic: str | None = None,
-) -> DataFrame:
-    """Add ``error`` (null when valid), the typed input columns, and for an invalid record its
-    dead letter (``dead_key``, ``dead_letter``, keeping up to ``max_record_bytes`` of the
-    original key and value) to Kafka source rows. Records of ``tick_topic`` are of kind
-    ``tick``: they carry nothing but a micro-batch (see :mod:`boardstream.joins.job`)."""
+    tick_topic: str | None,
+) -> _Checked:
+    """``raw`` with ``timestamp_ms``, each declared field read, and ``error``: null for a
+    valid record, else the first way it breaks ``contract``."""
     value = F.col("value")
     text = value.cast("string")  # the bytes as they are: is_valid_utf8 checks them
     key = F.col("key").cast("string")
-    is_member, is_board = F.col("topic") == member_topic, F.col("topic") == board_topic
+    is_table, is_stream = F.col("topic") == table_topic, F.col("topic") == stream_topic
     is_tick = F.col("topic") == F.lit(tick_topic)
     oversized = (
         F.octet_length(value) > max_record_bytes,
@@ -254,50 +395,92 @@ def parse(
         ),
     )
     key_utf8 = (key.isNotNull() & ~F.is_valid_utf8(key), F.lit("key is not valid UTF-8"))
-    board_error = _first_error(
-        (value.isNull(), F.lit("a board record with a null value (boards have no tombstones)")),
+    stream, table = contract.stream_label, contract.table_label
+    stream_id = contract.stream_field(contract.stream_id)
+    stream_error = _first_error(
+        (
+            value.isNull(),
+            F.lit(f"a {stream} record with a null value ({_plural(stream)} have no tombstones)"),
+        ),
         oversized,
         key_utf8,
         *_json_checks(text),
-        *_field_checks(schema.BOARD_FIELDS),
-        (key.isNotNull() & (key != _value("id")), F.lit("key does not match id")),
+        *_field_checks(contract.stream),
+        (
+            key.isNotNull() & (key != _key_text(stream_id)),
+            F.lit(f"key does not match {stream_id.name}"),
+        ),
     )
-    key_id = key.try_cast("bigint")
-    member_error = _first_error(
-        (key.isNull(), F.lit("a member record without a key")),
+    key_field = contract.table_field(contract.table_key)
+    integer_key = key_field.kind == schema.INT64
+    table_key = key.try_cast("bigint") if integer_key else key
+    table_error = _first_error(
+        (key.isNull(), F.lit(f"a {table} record without a key")),
         key_utf8,
-        (~key.rlike(_MEMBER_KEY), F.concat(F.lit("member key is not an integer: "), _excerpt(key))),
-        (
-            key_id.isNull(),
-            F.concat(F.lit("member key is outside the int64 range: "), _excerpt(key)),
-        ),
-        (
-            key_id.cast("string") != key,
-            F.concat(F.lit("member key is not in canonical form (leading zeros, -0): "), key),
-        ),
+        *(_int64_key(table, key) if integer_key else []),
         (value.isNull(), F.lit(None).cast("string")),  # a tombstone: valid
         oversized,
         *_json_checks(text),
-        *_field_checks(schema.MEMBER_FIELDS),
-        (_value("member_id") != key_id, F.lit("member_id in the value differs from the key")),
+        *_field_checks(contract.table),
+        (
+            _value(key_field.name) != table_key,
+            F.lit(f"{key_field.name} in the value differs from the key"),
+        ),
     )
     error = (
-        F.when(is_member, member_error)
-        .when(is_board, board_error)
+        F.when(is_table, table_error)
+        .when(is_stream, stream_error)
         .when(is_tick, F.lit(None).cast("string"))
         .otherwise(F.concat(F.lit("unexpected topic "), F.col("topic")))
     )
-    kafka_ms = F.col("timestamp_ms")
+    with_time = raw.withColumn("timestamp_ms", F.unix_millis(F.col("timestamp")))
+    fields = _fields(contract.stream, contract.table)
+    frame = _read_fields(with_time, max_record_bytes, fields).withColumn("error", error)
+    return _Checked(frame, is_stream, is_table, is_tick, table_key)
+
+
+def _plural(label: str) -> str:
+    """``boards`` of ``board``; a label already plural (a topic ``orders``) as it is."""
+    return label if label.endswith("s") else f"{label}s"
+
+
+def _dead_letters(max_record_bytes: int) -> list[Column]:
+    """The key as base64 text (pandas-safe) and the envelope; null for valid records, so they
+    carry no extra bytes."""
+    invalid = F.col("error").isNotNull()
+    return [
+        F.when(invalid, F.base64(key_prefix(max_record_bytes))).alias("dead_key"),
+        F.when(invalid, envelope(F.col("error"), max_record_bytes)).alias("dead_letter"),
+    ]
+
+
+def parse(
+    raw: DataFrame,
+    member_topic: str,
+    board_topic: str,
+    max_record_bytes: int,
+    tick_topic: str | None = None,
+) -> DataFrame:
+    """The shipped pipeline's records as its processor reads them: ``error`` (null when
+    valid), the typed input columns (schema.INPUT), and for an invalid record its dead letter
+    (``dead_key``, ``dead_letter``, keeping up to ``max_record_bytes`` of the original key and
+    value). Records of ``tick_topic`` are of kind ``tick``: they carry nothing but a
+    micro-batch (see :mod:`boardstream.joins.job`)."""
+    checked = _checked(
+        raw, schema.BOARD_DETAIL, board_topic, member_topic, max_record_bytes, tick_topic
+    )
+    is_board, is_member = checked.is_stream, checked.is_table
+    value, kafka_ms = F.col("value"), F.col("timestamp_ms")
     kind = (
         F.when(is_board, "board")
-        .when(is_tick, "tick")
+        .when(checked.is_tick, "tick")
         .when(value.isNull(), "tombstone")
         .otherwise("member")
     )
     modified = F.unix_millis(F.try_to_timestamp(_value("modified_at")))
     typed = {
         "kind": kind,
-        "member_id": F.when(is_board, _value("member_id")).when(is_member, key_id),
+        "member_id": F.when(is_board, _value("member_id")).when(is_member, checked.table_key),
         "event_ms": F.when(is_board, _value("created_ts"))
         .when(value.isNull(), kafka_ms)
         .otherwise(modified),
@@ -313,22 +496,57 @@ def parse(
         "modified_at": _value("modified_at"),
     }
     typed = {name: typed[name] for name in schema.names(schema.INPUT)}
-    invalid = F.col("error").isNotNull()
-    with_time = raw.withColumn("timestamp_ms", F.unix_millis(F.col("timestamp")))
-    return (
-        _read_fields(with_time, max_record_bytes)
-        .withColumn("error", error)
-        .select(
-            "error",
-            "topic",
-            "key",
-            "value",
-            *[column.alias(name) for name, column in typed.items()],
-            # The key as base64 text (pandas-safe) and the envelope; null for valid records,
-            # so they carry no extra bytes.
-            F.when(invalid, F.base64(key_prefix(max_record_bytes))).alias("dead_key"),
-            F.when(invalid, envelope(F.col("error"), max_record_bytes)).alias("dead_letter"),
+    return checked.frame.select(
+        "error",
+        "topic",
+        "key",
+        "value",
+        *[column.alias(name) for name, column in typed.items()],
+        *_dead_letters(max_record_bytes),
+    )
+
+
+def parse_declared(
+    raw: DataFrame,
+    contract: schema.Contract,
+    stream_topic: str,
+    table_topic: str,
+    max_record_bytes: int,
+    tick_topic: str | None = None,
+) -> DataFrame:
+    """Any pipeline's records, checked against its ``contract``: ``error``, the Kafka
+    record, its ``kind`` (``stream``, ``table``, ``tombstone`` or ``tick``), its fields typed
+    as declared in a struct per side (``stream``, ``table``; null on the other side and for an
+    invalid record), the table record's key as its type (``table_key``), and the dead letter
+    columns, as :func:`parse` has them."""
+    checked = _checked(raw, contract, stream_topic, table_topic, max_record_bytes, tick_topic)
+    value, valid = F.col("value"), F.col("error").isNull()
+    kind = (
+        F.when(checked.is_stream, "stream")
+        .when(checked.is_tick, "tick")
+        .when(checked.is_table & value.isNull(), "tombstone")
+        .when(checked.is_table, "table")
+    )
+
+    def side(is_side: Column, fields: tuple[schema.Field, ...]) -> Column:
+        return F.when(
+            is_side & valid & value.isNotNull(),
+            F.struct(*[_typed(field).alias(field.name) for field in fields]),
         )
+
+    return checked.frame.select(
+        "error",
+        "topic",
+        "key",
+        "value",
+        "partition",
+        "offset",
+        "timestamp_ms",
+        kind.alias("kind"),
+        side(checked.is_stream, contract.stream).alias("stream"),
+        side(checked.is_table, contract.table).alias("table"),
+        F.when(checked.is_table & valid, checked.table_key).alias("table_key"),
+        *_dead_letters(max_record_bytes),
     )
 
 

@@ -1,12 +1,14 @@
 """The input contract and the column layouts shared by the parser, the stateful processor, the
 outputs and the ``board_detail`` table.
 
-:data:`BOARD_FIELDS` and :data:`MEMBER_FIELDS` are the contract of a record's JSON value, read
-from the shipped ``board_detail`` declaration (boardstream/pipelines/declarations/): what
-:mod:`boardstream.joins.parse` accepts (anything else is a dead letter naming the field and the
-problem), and what the table's columns are sized from (:data:`BOARD_ID_MAX_CHARS`), so a record
-the join accepts is one the table can hold. The processor's state and output are tuples/rows in
-exactly the orders below, written once here and turned into Spark DDL by :func:`ddl`.
+A pipeline's :class:`Contract` is its declaration's fields as the parser reads them (any
+declared type); :data:`BOARD_DETAIL` is the shipped ``board_detail`` pipeline's
+(boardstream/pipelines/declarations/), its sides :data:`BOARD_FIELDS` and :data:`MEMBER_FIELDS`:
+what :mod:`boardstream.joins.parse` accepts (anything else is a dead letter naming the field and
+the problem), and what the table's columns are sized from (:data:`BOARD_ID_MAX_CHARS`), so a
+record the join accepts is one the table can hold. The processor's state and output are
+tuples/rows in exactly the orders below, written once here and turned into Spark DDL by
+:func:`ddl`.
 """
 
 from __future__ import annotations
@@ -14,47 +16,107 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from boardstream.errors import BoardstreamError
-from boardstream.pipelines import FieldType, Int64, Text, Timestamp, shipped
+from boardstream.pipelines import (
+    Boolean,
+    Date,
+    Decimal,
+    Double,
+    FieldType,
+    Int64,
+    Pipeline,
+    Text,
+    Timestamp,
+    shipped,
+)
 
 TEXT, INT64, TIMESTAMP = "text", "int64", "timestamp"
+DOUBLE, DECIMAL, BOOLEAN, DATE = "double", "decimal", "boolean", "date"
 # PostgreSQL's text types cannot hold U+0000, so no text field may contain it.
 FORBIDDEN_CHAR = "\u0000"
 
 
 @dataclass(frozen=True)
 class Field:
-    """One field of a JSON value. ``text``: a JSON string (no U+0000), ``min_chars`` to
-    ``max_chars`` code points; ``int64``: a JSON integer literal (no quotes, fraction or
-    exponent) from -2**63 to 2**63 - 1; ``timestamp``: a JSON string Spark reads as a timestamp
-    (ISO 8601). An optional field may be absent or null; unknown fields are ignored."""
+    """One field of a JSON value, as the parser reads it. ``text``: a JSON string (no U+0000),
+    ``min_chars`` to ``max_chars`` code points; ``int64``: a JSON integer literal (no quotes,
+    fraction or exponent) from -2**63 to 2**63 - 1 (an epoch timestamp too); ``timestamp``: a
+    JSON string Spark reads as a timestamp (ISO 8601); ``date``: a JSON string ``YYYY-MM-DD``;
+    ``boolean``: ``true`` or ``false``; ``double``: a JSON number, read as the nearest double;
+    ``decimal``: a JSON number without exponent that fits ``precision`` digits, ``scale`` of
+    them after the point, without rounding. An optional field may be absent or null; unknown
+    fields are ignored."""
 
     name: str
     kind: str
     required: bool
     min_chars: int = 0
     max_chars: int | None = None
+    precision: int | None = None
+    scale: int = 0
+
+
+def field(name: str, declared: FieldType) -> Field:
+    """The parser's view of a declared field: an epoch timestamp is a JSON integer to it."""
+    required = declared.required
+    match declared:
+        case Text(min_chars=min_chars, max_chars=max_chars):
+            return Field(name, TEXT, required, min_chars, max_chars)
+        case Int64() | Timestamp(format="epoch_ms" | "epoch_us"):
+            return Field(name, INT64, required)
+        case Timestamp():
+            return Field(name, TIMESTAMP, required)
+        case Decimal(precision=precision, scale=scale):
+            return Field(name, DECIMAL, required, precision=precision, scale=scale)
+        case Double():
+            return Field(name, DOUBLE, required)
+        case Boolean():
+            return Field(name, BOOLEAN, required)
+        case Date():
+            return Field(name, DATE, required)
+    raise TypeError(f"{name}: no parser field for {declared!r}")  # a type added, not here
 
 
 def contract(declared: Mapping[str, FieldType]) -> tuple[Field, ...]:
-    """The parser's contract for a declaration's fields, in their order. An epoch timestamp
-    is a JSON integer to the parser; the other types it does not parse yet."""
-    contract = []
-    for name, kind in declared.items():
-        if isinstance(kind, Text):
-            contract.append(Field(name, TEXT, kind.required, kind.min_chars, kind.max_chars))
-        elif isinstance(kind, Int64) or (isinstance(kind, Timestamp) and kind.format != "iso8601"):
-            contract.append(Field(name, INT64, kind.required))
-        elif isinstance(kind, Timestamp):
-            contract.append(Field(name, TIMESTAMP, kind.required))
-        else:
-            raise BoardstreamError(f"{name}: the join's parser does not read {kind.type} yet")
-    return tuple(contract)
+    """The parser's contract for a declaration's fields, in their order."""
+    return tuple(field(name, kind) for name, kind in declared.items())
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What the parser holds a pipeline's records to: each side's fields, the stream field a
+    stream record's Kafka key must equal (``stream_id``, when it has a key), the table field
+    that must equal a table record's key (``table_key``), and the words its dead letters call
+    each side's records by (the declared topics: ``board``, ``member``)."""
+
+    stream: tuple[Field, ...]
+    table: tuple[Field, ...]
+    stream_id: str
+    table_key: str
+    stream_label: str
+    table_label: str
+
+    @classmethod
+    def of(cls, pipeline: Pipeline) -> Contract:
+        return cls(
+            contract(pipeline.stream.fields),
+            contract(pipeline.table.fields),
+            pipeline.stream.id,
+            pipeline.table.key,
+            pipeline.stream.topic,
+            pipeline.table.topic,
+        )
+
+    def stream_field(self, name: str) -> Field:
+        return next(field for field in self.stream if field.name == name)
+
+    def table_field(self, name: str) -> Field:
+        return next(field for field in self.table if field.name == name)
 
 
 _BOARD_DETAIL = shipped("board_detail")
-BOARD_FIELDS = contract(_BOARD_DETAIL.stream.fields)
-MEMBER_FIELDS = contract(_BOARD_DETAIL.table.fields)
+BOARD_DETAIL = Contract.of(_BOARD_DETAIL)
+BOARD_FIELDS = BOARD_DETAIL.stream
+MEMBER_FIELDS = BOARD_DETAIL.table
 # Text the table stores as VARCHAR(n) (PostgreSQL counts characters, i.e. code points): a longer
 # id must be stopped at the join, or the sink fails on it.
 BOARD_ID_MAX_CHARS = _BOARD_DETAIL.stream.fields[_BOARD_DETAIL.stream.id].max_chars

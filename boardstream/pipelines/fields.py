@@ -66,14 +66,16 @@ class Int64(_Field):
 
 
 class Double(_Field):
-    """A JSON number, held as an IEEE 754 double."""
+    """A JSON number (an integer too), read as the nearest IEEE 754 double, as JSON readers do
+    (declare a decimal to keep every digit); one past the double's range is a dead letter."""
 
     type: Literal["double"]
 
 
 class Decimal(_Field):
-    """A JSON number with at most ``precision`` digits, ``scale`` of them after the point: held
-    exactly, never through a double."""
+    """A JSON number without exponent with at most ``precision`` digits, ``scale`` of them after
+    the point: held exactly, never through a double; one that does not fit is a dead letter,
+    never rounded."""
 
     type: Literal["decimal"]
     precision: int = Field(ge=1, le=MAX_PRECISION)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from boardstream.entrypoints.cli import build_parser
-from boardstream.errors import BoardstreamError
 from boardstream.joins import schema
 from boardstream.joins.member_table import JoinOptions
 from boardstream.pipelines import SHIPPED, Join, Pipeline, load_directory, shipped, to_yaml
@@ -74,9 +73,26 @@ def test_board_detail_declares_the_contract_of_the_join() -> None:
     assert schema.BOARD_ID_MAX_CHARS == 64
 
 
-def test_the_join_parser_names_a_type_it_does_not_read_yet() -> None:
-    with pytest.raises(BoardstreamError, match=r"^amount: the join's parser does not read decimal"):
-        schema.contract(shipped("orders").stream.fields)
+def test_the_join_parser_reads_every_declared_type() -> None:
+    Field = schema.Field
+    assert schema.contract(shipped("orders").stream.fields) == (
+        Field("order_id", schema.TEXT, True, 1, 36),
+        Field("customer_id", schema.TEXT, True, 1, 36),
+        Field("amount", schema.DECIMAL, True, precision=12, scale=2),
+        Field("weight_kg", schema.DOUBLE, False),
+        Field("gift", schema.BOOLEAN, False),
+        Field("note", schema.TEXT, False, 0, 500),
+        Field("placed_at", schema.INT64, True),  # epoch_us: an integer to the parser
+    )
+    assert [field.kind for field in schema.contract(shipped("orders").table.fields)] == [
+        schema.TEXT,
+        schema.TEXT,
+        schema.TEXT,
+        schema.DECIMAL,
+        schema.BOOLEAN,
+        schema.DATE,
+        schema.INT64,
+    ]
 
 
 def test_board_detail_waits_as_the_join_does_by_default() -> None:
