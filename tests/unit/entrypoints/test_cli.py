@@ -482,6 +482,9 @@ def test_stack_passes_the_services_asked_for_and_prints_a_line_each(monkeypatch,
         def status(self) -> list[local.ServiceStatus]:
             return [local.ServiceStatus("kafka", None, "localhost:9092")]
 
+        def database_line(self) -> str:
+            return "the platform's database: x"
+
     monkeypatch.setattr(local, "LocalStack", Stack)
     assert main(["stack", "up", "--postgres"]) == 0
     assert main(["stack", "up", "--airflow", "--spark-cluster"]) == 0
@@ -498,9 +501,10 @@ def test_stack_passes_the_services_asked_for_and_prints_a_line_each(monkeypatch,
         ("up", False, False, False, None, False, ("spark-worker", "postgres")),
         ("down",),
     ]
+    database = "the platform's database: x\n"  # after up and status, not down
     assert capsys.readouterr().out == (
-        "kafka started\npostgres started\n" * 5 + "nothing was running\n"
-        "kafka        stopped                localhost:9092\n"
+        f"kafka started\npostgres started\n{database}" * 5 + "nothing was running\n"
+        f"kafka        stopped                localhost:9092\n{database}"
     )
 
 
