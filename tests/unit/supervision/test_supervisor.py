@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import psutil
 import pytest
@@ -42,11 +43,12 @@ with hold(Settings(), sys.argv[1], "board-detail-sink", {"application_id": "app-
 """
 # A driver deaf to being asked: stuck in a batch that cannot end (its broker gone, say), with a
 # process of its session beside it, as spark-submit's JVM is beside the Python driver; the
-# child's pid goes to the file argv[1] names, with ".child" added.
+# child's pid goes to the checkpoint's path (argv[1], a URI) with ".child" added.
 DEAF = DRIVER.replace(
     "held.release_asked.wait(600)",
     "import subprocess; child = subprocess.Popen(['sleep', '600']); "
-    "pid = Path(sys.argv[1] + '.child'); pid.parent.mkdir(parents=True, exist_ok=True); "
+    "from urllib.parse import urlsplit; pid = Path(urlsplit(sys.argv[1]).path + '.child'); "
+    "pid.parent.mkdir(parents=True, exist_ok=True); "
     "pid.write_text(str(child.pid)); time.sleep(600)",
 )
 FAILING = "import sys; print('bad settings: no broker', flush=True); sys.exit(2)"
@@ -69,7 +71,7 @@ def stand_in(monkeypatch, tmp_path) -> Iterator[SimpleNamespace]:
     monkeypatch.setattr(supervisor, "submit_command", command)
     yield ns
     if (owner := holder(settings, stream.checkpoint)) is not None:
-        os.kill(owner.pid, signal.SIGKILL)
+        supervisor.kill_driver(owner.pid)  # and the child a deaf one made
 
 
 def test_a_stream_starts_detached_once_and_stops_on_request(stand_in) -> None:
@@ -197,7 +199,7 @@ def test_a_driver_deaf_to_a_stop_is_an_error_to_a_stop_and_killed_by_a_halt(stan
     with pytest.raises(supervisor.StreamStopError, match=r"did not stop within 1s of being asked"):
         supervisor.stop(settings, stream, timeout_s=1)
     assert holder(settings, stream.checkpoint) == owner
-    child = int(Path(f"{stream.checkpoint}.child").read_text())
+    child = int(Path(f"{urlsplit(str(stream.checkpoint)).path}.child").read_text())
     assert supervision.halt(settings, timeout_s=1) == [
         f"board-detail-sink stopped (pid {owner.pid})"
     ]
