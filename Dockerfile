@@ -15,7 +15,11 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps \
     && rm -rf /var/lib/apt/lists/*
 ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-RUN mkdir -p /opt/boardstream/var && chown -R airflow: /opt/boardstream
+# Every named volume's mount point, made here and the airflow user's: Docker initialises a new
+# volume from the image's directory (owner included), and one the image lacks is root's, which
+# the airflow user cannot write (airflow-init writes the passwords file into airflow-auth).
+RUN mkdir -p /opt/boardstream/var /opt/airflow/auth \
+    && chown -R airflow: /opt/boardstream /opt/airflow/auth
 USER airflow
 WORKDIR /opt/boardstream
 COPY --chown=airflow: requirements.txt /opt/boardstream/requirements.txt

@@ -215,3 +215,21 @@ def test_the_compose_master_keeps_applications_as_the_local_one_does() -> None:
 
     options = services()["spark-master"]["environment"]["SPARK_MASTER_OPTS"].split()
     assert sorted(options) == sorted(f"-D{key}={value}" for key, value in KEEP_APPS.items())
+
+
+def test_every_volume_of_the_project_image_is_a_directory_the_image_gives_airflow() -> None:
+    """A new named volume takes its owner from the image's directory at the mount point; one the
+    image lacks is created root's, and the airflow user then cannot write into it (airflow-init
+    could not write the passwords file into airflow-auth)."""
+    made: set[str] = set()
+    for instruction, arguments in dockerfile():
+        if instruction == "RUN" and "mkdir -p" in arguments and "chown -R airflow:" in arguments:
+            mkdir = arguments.split("mkdir -p", 1)[1].split("&&")[0].split()
+            chown = arguments.split("chown -R airflow:", 1)[1].split("&&")[0].split()
+            made |= {path for path in mkdir if any(path.startswith(root) for root in chown)}
+    for name, service in services().items():
+        if service["image"].startswith("boardstream-airflow:"):
+            for volume in service.get("volumes", []):
+                source, target = volume.split(":")[:2]
+                if not source.startswith(("/", ".")):
+                    assert target in made, f"{name}: {target} is not made airflow's in the image"
