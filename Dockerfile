@@ -22,19 +22,19 @@ RUN mkdir -p /opt/boardstream/var /opt/airflow/auth \
     && chown -R airflow: /opt/boardstream /opt/airflow/auth
 USER airflow
 WORKDIR /opt/boardstream
-COPY --chown=airflow: requirements.txt /opt/boardstream/requirements.txt
+COPY --chown=airflow:root requirements.txt /opt/boardstream/requirements.txt
 # --no-deps: the lock is the whole tree; pip's resolver would otherwise go looking for the
 # pyspark-client the Spark provider declares, which the lock leaves out (requirements-overrides.txt).
 RUN pip install --no-cache-dir --no-deps --require-hashes -r requirements.txt
-COPY --chown=airflow: pyproject.toml /opt/boardstream/
-COPY --chown=airflow: boardstream /opt/boardstream/boardstream
-COPY --chown=airflow: jobs /opt/boardstream/jobs
-COPY --chown=airflow: dags /opt/boardstream/dags
-COPY --chown=airflow: plugins /opt/boardstream/plugins
+COPY --chown=airflow:root pyproject.toml /opt/boardstream/
+COPY --chown=airflow:root boardstream /opt/boardstream/boardstream
+COPY --chown=airflow:root jobs /opt/boardstream/jobs
+COPY --chown=airflow:root dags /opt/boardstream/dags
+COPY --chown=airflow:root plugins /opt/boardstream/plugins
 RUN pip install --no-cache-dir --no-deps -e /opt/boardstream
 RUN python -m boardstream.entrypoints.distribution
-COPY --from=jars --chown=airflow: /jars/spark-kafka /opt/boardstream/jars/spark-kafka
-COPY --chown=airflow: jvm /opt/boardstream/jvm
+COPY --from=jars --chown=airflow:root /jars/spark-kafka /opt/boardstream/jars/spark-kafka
+COPY --chown=airflow:root jvm /opt/boardstream/jvm
 ENV BOARDSTREAM_VAR_DIR=/opt/boardstream/var \
     BOARDSTREAM_JAR_CACHE=/opt/boardstream/jars \
     AIRFLOW__CORE__DAGS_FOLDER=/opt/boardstream/dags \

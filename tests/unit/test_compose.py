@@ -233,3 +233,13 @@ def test_every_volume_of_the_project_image_is_a_directory_the_image_gives_airflo
                 source, target = volume.split(":")[:2]
                 if not source.startswith(("/", ".")):
                     assert target in made, f"{name}: {target} is not made airflow's in the image"
+
+
+def test_every_copy_chown_names_its_group() -> None:
+    """`COPY --chown=airflow:` (no group) fails in Docker's classic builder, the one
+    `docker compose build` uses without BuildKit ("can't find gid for group"): a build
+    under it stops there. The official image's airflow user is in group root (gid 0)."""
+    for instruction, arguments in dockerfile():
+        for flag in re.findall(r"--chown=(\S+)", arguments) if instruction == "COPY" else []:
+            user, _, group = flag.partition(":")
+            assert user and group, f"COPY --chown={flag}: name the group (airflow:root)"

@@ -70,3 +70,23 @@ def test_the_airflow_stand_in_pins_the_lock(tmp_path: Path) -> None:
     constraints = compose_run._constraints()["constraints.txt"].read_text().split()
     assert "apache-airflow==3.3.2" in constraints
     assert all("==" in line and "--hash" not in line for line in constraints)
+
+
+def test_the_hadoop_stand_in_writes_the_compose_files_variables(tmp_path: Path) -> None:
+    """envtoconf as the compose file's x-hdfs-env needs it: FILE.XML_name=value into file.xml,
+    on python3-minimal (no xml package: the first build's daemons died importing it)."""
+    import subprocess
+    import sys
+
+    env = {"CORE-SITE.XML_fs.defaultFS": "hdfs://namenode:8020", "HDFS-SITE.XML_a.b": "<1&2>"}
+    script = compose_run.STANDINS / "hadoop" / "envtoconf.py"
+    assert "import xml" not in script.read_text() and "from xml" not in script.read_text()
+    subprocess.run(
+        [sys.executable, "-I", str(script), "--destination", str(tmp_path)],
+        env={"PATH": "/usr/bin:/bin", **env},
+        check=True,
+    )
+    assert "<name>fs.defaultFS</name><value>hdfs://namenode:8020</value>" in (
+        tmp_path / "core-site.xml"
+    ).read_text()
+    assert "<value>&lt;1&amp;2&gt;</value>" in (tmp_path / "hdfs-site.xml").read_text()

@@ -4,7 +4,12 @@ property of name.xml in the destination (the file's name lower-cased)."""
 
 import argparse
 import os
-from xml.sax.saxutils import escape
+
+
+def escape(text: str) -> str:
+    """XML's three (python3-minimal has no xml package)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--destination", required=True)

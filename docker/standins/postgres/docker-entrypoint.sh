@@ -3,6 +3,9 @@
 # POSTGRES_USER/POSTGRES_PASSWORD, password logins from other hosts (scram-sha-256),
 # POSTGRES_DB created, /docker-entrypoint-initdb.d/*.sql run against it; later starts just start.
 set -Eeuo pipefail
+for arg in "$@"; do
+  case $arg in -V|--version|--help|-\?|--describe-config|-C) exec "$@" ;; esac
+done
 if [ "${1:-}" = postgres ] && [ "$(id -u)" = 0 ]; then
   mkdir -p "$PGDATA" && chown postgres:postgres "$PGDATA" && chmod 700 "$PGDATA"
   exec gosu postgres "$0" "$@"
