@@ -86,7 +86,8 @@ def test_the_hadoop_stand_in_writes_the_compose_files_variables(tmp_path: Path) 
         env={"PATH": "/usr/bin:/bin", **env},
         check=True,
     )
-    assert "<name>fs.defaultFS</name><value>hdfs://namenode:8020</value>" in (
-        tmp_path / "core-site.xml"
-    ).read_text()
+    assert (
+        "<name>fs.defaultFS</name><value>hdfs://namenode:8020</value>"
+        in (tmp_path / "core-site.xml").read_text()
+    )
     assert "<value>&lt;1&amp;2&gt;</value>" in (tmp_path / "hdfs-site.xml").read_text()
