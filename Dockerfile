@@ -15,10 +15,12 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps \
     && rm -rf /var/lib/apt/lists/*
 ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-# Every named volume's mount point, made here and the airflow user's: Docker initialises a new
-# volume from the image's directory (owner included), and one the image lacks is root's, which
-# the airflow user cannot write (airflow-init writes the passwords file into airflow-auth).
-RUN mkdir -p /opt/boardstream/var /opt/airflow/auth \
+# The airflow user's directories, made here: every named volume's mount point (Docker
+# initialises a new volume from the image's directory, owner included, and one the image lacks is
+# root's, which the airflow user cannot write: airflow-init writes the passwords file into
+# airflow-auth), and jars/, which a COPY below would otherwise create root's (the classic builder
+# chowns what it copies, not the parents it makes) for `boardstream setup` to write into.
+RUN mkdir -p /opt/boardstream/var /opt/boardstream/jars /opt/airflow/auth \
     && chown -R airflow: /opt/boardstream /opt/airflow/auth
 USER airflow
 WORKDIR /opt/boardstream

@@ -660,7 +660,7 @@ class Run:
         finally:
             if not ok:
                 self.logs_on_failure()
-            if not (self.args.keep_up and ok):
+            if not self.args.keep_up:
                 with self.phase("down -v"):
                     self.down()
             shutil.rmtree(self.env_dir, ignore_errors=True)
@@ -700,7 +700,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-pull", action="store_true", help="build stand-ins without trying a registry"
     )
-    p.add_argument("--keep-up", action="store_true", help="leave the stack up after a passing run")
+    p.add_argument("--keep-up", action="store_true", help="leave the stack up after the run (passed or not), for a look")
     p.add_argument(
         "--keep-daemon", action="store_true", help="leave a dockerd this run started running"
     )

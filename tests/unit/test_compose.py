@@ -217,16 +217,22 @@ def test_the_compose_master_keeps_applications_as_the_local_one_does() -> None:
     assert sorted(options) == sorted(f"-D{key}={value}" for key, value in KEEP_APPS.items())
 
 
-def test_every_volume_of_the_project_image_is_a_directory_the_image_gives_airflow() -> None:
-    """A new named volume takes its owner from the image's directory at the mount point; one the
-    image lacks is created root's, and the airflow user then cannot write into it (airflow-init
-    could not write the passwords file into airflow-auth)."""
+def airflows_directories() -> set[str]:
+    """The directories a RUN makes (mkdir -p) and gives the airflow user (chown -R airflow:)."""
     made: set[str] = set()
     for instruction, arguments in dockerfile():
         if instruction == "RUN" and "mkdir -p" in arguments and "chown -R airflow:" in arguments:
             mkdir = arguments.split("mkdir -p", 1)[1].split("&&")[0].split()
             chown = arguments.split("chown -R airflow:", 1)[1].split("&&")[0].split()
-            made |= {path for path in mkdir if any(path.startswith(root) for root in chown)}
+            made |= set(chown) | {p for p in mkdir if any(p.startswith(root) for root in chown)}
+    return made
+
+
+def test_every_volume_of_the_project_image_is_a_directory_the_image_gives_airflow() -> None:
+    """A new named volume takes its owner from the image's directory at the mount point; one the
+    image lacks is created root's, and the airflow user then cannot write into it (airflow-init
+    could not write the passwords file into airflow-auth)."""
+    made = airflows_directories()
     for name, service in services().items():
         if service["image"].startswith("boardstream-airflow:"):
             for volume in service.get("volumes", []):
@@ -243,3 +249,29 @@ def test_every_copy_chown_names_its_group() -> None:
         for flag in re.findall(r"--chown=(\S+)", arguments) if instruction == "COPY" else []:
             user, _, group = flag.partition(":")
             assert user and group, f"COPY --chown={flag}: name the group (airflow:root)"
+
+
+def test_the_project_image_is_built_once_at_a_time() -> None:
+    """Compose builds every service with a `build:` (in dependency order, independent ones at
+    once, with no deduplication of the same image outside BuildKit's bake): the first run built
+    the project image twice side by side, for airflow-init and spark-worker. One builder comes
+    first; every other waits for it and finds its layers cached."""
+    builders = {name: s for name, s in services().items() if "build" in s}
+    images = {s["image"] for s in builders.values()}
+    assert len(images) == 1
+    first = [n for n, s in builders.items() if not set(s.get("depends_on", {})) & set(builders)]
+    assert first == ["airflow-init"]
+    users = [n for n, s in services().items() if s["image"] in images and n not in builders]
+    assert users == ["spark-worker"] and "spark-worker" not in builders
+
+
+def test_what_the_image_copies_as_airflow_lands_in_airflows_directories() -> None:
+    """A COPY makes the missing parents of its destination root's in the classic builder (its
+    --chown covers what it copies): the first build's `boardstream setup` could not write the
+    join's operator into /opt/boardstream/jars, which `COPY --from=jars` had made root's."""
+    made = airflows_directories()
+    copies = [shlex.split(a) for i, a in dockerfile() if i == "COPY" and "--chown=airflow" in a]
+    for copy in copies:
+        destination = copy[-1].rstrip("/")
+        if destination.startswith("/opt/boardstream/"):
+            assert str(Path(destination).parent) in made, f"COPY to {destination}"
