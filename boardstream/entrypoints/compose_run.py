@@ -181,6 +181,7 @@ class Run:
         self.started_daemon: subprocess.Popen[bytes] | None = None
         self.env_dir = Path(tempfile.mkdtemp(prefix="bs-compose-env-"))
         self.env_file: Path | None = None
+        self.before: dict[str, set[str]] = {}
         self.up = False
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -433,7 +434,25 @@ class Run:
                 self.report["images"][image] = f"{int(found.stdout) / 1e6:.0f} MB"
 
     # --- the stack -----------------------------------------------------------------------------
+    def present(self) -> dict[str, set[str]]:
+        """Every container, network and volume of the engine, by id: what `down -v` must
+        leave as it was before `up` (anonymous volumes carry no project label)."""
+        return {
+            kind: set(
+                self.run(
+                    "docker",
+                    kind,
+                    "ls",
+                    *(["-a"] if kind == "container" else []),
+                    "-q",
+                    capture=True,
+                ).stdout.split()
+            )
+            for kind in ("container", "network", "volume")
+        }
+
     def compose_up(self) -> None:
+        self.before = self.present()
         self.env_file = make_env(self.env_dir, self.args.port_base)
         env = {"DOCKER_BUILDKIT": "0", "COMPOSE_BAKE": "false"}
         self.compose("build", heavy=True, env=env)
@@ -462,7 +481,7 @@ class Run:
             "kafka",
             "/opt/kafka/bin/kafka-topics.sh",
             "--bootstrap-server",
-            "localhost:9092",
+            "kafka:29092",
             "--list",
             capture=True,
         ).stdout.split()
@@ -590,20 +609,8 @@ class Run:
             return
         self.compose("down", "-v", "--remove-orphans", check=False)
         self.up = False
-        label = f"label=com.docker.compose.project={PROJECT}"
-        left = {
-            kind: self.run(
-                "docker",
-                kind,
-                "ls",
-                *(["-a"] if kind == "container" else []),
-                "-q",
-                "--filter",
-                label,
-                capture=True,
-            ).stdout.split()
-            for kind in ("container", "network", "volume")
-        }
+        after = self.present()
+        left = {kind: sorted(after[kind] - self.before[kind]) for kind in after}
         self.report["left_after_down"] = left
         if any(left.values()):
             raise SystemExit(f"compose-run: left after `down -v`: {left}")
@@ -700,7 +707,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-pull", action="store_true", help="build stand-ins without trying a registry"
     )
-    p.add_argument("--keep-up", action="store_true", help="leave the stack up after the run (passed or not), for a look")
+    p.add_argument(
+        "--keep-up",
+        action="store_true",
+        help="leave the stack up after the run (passed or not), for a look",
+    )
     p.add_argument(
         "--keep-daemon", action="store_true", help="leave a dockerd this run started running"
     )

@@ -275,3 +275,18 @@ def test_what_the_image_copies_as_airflow_lands_in_airflows_directories() -> Non
         destination = copy[-1].rstrip("/")
         if destination.startswith("/opt/boardstream/"):
             assert str(Path(destination).parent) in made, f"COPY to {destination}"
+
+
+def test_the_kafka_healthcheck_asks_a_listener_advertised_inside_the_network() -> None:
+    """The client follows the advertised address of the listener it bootstraps from. The host
+    listener advertises localhost:${KAFKA_HOST_PORT}: inside the container that answers only
+    when the port is 9092, so with any other (the run's 18092) the check timed out forever."""
+    raw = yaml.safe_load(raw_compose())["services"]["kafka"]
+    advertised = dict(
+        (entry.split("://")[0], entry.split("://")[1])
+        for entry in raw["environment"]["KAFKA_ADVERTISED_LISTENERS"].split(",")
+    )
+    command = " ".join(raw["healthcheck"]["test"])
+    server = re.search(r"--bootstrap-server (\S+)", command).group(1)
+    internal = [address for address in advertised.values() if "${" not in address]
+    assert server in internal, f"{server}: not an address advertised inside the network"
