@@ -91,3 +91,14 @@ def test_the_hadoop_stand_in_writes_the_compose_files_variables(tmp_path: Path) 
         in (tmp_path / "core-site.xml").read_text()
     )
     assert "<value>&lt;1&amp;2&gt;</value>" in (tmp_path / "hdfs-site.xml").read_text()
+
+
+def test_the_postgres_stand_in_initialises_utf8_databases() -> None:
+    """initdb takes the encoding from the locale: under the debootstrap base's POSIX one the
+    stand-in made SQL_ASCII databases, and Airflow's DAG processor failed storing a DAG's text
+    ('ascii' codec can't encode '→'). The official image runs initdb under en_US.utf8."""
+    dockerfile = (compose_run.STANDINS / "postgres" / "Dockerfile").read_text()
+    assert "localedef -i en_US -c -f UTF-8" in dockerfile
+    assert "ENV LANG=en_US.utf8" in dockerfile
+    source = Path(compose_run.__file__).read_text()
+    assert '"ENV LANG=C.UTF-8"' in source  # every stand-in's base
