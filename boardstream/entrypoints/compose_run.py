@@ -312,6 +312,24 @@ class Run:
                 raise SystemExit(f"compose-run: dockerd did not start; see {directory}/dockerd.log")
             time.sleep(1)
 
+    def lower_priority(self) -> None:
+        """The containers' CPU weight a quarter of the host's processes' (cgroup v1 shares or
+        v2 weight of Docker's parent cgroup), so the stack yields to other work on a shared
+        machine. Not idle scheduling: a starved container cannot even exit when stopped."""
+        root = Path("/sys/fs/cgroup")
+        if (root / "cpu" / "cpu.shares").exists():  # v1
+            directory, name, value = root / "cpu" / "docker", "cpu.shares", "256"
+        elif (root / "cgroup.controllers").exists():  # v2
+            directory, name, value = root / "docker", "cpu.weight", "25"
+        else:
+            return
+        try:
+            directory.mkdir(exist_ok=True)
+            (directory / name).write_text(value)
+            self.log(f"containers' CPU: {directory / name} = {value}")
+        except OSError as error:
+            self.log(f"could not lower the containers' CPU weight: {error}")
+
     def stop_daemon(self) -> None:
         if self.started_daemon is None or self.args.keep_daemon:
             return
@@ -651,6 +669,8 @@ class Run:
         try:
             with self.phase("engine"):
                 self.ensure_daemon()
+                if not self.args.full_priority:
+                    self.lower_priority()
                 self.ensure_compose()
             with self.phase("stand-in images"):
                 self.build_standins()
@@ -717,6 +737,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--keep-daemon", action="store_true", help="leave a dockerd this run started running"
+    )
+    p.add_argument(
+        "--full-priority",
+        action="store_true",
+        help="leave the containers' CPU weight as Docker sets it (the run lowers it to a quarter)",
     )
     p.add_argument("--skip-demo", action="store_true", help="up, screenshot, scale and down only")
     p.add_argument(

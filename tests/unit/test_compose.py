@@ -290,3 +290,23 @@ def test_the_kafka_healthcheck_asks_a_listener_advertised_inside_the_network() -
     server = re.search(r"--bootstrap-server (\S+)", command).group(1)
     internal = [address for address in advertised.values() if "${" not in address]
     assert server in internal, f"{server}: not an address advertised inside the network"
+
+
+def test_airflow_healthchecks_do_not_leave_their_cli_running() -> None:
+    """A CMD-SHELL check that exceeds its timeout has its shell killed, not the `airflow jobs
+    check` under it: on the run's loaded two cores those CLIs (each imports all of Airflow)
+    outlived their 30 s and piled up, a load of 100+, until nothing became healthy. Exec form
+    for the CLI checks, and the scheduler's own health server (as Airflow's reference compose
+    file checks it) instead of a CLI."""
+    for name, service in services().items():
+        test = service.get("healthcheck", {}).get("test", [])
+        if test and test[0] == "CMD-SHELL":
+            assert "airflow " not in test[1], f"{name}: the Airflow CLI under a shell"
+    scheduler = services()["airflow-scheduler"]
+    assert scheduler["environment"]["AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK"] == "true"
+    assert scheduler["healthcheck"]["test"] == [
+        "CMD", "curl", "-fs", "http://localhost:8974/health"
+    ]  # fmt: skip
+    # The scheduler's environment is still the other Airflow services' (the anchor merged).
+    for key, value in services()["airflow-api-server"]["environment"].items():
+        assert scheduler["environment"][key] == value, key
