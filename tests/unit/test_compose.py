@@ -310,3 +310,35 @@ def test_airflow_healthchecks_do_not_leave_their_cli_running() -> None:
     # The scheduler's environment is still the other Airflow services' (the anchor merged).
     for key, value in services()["airflow-api-server"]["environment"].items():
         assert scheduler["environment"][key] == value, key
+
+
+# What a CMD-SHELL healthcheck may run: commands that end by themselves within the check's
+# timeout (curl only with --max-time), or a JVM under `timeout`.
+BOUNDED = {"grep", "pgrep", "pg_isready", "timeout", "exit"}
+
+
+def test_no_healthcheck_outlives_its_timeout() -> None:
+    """Docker kills a check that exceeds its timeout, and under CMD-SHELL only the shell: the
+    JVM (kafka-topics.sh, hdfs dfsadmin) or CLI below it goes on. On the run's loaded cores the
+    broker's checks piled up ten JVMs while the broker itself had had 2 s of CPU in 5 minutes."""
+    for name, service in services().items():
+        test = service.get("healthcheck", {}).get("test", [])
+        if test[:1] != ["CMD-SHELL"]:
+            continue
+        for segment in re.split(r"\|\||\||&&", test[1]):
+            words = shlex.split(segment)
+            if words[0] == "curl":
+                assert "--max-time" in words, f"{name}: curl without --max-time"
+            else:
+                assert words[0] in BOUNDED, f"{name}: {words[0]} unbounded under a shell"
+
+
+def test_jvm_heaps_leave_room_in_their_memory_limits() -> None:
+    """The apache/kafka image's kafka-server-start.sh defaults to -Xms1G -Xmx1G, the whole of the
+    service's 1G limit before metaspace, threads and buffers."""
+    kafka = services()["kafka"]
+    heap = re.search(r"-Xmx(\d+)([mMgG])", kafka["environment"]["KAFKA_HEAP_OPTS"])
+    mib = int(heap.group(1)) * (1024 if heap.group(2) in "gG" else 1)
+    limit = kafka["deploy"]["resources"]["limits"]["memory"]
+    limit_mib = float(limit[:-1]) * (1024 if limit[-1] == "G" else 1)
+    assert mib <= limit_mib * 0.6
