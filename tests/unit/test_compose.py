@@ -342,3 +342,27 @@ def test_jvm_heaps_leave_room_in_their_memory_limits() -> None:
     limit = kafka["deploy"]["resources"]["limits"]["memory"]
     limit_mib = float(limit[:-1]) * (1024 if limit[-1] == "G" else 1)
     assert mib <= limit_mib * 0.6
+
+
+def test_hdfs_clients_act_as_the_daemons_user() -> None:
+    """The apache/hadoop image runs the NameNode as `hadoop`, HDFS's superuser, with "/" 755:
+    the drivers and executors, as the airflow user, could not create /boardstream ("Permission
+    denied: user=airflow, access=WRITE, inode=/"). They identify as hadoop (simple
+    authentication), as the local stack's drivers are the local HDFS's own user."""
+    for name, service in services().items():
+        if str(service.get("environment", {}).get("BOARDSTREAM_CHECKPOINT_ROOT", "")).startswith(
+            "hdfs://"
+        ):
+            assert service["environment"].get("HADOOP_USER_NAME") == "hadoop", name
+
+
+def test_slow_starters_have_minutes_before_a_failed_check_counts() -> None:
+    """Compose gives up on a dependency the moment it turns unhealthy: on the run's loaded two
+    cores the NameNode took over two minutes to listen, past its 20 s start period and 12 tries,
+    and `up` failed with "dependency failed to start". Checks still run during the start period,
+    the first success counts at once, so a long one costs a fast machine nothing."""
+    for name, service in services().items():
+        check = service.get("healthcheck", {})
+        if check and check["test"][1].split()[0] not in {"pg_isready", "pgrep"}:
+            period = check.get("start_period", "0s")
+            assert period.endswith("s") and int(period[:-1]) >= 300, f"{name}: {period}"
