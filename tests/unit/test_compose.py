@@ -366,3 +366,11 @@ def test_slow_starters_have_minutes_before_a_failed_check_counts() -> None:
         if check and check["test"][1].split()[0] not in {"pg_isready", "pgrep"}:
             period = check.get("start_period", "0s")
             assert period.endswith("s") and int(period[:-1]) >= 300, f"{name}: {period}"
+
+
+@pytest.mark.parametrize("service", ["airflow-scheduler", "airflow-api-server", "spark-worker"])
+def test_hdfs_clients_write_as_many_copies_as_there_are_datanodes(service: str) -> None:
+    """The writing client picks a file's replication: the run's checkpoints were written with
+    Hadoop's default 3 on the one DataNode, under-replicated for good."""
+    datanodes = 1  # the datanode service, unscaled
+    assert compose_settings(service).hdfs_replication == datanodes
