@@ -15,22 +15,28 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps \
     && rm -rf /var/lib/apt/lists/*
 ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-RUN mkdir -p /opt/boardstream/var && chown -R airflow: /opt/boardstream
+# The airflow user's directories, made here: every named volume's mount point (Docker
+# initialises a new volume from the image's directory, owner included, and one the image lacks is
+# root's, which the airflow user cannot write: airflow-init writes the passwords file into
+# airflow-auth), and jars/, which a COPY below would otherwise create root's (the classic builder
+# chowns what it copies, not the parents it makes) for `boardstream setup` to write into.
+RUN mkdir -p /opt/boardstream/var /opt/boardstream/jars /opt/airflow/auth \
+    && chown -R airflow: /opt/boardstream /opt/airflow/auth
 USER airflow
 WORKDIR /opt/boardstream
-COPY --chown=airflow: requirements.txt /opt/boardstream/requirements.txt
+COPY --chown=airflow:root requirements.txt /opt/boardstream/requirements.txt
 # --no-deps: the lock is the whole tree; pip's resolver would otherwise go looking for the
 # pyspark-client the Spark provider declares, which the lock leaves out (requirements-overrides.txt).
 RUN pip install --no-cache-dir --no-deps --require-hashes -r requirements.txt
-COPY --chown=airflow: pyproject.toml /opt/boardstream/
-COPY --chown=airflow: boardstream /opt/boardstream/boardstream
-COPY --chown=airflow: jobs /opt/boardstream/jobs
-COPY --chown=airflow: dags /opt/boardstream/dags
-COPY --chown=airflow: plugins /opt/boardstream/plugins
+COPY --chown=airflow:root pyproject.toml /opt/boardstream/
+COPY --chown=airflow:root boardstream /opt/boardstream/boardstream
+COPY --chown=airflow:root jobs /opt/boardstream/jobs
+COPY --chown=airflow:root dags /opt/boardstream/dags
+COPY --chown=airflow:root plugins /opt/boardstream/plugins
 RUN pip install --no-cache-dir --no-deps -e /opt/boardstream
 RUN python -m boardstream.entrypoints.distribution
-COPY --from=jars --chown=airflow: /jars/spark-kafka /opt/boardstream/jars/spark-kafka
-COPY --chown=airflow: jvm /opt/boardstream/jvm
+COPY --from=jars --chown=airflow:root /jars/spark-kafka /opt/boardstream/jars/spark-kafka
+COPY --chown=airflow:root jvm /opt/boardstream/jvm
 ENV BOARDSTREAM_VAR_DIR=/opt/boardstream/var \
     BOARDSTREAM_JAR_CACHE=/opt/boardstream/jars \
     AIRFLOW__CORE__DAGS_FOLDER=/opt/boardstream/dags \

@@ -215,3 +215,162 @@ def test_the_compose_master_keeps_applications_as_the_local_one_does() -> None:
 
     options = services()["spark-master"]["environment"]["SPARK_MASTER_OPTS"].split()
     assert sorted(options) == sorted(f"-D{key}={value}" for key, value in KEEP_APPS.items())
+
+
+def airflows_directories() -> set[str]:
+    """The directories a RUN makes (mkdir -p) and gives the airflow user (chown -R airflow:)."""
+    made: set[str] = set()
+    for instruction, arguments in dockerfile():
+        if instruction == "RUN" and "mkdir -p" in arguments and "chown -R airflow:" in arguments:
+            mkdir = arguments.split("mkdir -p", 1)[1].split("&&")[0].split()
+            chown = arguments.split("chown -R airflow:", 1)[1].split("&&")[0].split()
+            made |= set(chown) | {p for p in mkdir if any(p.startswith(root) for root in chown)}
+    return made
+
+
+def test_every_volume_of_the_project_image_is_a_directory_the_image_gives_airflow() -> None:
+    """A new named volume takes its owner from the image's directory at the mount point; one the
+    image lacks is created root's, and the airflow user then cannot write into it (airflow-init
+    could not write the passwords file into airflow-auth)."""
+    made = airflows_directories()
+    for name, service in services().items():
+        if service["image"].startswith("boardstream-airflow:"):
+            for volume in service.get("volumes", []):
+                source, target = volume.split(":")[:2]
+                if not source.startswith(("/", ".")):
+                    assert target in made, f"{name}: {target} is not made airflow's in the image"
+
+
+def test_every_copy_chown_names_its_group() -> None:
+    """`COPY --chown=airflow:` (no group) fails in Docker's classic builder, the one
+    `docker compose build` uses without BuildKit ("can't find gid for group"): a build
+    under it stops there. The official image's airflow user is in group root (gid 0)."""
+    for instruction, arguments in dockerfile():
+        for flag in re.findall(r"--chown=(\S+)", arguments) if instruction == "COPY" else []:
+            user, _, group = flag.partition(":")
+            assert user and group, f"COPY --chown={flag}: name the group (airflow:root)"
+
+
+def test_the_project_image_is_built_once_at_a_time() -> None:
+    """Compose builds every service with a `build:` (in dependency order, independent ones at
+    once, with no deduplication of the same image outside BuildKit's bake): the first run built
+    the project image twice side by side, for airflow-init and spark-worker. One builder comes
+    first; every other waits for it and finds its layers cached."""
+    builders = {name: s for name, s in services().items() if "build" in s}
+    images = {s["image"] for s in builders.values()}
+    assert len(images) == 1
+    first = [n for n, s in builders.items() if not set(s.get("depends_on", {})) & set(builders)]
+    assert first == ["airflow-init"]
+    users = [n for n, s in services().items() if s["image"] in images and n not in builders]
+    assert users == ["spark-worker"] and "spark-worker" not in builders
+
+
+def test_what_the_image_copies_as_airflow_lands_in_airflows_directories() -> None:
+    """A COPY makes the missing parents of its destination root's in the classic builder (its
+    --chown covers what it copies): the first build's `boardstream setup` could not write the
+    join's operator into /opt/boardstream/jars, which `COPY --from=jars` had made root's."""
+    made = airflows_directories()
+    copies = [shlex.split(a) for i, a in dockerfile() if i == "COPY" and "--chown=airflow" in a]
+    for copy in copies:
+        destination = copy[-1].rstrip("/")
+        if destination.startswith("/opt/boardstream/"):
+            assert str(Path(destination).parent) in made, f"COPY to {destination}"
+
+
+def test_the_kafka_healthcheck_asks_a_listener_advertised_inside_the_network() -> None:
+    """The client follows the advertised address of the listener it bootstraps from. The host
+    listener advertises localhost:${KAFKA_HOST_PORT}: inside the container that answers only
+    when the port is 9092, so with any other (the run's 18092) the check timed out forever."""
+    raw = yaml.safe_load(raw_compose())["services"]["kafka"]
+    advertised = dict(
+        (entry.split("://")[0], entry.split("://")[1])
+        for entry in raw["environment"]["KAFKA_ADVERTISED_LISTENERS"].split(",")
+    )
+    command = " ".join(raw["healthcheck"]["test"])
+    server = re.search(r"--bootstrap-server (\S+)", command).group(1)
+    internal = [address for address in advertised.values() if "${" not in address]
+    assert server in internal, f"{server}: not an address advertised inside the network"
+
+
+def test_airflow_healthchecks_do_not_leave_their_cli_running() -> None:
+    """A CMD-SHELL check that exceeds its timeout has its shell killed, not the `airflow jobs
+    check` under it: on the run's loaded two cores those CLIs (each imports all of Airflow)
+    outlived their 30 s and piled up, a load of 100+, until nothing became healthy. Exec form
+    for the CLI checks, and the scheduler's own health server (as Airflow's reference compose
+    file checks it) instead of a CLI."""
+    for name, service in services().items():
+        test = service.get("healthcheck", {}).get("test", [])
+        if test and test[0] == "CMD-SHELL":
+            assert "airflow " not in test[1], f"{name}: the Airflow CLI under a shell"
+    scheduler = services()["airflow-scheduler"]
+    assert scheduler["environment"]["AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK"] == "true"
+    assert scheduler["healthcheck"]["test"] == [
+        "CMD", "curl", "-fs", "http://localhost:8974/health"
+    ]  # fmt: skip
+    # The scheduler's environment is still the other Airflow services' (the anchor merged).
+    for key, value in services()["airflow-api-server"]["environment"].items():
+        assert scheduler["environment"][key] == value, key
+
+
+# What a CMD-SHELL healthcheck may run: commands that end by themselves within the check's
+# timeout (curl only with --max-time), or a JVM under `timeout`.
+BOUNDED = {"grep", "pgrep", "pg_isready", "timeout", "exit"}
+
+
+def test_no_healthcheck_outlives_its_timeout() -> None:
+    """Docker kills a check that exceeds its timeout, and under CMD-SHELL only the shell: the
+    JVM (kafka-topics.sh, hdfs dfsadmin) or CLI below it goes on. On the run's loaded cores the
+    broker's checks piled up ten JVMs while the broker itself had had 2 s of CPU in 5 minutes."""
+    for name, service in services().items():
+        test = service.get("healthcheck", {}).get("test", [])
+        if test[:1] != ["CMD-SHELL"]:
+            continue
+        for segment in re.split(r"\|\||\||&&", test[1]):
+            words = shlex.split(segment)
+            if words[0] == "curl":
+                assert "--max-time" in words, f"{name}: curl without --max-time"
+            else:
+                assert words[0] in BOUNDED, f"{name}: {words[0]} unbounded under a shell"
+
+
+def test_jvm_heaps_leave_room_in_their_memory_limits() -> None:
+    """The apache/kafka image's kafka-server-start.sh defaults to -Xms1G -Xmx1G, the whole of the
+    service's 1G limit before metaspace, threads and buffers."""
+    kafka = services()["kafka"]
+    heap = re.search(r"-Xmx(\d+)([mMgG])", kafka["environment"]["KAFKA_HEAP_OPTS"])
+    mib = int(heap.group(1)) * (1024 if heap.group(2) in "gG" else 1)
+    limit = kafka["deploy"]["resources"]["limits"]["memory"]
+    limit_mib = float(limit[:-1]) * (1024 if limit[-1] == "G" else 1)
+    assert mib <= limit_mib * 0.6
+
+
+def test_hdfs_clients_act_as_the_daemons_user() -> None:
+    """The apache/hadoop image runs the NameNode as `hadoop`, HDFS's superuser, with "/" 755:
+    the drivers and executors, as the airflow user, could not create /boardstream ("Permission
+    denied: user=airflow, access=WRITE, inode=/"). They identify as hadoop (simple
+    authentication), as the local stack's drivers are the local HDFS's own user."""
+    for name, service in services().items():
+        if str(service.get("environment", {}).get("BOARDSTREAM_CHECKPOINT_ROOT", "")).startswith(
+            "hdfs://"
+        ):
+            assert service["environment"].get("HADOOP_USER_NAME") == "hadoop", name
+
+
+def test_slow_starters_have_minutes_before_a_failed_check_counts() -> None:
+    """Compose gives up on a dependency the moment it turns unhealthy: on the run's loaded two
+    cores the NameNode took over two minutes to listen, past its 20 s start period and 12 tries,
+    and `up` failed with "dependency failed to start". Checks still run during the start period,
+    the first success counts at once, so a long one costs a fast machine nothing."""
+    for name, service in services().items():
+        check = service.get("healthcheck", {})
+        if check and check["test"][1].split()[0] not in {"pg_isready", "pgrep"}:
+            period = check.get("start_period", "0s")
+            assert period.endswith("s") and int(period[:-1]) >= 300, f"{name}: {period}"
+
+
+@pytest.mark.parametrize("service", ["airflow-scheduler", "airflow-api-server", "spark-worker"])
+def test_hdfs_clients_write_as_many_copies_as_there_are_datanodes(service: str) -> None:
+    """The writing client picks a file's replication: the run's checkpoints were written with
+    Hadoop's default 3 on the one DataNode, under-replicated for good."""
+    datanodes = 1  # the datanode service, unscaled
+    assert compose_settings(service).hdfs_replication == datanodes
