@@ -7,10 +7,10 @@
 Produces the seeded backlog (``--scale`` of production), drains it through the join and the
 sink and fills the digest ledger with a full run. Then, for each share in ``--shares``, in one
 session: that share of the backlog's boards produced as new boards of existing members and
-drained, then a full run (time, and the peak resident memory of this process and its Spark JVM);
-the same share produced and drained again, then an incremental run (the same). Each run so finds
-the same number of new records to check and store in the ledger, the incremental one in the
-larger backlog (a run right after another of the same state would find nothing to store). Past
+drained; the platform's database saved; a full run (time, and the peak resident memory of this
+process and its Spark JVM); the database put back as saved, then an incremental run (the same).
+Both runs so start from the same state: the same topics and checkpoints (a run only reads them)
+and the same ledger (a run after another of the same state would find its records stored). Past
 ``BOARDSTREAM_RECONCILE_IN_PROCESS_MAX_RECORDS`` new records the incremental run is a full one
 (its kind is printed). The backlog is dropped at the end unless ``--keep``.
 """
@@ -18,8 +18,11 @@ larger backlog (a run right after another of the same state would find nothing t
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import time
+from pathlib import Path
 
+import sqlalchemy as sa
 from backlog import drain, drop_backlog, produce_backlog
 from memory import peak_rss
 from reconcile_incremental import produce_new_boards
@@ -38,6 +41,25 @@ def measured(action):
     with peak_rss() as peak:
         result = action()
     return result, time.perf_counter() - began, peak.gib
+
+
+def database_file(url: str) -> Path:
+    """The SQLite file of ``url``: the bench's database is its var dir's own."""
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        raise SystemExit(f"the bench saves and restores a SQLite database, not {url}")
+    return Path(parsed.database)
+
+
+def copy_database(url: str, to: Path) -> None:
+    """A consistent copy of the SQLite database at ``url`` into ``to`` (SQLite's backup API)."""
+    source = sqlite3.connect(database_file(url))
+    target = sqlite3.connect(to)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
 
 
 def main() -> None:
@@ -63,10 +85,14 @@ def main() -> None:
     rows = []
     for share in shares:
         new_boards = max(1, round(boards * share))
+        produce_new_boards(settings, new_boards, manifest.options["members"])
+        drain(spark, settings)
+        saved = settings.var_dir / "before-runs.db"
+        copy_database(settings.database, saved)
         runs = {}
         for kind in (FULL, INCREMENTAL):
-            produce_new_boards(settings, new_boards, manifest.options["members"])
-            drain(spark, settings)
+            if kind == INCREMENTAL:
+                copy_database(f"sqlite:///{saved}", database_file(settings.database))
             result, seconds, gib = measured(
                 lambda kind=kind: run_once(spark, settings, "bench", kind=kind)
             )
