@@ -183,6 +183,7 @@ class Hosts:
             _ip("link", "add", net.bridge, "type", "bridge", "stp_state", "0", "forward_delay", "0")
         _ip("addr", "replace", net.cidr(net.bridge_address), "dev", net.bridge)
         _ip("link", "set", net.bridge, "up")
+        _forwarding(net.bridge, "-I")
         for host in self.hosts.values():
             if host.namespace not in namespaces:
                 _ip("netns", "add", host.namespace)
@@ -231,6 +232,7 @@ class Hosts:
             NETNS_ETC.rmdir()
         if self.network.bridge in links:
             _ip("link", "del", self.network.bridge)
+        _forwarding(self.network.bridge, "-D")
         logger.info("hosts down: %s", ", ".join(self.hosts))
 
     def _hosts_file(self) -> str:
@@ -314,6 +316,27 @@ def _ip(*args: str) -> str:
             f"`{' '.join(command)}` failed (code {result.returncode}): {result.stderr.strip()}"
         )
     return result.stdout
+
+
+def _forwarding(bridge: str, action: str) -> None:
+    """Insert (``-I``) or delete (``-D``) the firewall rule that forwards between the bridge's
+    own ports. Where bridged frames pass iptables (br_netfilter) and FORWARD drops by default,
+    as Docker's engine leaves it once it has run, the hosts would not reach each other without
+    it. Kept to one copy; nothing to do without iptables (then nothing set such a policy)."""
+    if shutil.which("iptables") is None:
+        return
+    rule = ["FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT"]
+    present = subprocess.run(["iptables", "-C", *rule], capture_output=True, check=False)
+    if (present.returncode == 0) == (action == "-I"):
+        return
+    result = subprocess.run(
+        ["iptables", action, *rule], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise HostsError(
+            f"`iptables {action} {' '.join(rule)}` failed (code {result.returncode}): "
+            f"{result.stderr.strip()}"
+        )
 
 
 def _links() -> set[str]:

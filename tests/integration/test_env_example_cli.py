@@ -88,4 +88,7 @@ def test_env_example_is_what_settings_read(tmp_path: Path) -> None:
             f"http://127.0.0.1:{values['BOARDSTREAM_SPARK_WORKER_UI_PORT']}",
         ],
         ["airflow", "stopped", f"http://localhost:{values['BOARDSTREAM_AIRFLOW_PORT']}"],
+        # The file leaves the database URL commented out: the embedded SQLite in the var dir.
+        f"the platform's database: sqlite:///{tmp_path}/var/boardstream.db "
+        "(BOARDSTREAM_DATABASE_URL unset)".split(),
     ]

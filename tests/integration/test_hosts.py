@@ -101,6 +101,29 @@ def test_a_host_cut_off_is_reached_by_nobody_until_reconnected(hosts) -> None:
     assert probe(hosts, None, a) == "connected"
 
 
+def _forward_policy() -> str:
+    """The root namespace's FORWARD policy (``ACCEPT`` or ``DROP``)."""
+    rules = subprocess.run(
+        ["iptables", "-S", "FORWARD"], capture_output=True, text=True, check=False
+    )
+    assert rules.returncode == 0, "the test needs iptables (bin/setup installs it)"
+    return rules.stdout.splitlines()[0].split()[-1]
+
+
+def test_the_hosts_reach_each_other_where_forwarding_drops_by_default(hosts) -> None:
+    """Docker's engine, once run, leaves FORWARD dropping by default while bridged frames pass
+    iptables: the hosts' bridge still forwards between its own ports."""
+    before = _forward_policy()
+    subprocess.run(["iptables", "-P", "FORWARD", "DROP"], check=True)
+    try:
+        a = hosts.address("a")
+        serve(hosts, "a", a)
+        assert probe(hosts, "b", a) == "connected"
+        assert probe(hosts, None, a) == "connected"
+    finally:
+        subprocess.run(["iptables", "-P", "FORWARD", before], check=True)
+
+
 NAMES = """
 import socket
 print(socket.gethostname(), socket.gethostbyname("bsh-b"))
@@ -148,6 +171,12 @@ def test_down_leaves_nothing_behind_and_up_and_down_repeat(hosts) -> None:
         assert "bsh-" not in _ip("link", "show")
         assert "10.231.0." not in _ip("-4", "addr", "show")
         assert not any(Path("/etc/netns").glob("bsh-*"))
+        assert (
+            "bsh-"
+            not in subprocess.run(
+                ["iptables", "-S", "FORWARD"], capture_output=True, text=True, check=True
+            ).stdout
+        )
         hosts.down()  # nothing left to remove
         hosts.up()
         assert probe(hosts, None, hosts.address("c"), 1) == "refused"

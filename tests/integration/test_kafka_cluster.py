@@ -83,6 +83,7 @@ def test_three_brokers_replicate_every_topic_and_stop_together(cluster: Settings
         f"bootstrap servers: {cluster.bootstrap_servers}; other commands reach the cluster, "
         f"and create topics with 3 replicas, with BOARDSTREAM_BOOTSTRAP_SERVERS="
         f"{cluster.bootstrap_servers} BOARDSTREAM_BROKERS=3",
+        f"the platform's database: {cluster.database} (BOARDSTREAM_DATABASE_URL unset)",
     ]
 
     admin = admin_client(cluster)
