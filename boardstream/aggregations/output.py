@@ -108,7 +108,7 @@ class OutputConfig(Protocol):
     source: source.SourceOptions
     output_topic: str
     dlq_topic: str | None
-    trigger: str
+    trigger: streaming.Trigger
     interval: str
 
     @property

@@ -97,7 +97,7 @@ def _first_line(module: ModuleType) -> str:
 def _query_arguments(
     parser: argparse.ArgumentParser,
     max_offsets: int | None,
-    triggers: tuple[str, ...] = streaming.TRIGGERS,
+    triggers: tuple[streaming.Trigger, ...] = streaming.TRIGGERS,
 ) -> None:
     """The options every streaming job takes."""
     parser.add_argument("--trigger", choices=triggers, default=streaming.AVAILABLE_NOW)

@@ -31,6 +31,7 @@ from boardstream.spark.triggers import (
     REAL_TIME,
     REAL_TIME_TRIGGERS,
     TRIGGERS,
+    Trigger,
     require_interval,
 )
 from boardstream.stream_progress import ProgressStore
@@ -48,7 +49,14 @@ STOP_POLL_S = 1  # how soon a requested stop is acted on
 LATE_WORKER_MESSAGE = "Python worker failed to connect back"
 LATE_WORKER_RESTARTS = 5
 LATE_WORKER_PAUSE_S = 5.0
-__all__ = ["AVAILABLE_NOW", "PROCESSING_TIME", "REAL_TIME", "REAL_TIME_TRIGGERS", "TRIGGERS"]
+__all__ = [
+    "AVAILABLE_NOW",
+    "PROCESSING_TIME",
+    "REAL_TIME",
+    "REAL_TIME_TRIGGERS",
+    "TRIGGERS",
+    "Trigger",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,11 +64,12 @@ class QueryConfig:
     """How a streaming job runs: its trigger, the micro-batch interval (processing-time), and
     its checkpoint (default: ``<checkpoint root>/<query name>``). Job configs extend it."""
 
-    trigger: str = AVAILABLE_NOW
+    trigger: Trigger = AVAILABLE_NOW
     interval: str = "1 second"
     checkpoint: str | Path | None = None  # a path or a Hadoop filesystem URI
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "trigger", Trigger.of(self.trigger))  # a name given as text
         require_interval(self.trigger, self.interval)
 
     @property
@@ -93,7 +102,7 @@ def kafka_stream(
     return reader.load()
 
 
-def configure_no_data_batches(spark: SparkSession, trigger: str) -> None:
+def configure_no_data_batches(spark: SparkSession, trigger: Trigger) -> None:
     """A processing-time ``transformWithState`` always asks for another (no-data) batch, so
     timers fire on an idle stream. That is right for a query that keeps running, but an
     available-now query would then never finish: it runs only data batches, and timers that
@@ -102,17 +111,17 @@ def configure_no_data_batches(spark: SparkSession, trigger: str) -> None:
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", enabled)
 
 
-def with_trigger(writer: DataStreamWriter, trigger: str, interval: str) -> DataStreamWriter:
-    if trigger == AVAILABLE_NOW:
-        return writer.trigger(availableNow=True)
-    if trigger == PROCESSING_TIME:
-        return writer.trigger(processingTime=interval)
-    if trigger == REAL_TIME:
-        return writer.trigger(realTime=interval)
-    raise ValueError(f"trigger must be one of {', '.join(REAL_TIME_TRIGGERS)}, got {trigger!r}")
+def with_trigger(writer: DataStreamWriter, trigger: Trigger, interval: str) -> DataStreamWriter:
+    match Trigger.of(trigger):
+        case Trigger.AVAILABLE_NOW:
+            return writer.trigger(availableNow=True)
+        case Trigger.PROCESSING_TIME:
+            return writer.trigger(processingTime=interval)
+        case Trigger.REAL_TIME:
+            return writer.trigger(realTime=interval)
 
 
-def output_mode(trigger: str) -> str:
+def output_mode(trigger: Trigger) -> str:
     """Every boardstream query emits each row once (append); real-time mode runs only update,
     which for those queries writes the same rows."""
     return "update" if trigger == REAL_TIME else "append"
@@ -123,7 +132,7 @@ def start_to_kafka(
     settings: Settings,
     name: str,
     checkpoint: str,
-    trigger: str,
+    trigger: Trigger,
     interval: str,
     identity: Mapping[str, object],
 ) -> StreamingQuery:

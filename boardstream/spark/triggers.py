@@ -1,13 +1,39 @@
 """The triggers a boardstream query runs under, by name, and their intervals: a module of its
 own so that DAG files can offer them as params without importing Spark at parse time."""
 
+from __future__ import annotations
+
 import re
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
 from boardstream.errors import InvalidOptionError
 
-AVAILABLE_NOW, PROCESSING_TIME, REAL_TIME = "available-now", "processing-time", "real-time"
+
+class Trigger(StrEnum):
+    """A query's trigger. A str by value, so a DAG param, a lease's details and a message
+    carry its name (``available-now``); :meth:`of` reads one, refusing any other word."""
+
+    AVAILABLE_NOW = "available-now"
+    PROCESSING_TIME = "processing-time"
+    REAL_TIME = "real-time"
+
+    @classmethod
+    def of(
+        cls, value: str, allowed: tuple[Trigger, ...] | None = None, option: str = "trigger"
+    ) -> Trigger:
+        """``value`` as a trigger, one of ``allowed`` (all, if None); InvalidOptionError on
+        ``option`` naming the choices otherwise."""
+        choices = tuple(cls) if allowed is None else allowed
+        if value not in choices:
+            raise InvalidOptionError(
+                f"{option} must be one of {', '.join(choices)}, got {value!r}", option
+            )
+        return cls(value)
+
+
+AVAILABLE_NOW, PROCESSING_TIME, REAL_TIME = tuple(Trigger)
 TRIGGERS = (AVAILABLE_NOW, PROCESSING_TIME)
 # Spark's real-time mode: long-running tasks, records flow through without waiting for a batch
 # boundary, and ``interval`` is how often progress is checkpointed (at least 5 s). It runs
@@ -53,7 +79,7 @@ def interval_ms(text: str) -> float:
     return total
 
 
-def require_interval(trigger: str, interval: str, option: str = "interval") -> None:
+def require_interval(trigger: Trigger, interval: str, option: str = "interval") -> None:
     """Refuse (InvalidOptionError on ``option``) an interval Spark would refuse under
     ``trigger`` once started: not in its form, or under 5 seconds for real-time mode."""
     if trigger == AVAILABLE_NOW:

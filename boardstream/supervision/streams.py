@@ -13,6 +13,7 @@ from boardstream.spark.triggers import (
     LIVE_INTERVAL,
     PROCESSING_TIME,
     REAL_TIME,
+    Trigger,
     require_interval,
 )
 from boardstream.stack.ports import env_var
@@ -26,7 +27,7 @@ class StreamOptions:
     slot per source and shuffle partition) and its micro-batch (or checkpoint) interval, the
     sink's micro-batch interval, and the join's own flags (e.g. ``--unmatched-timeout=10m``)."""
 
-    trigger: str = PROCESSING_TIME
+    trigger: Trigger = PROCESSING_TIME
     interval: str = LIVE_INTERVAL
     sink_interval: str = LIVE_INTERVAL
     join_args: tuple[str, ...] = ()
@@ -38,6 +39,7 @@ class StreamOptions:
                 f"{self.trigger!r} (available-now is the catch-up DAG's)",
                 "trigger",
             )
+        object.__setattr__(self, "trigger", Trigger(self.trigger))  # a name given as text
         require_interval(self.trigger, self.interval)
         require_interval(PROCESSING_TIME, self.sink_interval, "sink_interval")
 

@@ -29,7 +29,8 @@ WATCHED = ("var_dir", "checkpoint_root", "stream_max_batch_age_s", "stream_max_l
 def stream_params() -> dict[str, Param]:
     """How a stream runs once started: DAG params of the supervising and the request DAG."""
     return {
-        "trigger": Param(PROCESSING_TIME, enum=[PROCESSING_TIME, REAL_TIME]),
+        # Their names as plain text: a param's value is JSON in the serialized DAG.
+        "trigger": Param(PROCESSING_TIME.value, enum=[PROCESSING_TIME.value, REAL_TIME.value]),
         "interval": Param(LIVE_INTERVAL, type="string", pattern=INTERVAL_PATTERN),
         "sink_interval": Param(LIVE_INTERVAL, type="string", pattern=INTERVAL_PATTERN),
         "unmatched_timeout": Param("10m", type="string", pattern=r"^[0-9]+(ms|s|m|h|d)$"),

@@ -1,14 +1,16 @@
-"""Trigger intervals as Spark takes them, read by boardstream where it must know one (a
-real-time batch reports once per interval) and checked before Spark starts."""
+"""Triggers as a type, and their intervals as Spark takes them, read by boardstream where it
+must know one (a real-time batch reports once per interval) and checked before Spark starts."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from boardstream.errors import InvalidOptionError
-from boardstream.spark.triggers import INTERVAL_PATTERN, interval_ms, require_interval
+from boardstream.sink.job import SinkJobConfig
+from boardstream.spark.triggers import INTERVAL_PATTERN, Trigger, interval_ms, require_interval
 
 
 @pytest.mark.parametrize(
@@ -56,3 +58,22 @@ def test_each_trigger_is_held_to_what_spark_takes_of_it() -> None:
     with pytest.raises(InvalidOptionError, match=r"^expected an interval") as refused:
         require_interval("processing-time", "30s", "sink_interval")
     assert refused.value.options == ("sink_interval",)
+
+
+def test_a_trigger_is_a_type_read_from_its_name() -> None:
+    assert Trigger.of("real-time") is Trigger.REAL_TIME
+    assert json.dumps({"trigger": Trigger.REAL_TIME}) == '{"trigger": "real-time"}'
+    assert f"{Trigger.AVAILABLE_NOW}" == "available-now"  # in messages, as the flag spells it
+    with pytest.raises(InvalidOptionError) as refused:
+        Trigger.of("available-now", (Trigger.PROCESSING_TIME, Trigger.REAL_TIME), "--trigger")
+    assert str(refused.value) == (
+        "--trigger must be one of processing-time, real-time, got 'available-now'"
+    )
+    assert refused.value.options == ("--trigger",)
+
+
+def test_a_query_config_holds_its_trigger_as_the_type() -> None:
+    config = SinkJobConfig(trigger="processing-time")
+    assert config.trigger is Trigger.PROCESSING_TIME
+    with pytest.raises(InvalidOptionError, match=r"^trigger must be one of available-now, "):
+        SinkJobConfig(trigger="once")
