@@ -400,7 +400,7 @@ def _checked(
     stream_error = _first_error(
         (
             value.isNull(),
-            F.lit(f"a {stream} record with a null value ({_plural(stream)} have no tombstones)"),
+            F.lit(f"{_a(stream)} record with a null value ({_plural(stream)} have no tombstones)"),
         ),
         oversized,
         key_utf8,
@@ -415,7 +415,7 @@ def _checked(
     integer_key = key_field.kind == schema.INT64
     table_key = key.try_cast("bigint") if integer_key else key
     table_error = _first_error(
-        (key.isNull(), F.lit(f"a {table} record without a key")),
+        (key.isNull(), F.lit(f"{_a(table)} record without a key")),
         key_utf8,
         *(_int64_key(table, key) if integer_key else []),
         (value.isNull(), F.lit(None).cast("string")),  # a tombstone: valid
@@ -437,6 +437,11 @@ def _checked(
     fields = _fields(contract.stream, contract.table)
     frame = _read_fields(with_time, max_record_bytes, fields).withColumn("error", error)
     return _Checked(frame, is_stream, is_table, is_tick, table_key)
+
+
+def _a(label: str) -> str:
+    """``a board``, ``an orders``: the label with its article."""
+    return f"{'an' if label[:1].lower() in 'aeiou' else 'a'} {label}"
 
 
 def _plural(label: str) -> str:

@@ -39,6 +39,12 @@ class Strict(BaseModel):
 class _Field(Strict):
     required: bool = Field(default=False, description="absent or null is a dead letter")
 
+    @property
+    def json_form(self) -> str:
+        """The JSON a value of this type is: a field the stream and the table both name is
+        read once per record, so both must declare it in one form."""
+        return "a JSON string"
+
 
 class Text(_Field):
     """A JSON string of ``min_chars`` to ``max_chars`` code points, without U+0000 (which text
@@ -64,12 +70,20 @@ class Int64(_Field):
 
     type: Literal["int64"]
 
+    @property
+    def json_form(self) -> str:
+        return "a JSON integer"
+
 
 class Double(_Field):
     """A JSON number (an integer too), read as the nearest IEEE 754 double, as JSON readers do
     (declare a decimal to keep every digit); one past the double's range is a dead letter."""
 
     type: Literal["double"]
+
+    @property
+    def json_form(self) -> str:
+        return "a JSON number"
 
 
 class Decimal(_Field):
@@ -80,6 +94,10 @@ class Decimal(_Field):
     type: Literal["decimal"]
     precision: int = Field(ge=1, le=MAX_PRECISION)
     scale: int = Field(default=0, ge=0)
+
+    @property
+    def json_form(self) -> str:
+        return f"a JSON number for decimal({self.precision},{self.scale})"
 
     @model_validator(mode="after")
     def _scale_fits(self) -> Decimal:
@@ -95,6 +113,10 @@ class Boolean(_Field):
 
     type: Literal["boolean"]
 
+    @property
+    def json_form(self) -> str:
+        return "a JSON boolean"
+
 
 class Timestamp(_Field):
     """An instant: an ISO 8601 string (``iso8601``), or a JSON integer of milliseconds
@@ -102,6 +124,10 @@ class Timestamp(_Field):
 
     type: Literal["timestamp"]
     format: Literal["iso8601", "epoch_ms", "epoch_us"] = "iso8601"
+
+    @property
+    def json_form(self) -> str:
+        return "a JSON string" if self.format == "iso8601" else "a JSON integer"
 
 
 class Date(_Field):

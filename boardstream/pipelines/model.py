@@ -268,8 +268,22 @@ class Pipeline(Strict):
                 "stream",
                 "join_on",
             )
+        self._shared_fields_agree()
         self._sink_columns_resolve()
         return self
+
+    def _shared_fields_agree(self) -> None:
+        for name, field in self.table.fields.items():
+            other = self.stream.fields.get(name)
+            if other is not None and other.json_form != field.json_form:
+                raise Problem(
+                    f"{field.type} ({field.json_form}) here but {other.type} "
+                    f"({other.json_form}) in the stream: a field both name is read once per "
+                    "record, in one JSON form",
+                    "table",
+                    "fields",
+                    name,
+                )
 
     def _topics_apart(self) -> None:
         seen: dict[str, tuple[str, str]] = {}

@@ -56,7 +56,7 @@ INVALID = [
     (ORDERS, O1, order(note="a\x00"), "note contains U+0000, which text columns cannot hold"),
     (ORDERS, O1, order(customer_id=None), "missing field customer_id (absent or null)"),
     (ORDERS, b"o2", order(), "key does not match order_id"),
-    (ORDERS, O1, None, "a orders record with a null value (orders have no tombstones)"),
+    (ORDERS, O1, None, "an orders record with a null value (orders have no tombstones)"),
     # decimal(12,2): an exact number whose digits fit, never rounded
     (ORDERS, O1, raw("1.234"), "amount does not fit decimal(12,2) without rounding: 1.234"),
     (

@@ -129,6 +129,12 @@ BAD = {
         {"sink.columns.order_id": DELETE},
         "sink.columns: keeps no column for stream.order_id (the table's primary key)",
     ),
+    "a field both sides name, in two JSON forms": (
+        {"table.fields.amount": {"type": "text"}},
+        "table.fields.amount: text (a JSON string) here but decimal (a JSON number for "
+        "decimal(12,2)) in the stream: a field both name is read once per record, in one JSON "
+        "form",
+    ),
     "sink column on the sink's own": (
         {"sink.columns.loaded_at": "stream.gift"},
         "sink.columns.loaded_at: loaded_at is the sink's own column",
