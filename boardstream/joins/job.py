@@ -1,8 +1,10 @@
 """The board-detail join job: ``member`` + ``board`` → ``board-detail`` / ``-unmatched`` / ``-dlq``.
 
 One Kafka source reads both topics, so one checkpoint tracks both. Records are parsed on the
-JVM; malformed ones go straight to the DLQ, the rest are grouped by member_id into
-:class:`~boardstream.joins.processor.BoardMemberJoin` on the RocksDB state store.
+JVM; malformed ones go straight to the DLQ, the rest are grouped by the table's key into the
+stateful operator on the RocksDB state store: the JVM's for any declared pipeline
+(:func:`declared_join`), or Python's for board_detail
+(:class:`~boardstream.joins.processor.BucketedMemberJoin`).
 
 The source also reads the tick topic (``<board topic>-join-tick``). Unmatched timeouts are
 processing-time timers, and an available-now run has no no-data batches (it could not finish
@@ -25,9 +27,10 @@ from pyspark.sql.streaming import StreamingQuery
 from boardstream import dead_letters
 from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.joins import schema
-from boardstream.joins.jvm_operator import STATE_VARIABLES, member_join
+from boardstream.joins.jvm_operator import STATE_VARIABLES, stateful_join
+from boardstream.joins.layout import JoinLayout
 from boardstream.joins.member_table import JoinOptions
-from boardstream.joins.parse import parse, routed
+from boardstream.joins.parse import parse, parse_declared, routed, routed_declared
 from boardstream.joins.processor import (
     DEAD_LETTER_BUCKET,
     OUTPUT_DDL,
@@ -41,12 +44,15 @@ from boardstream.kafka.clients import (
     require_topics,
 )
 from boardstream.kafka.limits import require_fit, spark_producer_limit
+from boardstream.pipelines import Pipeline, shipped
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import guard_checkpoint, record_identity, recorded_identity
 
 QUERY_NAME = "board-detail-join"
+BOARD_DETAIL = shipped("board_detail")
+BOARD_DETAIL_LAYOUT = JoinLayout.of(BOARD_DETAIL)
 JVM, PYTHON = "jvm", "python"
 ENGINES = (JVM, PYTHON)
 # The option that bounds every input record's size, as messages name it.
@@ -105,14 +111,60 @@ class JoinJobConfig(streaming.QueryConfig):
         return QUERY_NAME
 
 
+@dataclass(frozen=True)
+class JoinTopics:
+    """The topics one pipeline's join reads and writes, as the deployment names them."""
+
+    stream: str
+    table: str
+    tick: str
+    joined: str
+    unmatched: str
+    dead_letters: str
+
+    @classmethod
+    def of(cls, settings: Settings) -> JoinTopics:
+        """The shipped pipeline's, from the settings (a test's own prefix included)."""
+        return cls(
+            settings.board_topic,
+            settings.member_topic,
+            settings.join_tick_topic,
+            settings.board_detail_topic,
+            settings.unmatched_topic,
+            settings.dlq_topic,
+        )
+
+
+def declared_join(
+    raw: DataFrame,
+    pipeline: Pipeline,
+    topics: JoinTopics,
+    config: JoinJobConfig,
+) -> DataFrame:
+    """Kafka rows (topic, key, value) for all three outputs of any declared pipeline, joined
+    by the JVM operator from ``raw`` (the Kafka source of its stream, table and tick topics)."""
+    contract, layout = schema.Contract.of(pipeline), JoinLayout.of(pipeline)
+    parsed = parse_declared(
+        raw, contract, topics.stream, topics.table, config.max_record_bytes, topics.tick
+    )
+    joined = stateful_join(
+        routed_declared(parsed, pipeline, layout),
+        layout,
+        contract.stream_label,
+        config.options,
+        update=config.trigger == streaming.REAL_TIME,
+    )
+    return kafka_rows(joined, topics, layout)
+
+
 def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> DataFrame:
     """Kafka rows (topic, key, value) for all three outputs."""
+    topics = JoinTopics.of(settings)
     raw = streaming.kafka_stream(
-        spark,
-        settings,
-        [settings.member_topic, settings.board_topic, settings.join_tick_topic],
-        config.max_offsets_per_trigger,
+        spark, settings, [topics.table, topics.stream, topics.tick], config.max_offsets_per_trigger
     )
+    if config.engine == JVM:
+        return declared_join(raw, BOARD_DETAIL, topics, config)
     parsed = parse(
         raw,
         settings.member_topic,
@@ -120,9 +172,6 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
         config.max_record_bytes,
         tick_topic=settings.join_tick_topic,
     )
-    if config.engine == JVM:
-        update = config.trigger == streaming.REAL_TIME
-        return kafka_rows(member_join(routed(parsed), config.options, update), settings)
     bucket = (
         F.when(F.col("dead_letter").isNotNull(), F.lit(DEAD_LETTER_BUCKET))
         .when(F.col("kind") == "tick", F.lit(TICK_BUCKET))
@@ -140,21 +189,20 @@ def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) 
             timeMode="ProcessingTime",
         )
     )
-    return kafka_rows(joined, settings)
+    return kafka_rows(joined, topics, BOARD_DETAIL_LAYOUT)
 
 
-def kafka_rows(joined: DataFrame, settings: Settings) -> DataFrame:
-    """The processor's output (OUTPUT_DDL rows) as Kafka rows (topic, key, value), routed by
-    outcome; shared by the stream and by repair, so both write identical records."""
+def kafka_rows(joined: DataFrame, topics: JoinTopics, layout: JoinLayout) -> DataFrame:
+    """The processor's output (``layout.output`` rows) as Kafka rows (topic, key, value),
+    routed by outcome; shared by the stream and by repair, so both write identical records."""
     outcome = F.col("outcome")
-    payload = [name for name in schema.names(schema.OUTPUT) if name != "outcome"]
     return joined.select(
-        F.when(outcome == "joined", settings.board_detail_topic)
-        .when(outcome == "unmatched", settings.unmatched_topic)
-        .otherwise(settings.dlq_topic)
+        F.when(outcome == "joined", topics.joined)
+        .when(outcome == "unmatched", topics.unmatched)
+        .otherwise(topics.dead_letters)
         .alias("topic"),
-        F.coalesce(F.unbase64("dead_key"), F.col("board_id").cast("binary")).alias("key"),
-        F.coalesce(F.col("dead_letter"), F.to_json(F.struct(*payload))).alias("value"),
+        F.coalesce(F.unbase64("dead_key"), F.col(layout.id_column).cast("binary")).alias("key"),
+        F.coalesce(F.col("dead_letter"), F.to_json(F.struct(*layout.payload))).alias("value"),
     )
 
 

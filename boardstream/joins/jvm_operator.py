@@ -1,73 +1,107 @@
-"""The join's stateful operator on the JVM (``jvm/``, ``io.boardstream.join.MemberJoin``),
-applied from PySpark through the JVM gateway.
+"""The join's stateful operator on the JVM (``jvm/``, ``io.boardstream.join.StreamTableJoin``),
+applied from PySpark through the JVM gateway, for any declared pipeline.
 
-Keyed by member id, two RocksDB state values per member (``member``: its versions and
-deletion; ``waiting``: the boards waiting for it, which reconciliation reads alone): a
-micro-batch reads and writes only the members its records name, with no Python worker and no
-round trip per state call, so a batch costs what its own records cost (the Python operator,
-:mod:`boardstream.joins.processor`, moves a whole bucket of members through the Python state
-server per call: docs/BENCHMARKS.md). The semantics are
-:class:`~boardstream.joins.member_table.MemberTable`'s; a property test feeds both the same
-inputs and requires the same outputs.
+Keyed by the table's key, two RocksDB state values per key (the row's versions and deletion;
+the stream records waiting for it, which reconciliation reads alone): a micro-batch reads and
+writes only the keys its records name, with no Python worker and no round trip per state call,
+so a batch costs what its own records cost (the Python operator,
+:mod:`boardstream.joins.processor`, moves a whole bucket through the Python state server per
+call: docs/BENCHMARKS.md). The layouts are the declaration's (:mod:`boardstream.joins.layout`);
+the semantics are :class:`~boardstream.joins.member_table.MemberTable`'s, and a property test
+feeds both the same inputs and requires the same outputs.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from boardstream.joins import schema
-from boardstream.joins.member_table import AS_OF, JoinOptions
+from boardstream.joins.layout import JoinLayout, struct
+from boardstream.joins.member_table import AS_OF, DELETED, MISSING, OVERFLOW, JoinOptions
 
-OPERATOR = "io.boardstream.join.MemberJoin"
-# The keys dead letters and ticks travel under (MemberJoin.DEAD_LETTER_KEY, TICK_KEY).
-DEAD_LETTER_KEY = -(2**63)
-TICK_KEY = DEAD_LETTER_KEY + 1
-_DEAD = (("dead_key", "string"), ("dead_letter", "string"))
-OUTPUT_DDL = schema.ddl(schema.OUTPUT + _DEAD)
-
-
-def _struct(columns: tuple[tuple[str, str], ...]) -> str:
-    return "struct<" + ", ".join(f"`{name}`: {kind}" for name, kind in columns) + ">"
-
-
-# A member's entry: its versions and when it was deleted (state variable ``member``), the boards
-# waiting for it (``waiting``).
-MEMBER_STATE_DDL = f"versions array<{_struct(schema.MEMBER)}>, deleted_at_ms bigint"
-WAITING_STATE_DDL = f"boards array<{_struct(schema.PENDING)}>"
-# The state variables, as a checkpoint's identity records them: one written before the waiting
-# boards had a variable of their own (``member`` held them) records none, and is refused.
+# The keys dead letters and ticks travel under, per key type: an int64's two smallest values,
+# or texts with U+0000, which no valid text field holds.
+SPECIAL_KEYS = {
+    "bigint": (-(2**63), -(2**63) + 1),
+    "string": (f"{schema.FORBIDDEN_CHAR}dead_letter", f"{schema.FORBIDDEN_CHAR}tick"),
+}
+# The state variables: the row's (its first name, which checkpoints hold) and the waiting
+# records'. A checkpoint written before the waiting records had a variable of their own
+# records none, and is refused.
 STATE_VARIABLES = ("member", "waiting")
 
 
-def join_key() -> Column:
-    """The member id, or the key of the dead letters or of the ticks."""
-    return (
-        F.when(F.col("dead_letter").isNotNull(), F.lit(DEAD_LETTER_KEY))
-        .when(F.col("kind") == "tick", F.lit(TICK_KEY))
-        .otherwise(F.col("member_id"))
-        .cast("bigint")
+def output_ddl(layout: JoinLayout) -> str:
+    return schema.ddl(layout.output)
+
+
+def row_state_ddl(layout: JoinLayout) -> str:
+    return f"versions array<{struct(layout.version)}>, deleted_at_ms bigint"
+
+
+def waiting_state_ddl(layout: JoinLayout, stream_label: str) -> str:
+    """One array, named after the stream's records (``boards``)."""
+    return f"`{schema.plural(stream_label)}` array<{struct(layout.waiting)}>"
+
+
+def java_layout(jvm: Any, layout: JoinLayout) -> Any:
+    """The layout as ``io.boardstream.join.Layout`` reads it."""
+    return jvm.io.boardstream.join.Layout(
+        list(layout.plan),
+        len(layout.stream.columns),
+        len(layout.table.columns),
+        layout.event_index,
+        MISSING,
+        DELETED,
+        OVERFLOW,
     )
 
 
-def member_join(routed: DataFrame, options: JoinOptions, update: bool = False) -> DataFrame:
-    """The operator's rows (:data:`OUTPUT_DDL`) for ``routed`` (see
-    :func:`~boardstream.joins.parse.routed`); ``update`` when the query runs in update mode
-    (the real-time trigger)."""
-    spark = routed.sparkSession
-    operator = spark._jvm
-    for part in OPERATOR.split("."):
-        operator = getattr(operator, part)
-    joined = operator.apply(
-        routed.withColumn("join_key", join_key())._jdf,
-        OUTPUT_DDL,
-        MEMBER_STATE_DDL,
-        WAITING_STATE_DDL,
+def java_options(jvm: Any, options: JoinOptions) -> Any:
+    """The options as ``io.boardstream.join.JoinOptions`` (a record) takes them, in order."""
+    return jvm.io.boardstream.join.JoinOptions(
         options.mode == AS_OF,
         options.unmatched_timeout_ms,
         options.max_pending_per_member,
         options.history_retention_ms,
         options.deleted_retention_ms,
+    )
+
+
+def join_key(layout: JoinLayout) -> Column:
+    """The table key a routed row is grouped by: its own, or the dead letters' or the ticks'."""
+    dead, tick = SPECIAL_KEYS[layout.key_type]
+    return (
+        F.when(F.col("dead_letter").isNotNull(), F.lit(dead))
+        .when(F.col("kind") == "tick", F.lit(tick))
+        .otherwise(F.col("join_key"))
+        .cast(layout.key_type)
+    )
+
+
+def stateful_join(
+    routed: DataFrame,
+    layout: JoinLayout,
+    stream_label: str,
+    options: JoinOptions,
+    update: bool = False,
+) -> DataFrame:
+    """The operator's rows (:func:`output_ddl`) for ``routed`` (the layout's routed columns,
+    see :func:`~boardstream.joins.parse.routed_declared`); ``update`` when the query runs in
+    update mode (the real-time trigger)."""
+    spark = routed.sparkSession
+    jvm = spark._jvm
+    joined = jvm.io.boardstream.join.StreamTableJoin.apply(
+        routed.withColumn("join_key", join_key(layout))._jdf,
+        output_ddl(layout),
+        row_state_ddl(layout),
+        waiting_state_ddl(layout, stream_label),
+        java_layout(jvm, layout),
+        list(STATE_VARIABLES),
+        java_options(jvm, options),
         update,
     )
     return DataFrame(joined, spark)

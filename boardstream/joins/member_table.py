@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import get_args
+from typing import Any, get_args
 
 from boardstream.errors import InvalidOptionError
 from boardstream.joins.records import Entry, InputRow, OutputRow, Version, WaitingBoard
@@ -43,6 +43,18 @@ class JoinOptions:
     max_pending_per_member: int = _DECLARED.max_buffered_per_key
     history_retention_ms: int = _DECLARED.history_retention_ms  # as-of: kept behind the newest
     deleted_retention_ms: int = _DECLARED.deleted_retention_ms  # how long a deletion is kept
+
+    @classmethod
+    def of(cls, join: Join, **overrides: Any) -> JoinOptions:
+        """A declaration's join (``pipeline.join``), with ``overrides`` (a job's flags)."""
+        declared = {
+            "mode": join.mode,
+            "unmatched_timeout_ms": join.grace_ms,
+            "max_pending_per_member": join.max_buffered_per_key,
+            "history_retention_ms": join.history_retention_ms,
+            "deleted_retention_ms": join.deleted_retention_ms,
+        }
+        return cls(**(declared | overrides))
 
     def __post_init__(self) -> None:
         if self.mode not in (LATEST, AS_OF):

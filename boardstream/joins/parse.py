@@ -27,6 +27,8 @@ from pyspark.sql import functions as F
 
 from boardstream.dead_letters import envelope, key_prefix
 from boardstream.joins import schema
+from boardstream.joins.layout import JoinLayout
+from boardstream.pipelines import FieldType, Pipeline, Timestamp
 
 _JSON_WS = " \t\n\r"  # JSON's whitespace, nothing more
 # Whitespace is trimmed with btrim (both ends) where only one end matters: Spark deprecates the
@@ -151,13 +153,8 @@ def _value(name: str) -> Column:
 
 def _read_as(field: schema.Field) -> str:
     """The Spark type a field is read from its variant as: the JSON type's, nothing converted
-    (a date and an ISO timestamp are read as their text, checked after)."""
-    return {
-        schema.INT64: "bigint",
-        schema.DOUBLE: "double",
-        schema.BOOLEAN: "boolean",
-        schema.DECIMAL: f"decimal({field.precision},{field.scale})",
-    }.get(field.kind, "string")
+    (a date is read as its text, checked, then typed: :func:`_typed`)."""
+    return "string" if field.kind == schema.DATE else schema.typed_as(field)
 
 
 def _fields(*sides: tuple[schema.Field, ...]) -> dict[str, schema.Field]:
@@ -400,7 +397,10 @@ def _checked(
     stream_error = _first_error(
         (
             value.isNull(),
-            F.lit(f"{_a(stream)} record with a null value ({_plural(stream)} have no tombstones)"),
+            F.lit(
+                f"{_a(stream)} record with a null value "
+                f"({schema.plural(stream)} have no tombstones)"
+            ),
         ),
         oversized,
         key_utf8,
@@ -442,11 +442,6 @@ def _checked(
 def _a(label: str) -> str:
     """``a board``, ``an orders``: the label with its article."""
     return f"{'an' if label[:1].lower() in 'aeiou' else 'a'} {label}"
-
-
-def _plural(label: str) -> str:
-    """``boards`` of ``board``; a label already plural (a topic ``orders``) as it is."""
-    return label if label.endswith("s") else f"{label}s"
 
 
 def _dead_letters(max_record_bytes: int) -> list[Column]:
@@ -575,6 +570,54 @@ def routed(parsed: DataFrame) -> DataFrame:
             else F.col(name)
             for name, kind in schema.INPUT
         ],
+        "dead_key",
+        "dead_letter",
+    )
+
+
+def _epoch_ms(value: Column, declared: FieldType) -> Column:
+    """A timestamp field's value in epoch milliseconds (floored), whatever its declared form."""
+    match declared:
+        case Timestamp(format="epoch_ms"):
+            return value
+        case Timestamp(format="epoch_us"):
+            return F.unix_millis(F.timestamp_micros(value))
+    return F.unix_millis(F.try_to_timestamp(value))
+
+
+def routed_declared(parsed: DataFrame, pipeline: Pipeline, layout: JoinLayout) -> DataFrame:
+    """The JVM operator's input for any pipeline (``layout.routed``) from
+    :func:`parse_declared`'s rows: each valid record's table key, its event time in
+    milliseconds (a stream record's ``event_time``, a table record's ``version_time``, a
+    tombstone's Kafka time) and its side's fields as the state keeps them."""
+    kind, stream, table = F.col("kind"), F.col("stream"), F.col("table")
+    stream_ms = _epoch_ms(
+        stream[pipeline.stream.event_time], pipeline.stream.fields[pipeline.stream.event_time]
+    )
+    table_ms = _epoch_ms(
+        table[pipeline.table.version_time], pipeline.table.fields[pipeline.table.version_time]
+    )
+    fields = [
+        (stream[source] if source else stream_ms).alias(name)
+        for (name, _), source in zip(layout.stream.columns, layout.stream.sources, strict=True)
+    ]
+    return parsed.select(
+        kind.alias("kind"),
+        F.when(kind == "stream", stream[pipeline.stream.join_on])
+        .otherwise(F.col("table_key"))
+        .alias("join_key"),
+        F.when(kind == "stream", stream_ms)
+        .when(kind == "table", table_ms)
+        .when(kind == "tombstone", F.col("timestamp_ms"))
+        .alias("event_ms"),
+        "timestamp_ms",
+        "partition",
+        "offset",
+        F.when(kind == "stream", F.struct(*fields)).alias("stream"),
+        F.when(
+            kind == "table",
+            F.struct(*[table[name].alias(name) for name, _ in layout.table.columns]),
+        ).alias("table"),
         "dead_key",
         "dead_letter",
     )

@@ -76,6 +76,23 @@ def field(name: str, declared: FieldType) -> Field:
     raise TypeError(f"{name}: no parser field for {declared!r}")  # a type added, not here
 
 
+def plural(label: str) -> str:
+    """``boards`` of ``board``; a label already plural (a topic ``orders``) as it is."""
+    return label if label.endswith("s") else f"{label}s"
+
+
+def typed_as(field: Field) -> str:
+    """The Spark type a valid value of ``field`` is held as: the JSON value's own, nothing
+    converted but a date (an ISO timestamp stays its text, an epoch timestamp its integer)."""
+    return {
+        INT64: "bigint",
+        DOUBLE: "double",
+        BOOLEAN: "boolean",
+        DATE: "date",
+        DECIMAL: f"decimal({field.precision},{field.scale})",
+    }.get(field.kind, "string")
+
+
 def contract(declared: Mapping[str, FieldType]) -> tuple[Field, ...]:
     """The parser's contract for a declaration's fields, in their order."""
     return tuple(field(name, kind) for name, kind in declared.items())

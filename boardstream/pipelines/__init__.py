@@ -24,7 +24,15 @@ from boardstream.pipelines.fields import (
     Timestamp,
 )
 from boardstream.pipelines.load import Declared, load_directory, read, to_yaml
-from boardstream.pipelines.model import LOADED_AT, POSITIONS, Join, Pipeline, Reconcile, Slo
+from boardstream.pipelines.model import (
+    LOADED_AT,
+    POSITIONS,
+    ROWTIME,
+    Join,
+    Pipeline,
+    Reconcile,
+    Slo,
+)
 
 # Installed as package data (pyproject.toml), so a wheel has them.
 SHIPPED = Path(__file__).resolve().parent / "declarations"
@@ -55,6 +63,7 @@ def find(declared: dict[str, Declared], name: str) -> Declared:
 __all__ = [
     "LOADED_AT",
     "POSITIONS",
+    "ROWTIME",
     "SHIPPED",
     "TYPE_NAMES",
     "Boolean",

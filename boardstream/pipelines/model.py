@@ -34,6 +34,9 @@ POSITIONS = {"ROWPARTITION": "partition", "ROWOFFSET": "offset"}
 POSITION_SIDES = (*SIDES, "joined")
 # The sink's own column: when the row was written.
 LOADED_AT = "loaded_at"
+# ksqlDB's pseudo column for a record's Kafka timestamp: the joined record carries the stream
+# record's (the order the join applied it in), the sink does not.
+ROWTIME = "ROWTIME"
 _SOURCE = (
     rf"^(({'|'.join(SIDES)})\.{IDENTIFIER[1:-1]}"
     rf"|({'|'.join(POSITION_SIDES)})\.({'|'.join(POSITIONS)}))$"
@@ -270,7 +273,36 @@ class Pipeline(Strict):
             )
         self._shared_fields_agree()
         self._sink_columns_resolve()
+        rowtime = self.rowtime_column
+        if rowtime in self.sink.columns:
+            raise Problem(
+                f"{rowtime} is the joined records' column for stream.{ROWTIME}",
+                "sink",
+                "columns",
+                rowtime,
+            )
         return self
+
+    @property
+    def rowtime_column(self) -> str:
+        """The joined records' column of the stream record's Kafka timestamp: named after the
+        stream's offset column (``board_offset``: ``board_timestamp_ms``)."""
+        offset = next(c for c, s in self.sink.columns.items() if s == "stream.ROWOFFSET")
+        return f"{offset.removesuffix('_offset')}_timestamp_ms"
+
+    def joined_columns(self) -> dict[str, str]:
+        """The layout of the records the join writes (joined and unmatched): the sink's
+        columns but the joined record's own position, which no record can carry, with the
+        stream record's Kafka timestamp after its offset. What the table holds is what the
+        topic says."""
+        columns: dict[str, str] = {}
+        for column, source in self.sink.columns.items():
+            if source.startswith("joined."):
+                continue
+            columns[column] = source
+            if source == "stream.ROWOFFSET":
+                columns[self.rowtime_column] = f"stream.{ROWTIME}"
+        return columns
 
     def _shared_fields_agree(self) -> None:
         for name, field in self.table.fields.items():

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
-from boardstream.joins.job import kafka_rows
+from boardstream.joins.job import BOARD_DETAIL_LAYOUT, JoinTopics, kafka_rows
 from boardstream.joins.member_table import LATEST, JoinOptions, MemberTable
 from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import OUTPUT_COLUMNS, OUTPUT_DDL, input_rows
@@ -118,7 +118,7 @@ def _rejoin(
         ].itertuples(index=False)
     ]
     frame = spark.createDataFrame([(*row, None, None) for row in out] + dead, OUTPUT_DDL)
-    kafka_rows(frame, settings).write.format("kafka").options(
+    kafka_rows(frame, JoinTopics.of(settings), BOARD_DETAIL_LAYOUT).write.format("kafka").options(
         **settings.to_spark_kafka_sink_options()
     ).save()
     return {row[2] for row in out}  # board_id

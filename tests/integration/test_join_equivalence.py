@@ -1,9 +1,9 @@
-"""The join has one definition: the JVM operator's per-member logic (``io.boardstream.join``,
-driven batch by batch through ``MemberTables``) and the Python ``MemberTable`` give the same
-outputs for the same random input: member updates, tombstones, late members, boards out of
-event-time order, timeouts, pending overflow, deletions forgotten after their retention, in
-both join modes. Each side fires its own timers as its Spark operator does (the Python operator
-one per bucket, the JVM one per member)."""
+"""The join has one definition: the JVM operator's per-key logic (``io.boardstream.join``,
+driven batch by batch through ``JoinTables``, on board_detail's declared layout) and the
+Python ``MemberTable`` give the same outputs for the same random input: member updates,
+tombstones, late members, boards out of event-time order, timeouts, pending overflow, deletions
+forgotten after their retention, in both join modes. Each side fires its own timers as its
+Spark operator does (the Python operator one per bucket, the JVM one per key)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,15 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boardstream.joins import schema
+from boardstream.joins import jvm_operator, schema
+from boardstream.joins.layout import JoinLayout
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions, MemberTable
 from boardstream.joins.records import InputRow
+from boardstream.pipelines import shipped
 
 COLUMNS = schema.names(schema.INPUT)
+LAYOUT = JoinLayout.of(shipped("board_detail"))
+KINDS = {"board": "stream", "member": "table", "tombstone": "tombstone"}
 START = 10_000  # the first batch's processing time
 
 
@@ -84,14 +88,24 @@ def scenarios(draw):
     return options, batches, gaps
 
 
-def jvm_operator(spark, options: JoinOptions):
-    return spark._jvm.io.boardstream.join.MemberTables(
-        options.mode == AS_OF,
-        options.unmatched_timeout_ms,
-        options.max_pending_per_member,
-        options.history_retention_ms,
-        options.deleted_retention_ms,
+def jvm_join(spark, options: JoinOptions):
+    jvm = spark._jvm
+    return jvm.io.boardstream.join.JoinTables(
+        jvm_operator.java_layout(jvm, LAYOUT), jvm_operator.java_options(jvm, options)
     )
+
+
+def declared(row: InputRow) -> list:
+    """A Python engine's input row as the JVM's routed record: the same values, its side's
+    fields in the declared layout's columns (a tombstone has none)."""
+    side = {"board": LAYOUT.stream, "member": LAYOUT.table}.get(row.kind)
+    fields = None if side is None else [getattr(row, name) for name, _ in side.columns]
+    head = [KINDS[row.kind], row.member_id, row.event_ms, row.timestamp_ms]
+    return [*head, row.partition, row.offset, fields]
+
+
+def jvm_batch(jvm, rows: list[InputRow], now: int) -> list[tuple]:
+    return [tuple(row) for row in jvm.batch([declared(row) for row in rows], now)]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -99,13 +113,13 @@ def jvm_operator(spark, options: JoinOptions):
 def test_the_jvm_and_python_operators_emit_the_same_rows(spark, scenario) -> None:
     options, batches, gaps = scenario
     python = PythonOperator(MemberTable(options, {}), set())
-    jvm = jvm_operator(spark, options)
+    jvm = jvm_join(spark, options)
     now = START
     # Then a few empty batches, so every waiting board meets its timeout.
     for rows, gap in zip([*batches, [], [], []], gaps, strict=True):
         now += gap
         expected = python.batch(rows, now)
-        actual = [tuple(row) for row in jvm.batch([list(row) for row in rows], now)]
+        actual = jvm_batch(jvm, rows, now)
         assert sorted(actual, key=repr) == sorted(expected, key=repr)
     assert jvm.size() == len(python.table.entries)
 
@@ -116,7 +130,7 @@ def test_the_comparison_can_fail(spark) -> None:
     rows = [record("member", 1, 1_000, 0, 1_000, 0), record("member", 1, 1_001, 1, 5_000, 1)]
     rows.append(record("board", 1, 1_002, 2, 2_000, 2))
     python = PythonOperator(MemberTable(JoinOptions(mode=LATEST), {}), set())
-    jvm = jvm_operator(spark, JoinOptions(mode=AS_OF))
+    jvm = jvm_join(spark, JoinOptions(mode=AS_OF))
     expected = python.batch(rows, 10_000)
-    actual = [tuple(row) for row in jvm.batch([list(row) for row in rows], 10_000)]
+    actual = jvm_batch(jvm, rows, 10_000)
     assert [r[4] for r in expected] == ["n1"] and [r[4] for r in actual] == ["n0"]

@@ -135,6 +135,11 @@ BAD = {
         "decimal(12,2)) in the stream: a field both name is read once per record, in one JSON "
         "form",
     ),
+    "sink column on the joined records' timestamp": (
+        {"sink.columns.stream_timestamp_ms": "stream.gift"},
+        "sink.columns.stream_timestamp_ms: stream_timestamp_ms is the joined records' column "
+        "for stream.ROWTIME",
+    ),
     "sink column on the sink's own": (
         {"sink.columns.loaded_at": "stream.gift"},
         "sink.columns.loaded_at: loaded_at is the sink's own column",

@@ -1,11 +1,11 @@
 """The Python side of the JVM join operator (boardstream/joins/jvm_operator.py) agrees with the
-Java side (jvm/src/main/java/io/boardstream/join/MemberJoin.java), read as source text.
+Java side (jvm/src/main/java/io/boardstream/join/), read as source text.
 
-The two meet only at run time, through the JVM gateway: the operator's class name, the keys dead
-letters and ticks travel under, the layouts passed as DDL (which the Java code checks by name
-when a query starts) and ``apply``'s positional arguments, two of which are longs that could be
-swapped without any error. All of them are pinned here so a change to one side fails at once,
-not in a Spark job."""
+The two meet only at run time, through the JVM gateway: the classes, the layouts passed as DDL
+(which the Java code checks by position when a query starts), the plan, and the positional
+arguments of ``Layout`` and ``JoinOptions``, three of whose longs could be swapped without any
+error. All of them are pinned here so a change to one side fails at once, not in a Spark job.
+"""
 
 from __future__ import annotations
 
@@ -13,49 +13,39 @@ import ast
 import inspect
 import re
 
-from boardstream.joins import jvm_operator, schema
+from boardstream.joins import jvm_operator, layout, schema
+from boardstream.joins.layout import JoinLayout
 from boardstream.joins.member_table import JoinOptions
+from boardstream.pipelines import shipped
 from boardstream.settings import PROJECT_ROOT
 
 JAVA = PROJECT_ROOT / "jvm" / "src" / "main" / "java" / "io" / "boardstream" / "join"
-SOURCE = (JAVA / "MemberJoin.java").read_text()
+JOIN = (JAVA / "StreamTableJoin.java").read_text()
+BOARD_DETAIL = JoinLayout.of(shipped("board_detail"))
 
 
 def java_list(name: str) -> list[str]:
-    """A ``static final List<String> NAME = List.of(...)`` of MemberJoin.java."""
-    match = re.search(rf"List<String> {name} =\s*List\.of\(([^)]*)\);", SOURCE)
-    assert match, f"no list {name} in MemberJoin.java"
+    """A ``static final List<String> NAME = List.of(...)`` of StreamTableJoin.java."""
+    match = re.search(rf"List<String> {name} =\s*List\.of\(([^)]*)\);", JOIN)
+    assert match, f"no list {name} in StreamTableJoin.java"
     return re.findall(r'"([^"]*)"', match.group(1))
 
 
-def java_long(name: str) -> int:
-    match = re.search(rf"public static final long {name} = ([^;]+);", SOURCE)
-    assert match, f"no constant {name} in MemberJoin.java"
-    values = {"Long.MIN_VALUE": -(2**63), "Long.MIN_VALUE + 1": -(2**63) + 1}
-    return values[match.group(1).strip()]
+def java_parameters(source: str, signature: str) -> list[str]:
+    """The parameter names of the constructor or record ``signature`` opens."""
+    match = re.search(rf"{re.escape(signature)}\(([^)]*)\)", source)
+    assert match, signature
+    return [part.split()[-1] for part in match.group(1).split(",")]
 
 
-def split_top_level(ddl: str) -> list[str]:
-    """``ddl``'s comma-separated parts, ignoring commas inside <...>."""
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(ddl):
-        depth += {"<": 1, ">": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(ddl[start:i].strip())
-            start = i + 1
-    return [*parts, ddl[start:].strip()]
-
-
-def ddl_names(ddl: str) -> list[str]:
-    return [part.split()[0].strip("`") for part in split_top_level(ddl)]
-
-
-def element_names(ddl: str, column: str) -> list[str]:
-    """The field names of the struct elements of array column ``column``."""
-    (part,) = [p for p in split_top_level(ddl) if p.split()[0] == column]
-    inner = re.fullmatch(rf"{column} array<struct<(.*)>>", part)
-    assert inner, part
-    return [field.split(":")[0].strip("`") for field in split_top_level(inner.group(1))]
+def call_arguments(function) -> list[str]:
+    """The arguments of the one constructor call ``function`` makes."""
+    (call,) = [
+        node
+        for node in ast.walk(ast.parse(inspect.getsource(function)))
+        if isinstance(node, ast.Call) and ast.unparse(node.func).startswith("jvm.io.boardstream")
+    ]
+    return [ast.unparse(argument) for argument in call.args]
 
 
 def camel(name: str) -> str:
@@ -63,97 +53,78 @@ def camel(name: str) -> str:
     return head + "".join(word.capitalize() for word in rest)
 
 
-def test_the_operator_names_the_java_class() -> None:
-    package = re.search(r"^package ([\w.]+);", SOURCE, re.MULTILINE)
-    assert package and "public final class MemberJoin " in SOURCE
-    assert package.group(1) == "io.boardstream.join"
-    assert jvm_operator.OPERATOR == "io.boardstream.join.MemberJoin"
+def test_the_classes_the_gateway_calls_are_public() -> None:
+    assert "public final class StreamTableJoin " in JOIN
+    assert "public final class Layout " in (JAVA / "Layout.java").read_text()
+    assert "public record JoinOptions(" in (JAVA / "JoinOptions.java").read_text()
+    assert "public final class JoinTables " in (JAVA / "JoinTables.java").read_text()
 
 
-def test_dead_letter_and_tick_keys_are_the_java_ones() -> None:
-    assert jvm_operator.DEAD_LETTER_KEY == java_long("DEAD_LETTER_KEY") == -(2**63)
-    assert jvm_operator.TICK_KEY == java_long("TICK_KEY") == -(2**63) + 1
+def test_the_routed_input_is_what_java_reads() -> None:
+    assert schema.names(BOARD_DETAIL.routed) == java_list("ROUTED")
 
 
-def test_the_output_ddl_has_the_columns_java_writes() -> None:
-    assert ddl_names(jvm_operator.OUTPUT_DDL) == java_list("OUTPUT")
-    assert (
-        schema.ddl(schema.OUTPUT) + ", `dead_key` string, `dead_letter` string"
-    ) == jvm_operator.OUTPUT_DDL
+def test_the_bookkeeping_is_what_java_reads_by_position() -> None:
+    assert schema.names(layout.VERSION_BOOKKEEPING) == java_list("VERSION_BOOKKEEPING")
+    assert schema.names(layout.WAITING_BOOKKEEPING) == java_list("WAITING_BOOKKEEPING")
+    assert java_list("ROW_STATE") == ["versions", "deleted_at_ms"]
 
 
-def test_the_state_ddls_have_the_columns_java_reads() -> None:
-    assert ddl_names(jvm_operator.MEMBER_STATE_DDL) == java_list("MEMBER_STATE")
-    assert ddl_names(jvm_operator.WAITING_STATE_DDL) == java_list("WAITING_STATE")
-    assert element_names(jvm_operator.MEMBER_STATE_DDL, "versions") == java_list("VERSION")
-    assert element_names(jvm_operator.WAITING_STATE_DDL, "boards") == java_list("WAITING")
-
-
-def test_the_state_ddls_are_pinned() -> None:
-    """The JVM engine's checkpointed layout: per member, its versions in one value and the
-    boards waiting for it in another."""
-    assert jvm_operator.MEMBER_STATE_DDL == (
+def test_board_details_state_is_the_layout_its_checkpoints_hold() -> None:
+    """Per member, its versions in one value and the boards waiting for it in another."""
+    assert jvm_operator.row_state_ddl(BOARD_DETAIL) == (
         "versions array<struct<`nickname`: string, `city`: string, `phone`: string, "
         "`created_at`: string, `modified_at`: string, `valid_from_ms`: bigint, "
         "`partition`: int, `offset`: bigint, `deleted`: boolean>>, deleted_at_ms bigint"
     )
-    assert jvm_operator.WAITING_STATE_DDL == (
-        "boards array<struct<`board_id`: string, `title`: string, `body`: string, "
+    assert jvm_operator.waiting_state_ddl(BOARD_DETAIL, "board") == (
+        "`boards` array<struct<`board_id`: string, `title`: string, `body`: string, "
         "`created_ts`: bigint, `created_at`: string, `modified_at`: string, `partition`: int, "
         "`offset`: bigint, `timestamp_ms`: bigint, `arrived_ms`: bigint>>"
     )
 
 
-def test_the_routed_input_is_what_java_reads() -> None:
-    """parse.routed selects schema.INPUT then dead_key and dead_letter; member_join appends
-    join_key, which Java groups by."""
-    routed = [*schema.names(schema.INPUT), "dead_key", "dead_letter"]
-    assert java_list("INPUT") == [*routed, "join_key"]
-
-
-def test_the_struct_spelling() -> None:
-    assert jvm_operator._struct((("a", "string"), ("b", "bigint"))) == (
-        "struct<`a`: string, `b`: bigint>"
+def test_board_details_output_is_the_python_engines() -> None:
+    assert jvm_operator.output_ddl(BOARD_DETAIL) == (
+        schema.ddl(schema.OUTPUT) + ", `dead_key` string, `dead_letter` string"
     )
 
 
-def apply_call() -> ast.Call:
-    tree = ast.parse(inspect.getsource(jvm_operator.member_join))
-    calls = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "apply"
+def test_the_special_keys_are_no_valid_key() -> None:
+    dead, tick = jvm_operator.SPECIAL_KEYS["bigint"]
+    assert (dead, tick) == (-(2**63), -(2**63) + 1)
+    assert all(schema.FORBIDDEN_CHAR in key for key in jvm_operator.SPECIAL_KEYS["string"])
+
+
+def test_the_layout_is_passed_in_the_java_order() -> None:
+    parameters = java_parameters((JAVA / "Layout.java").read_text(), "public Layout")
+    assert parameters == [
+        "plan", "streamFields", "tableFields", "eventIndex", "missing", "deleted", "overflow",
+    ]  # fmt: skip
+    assert call_arguments(jvm_operator.java_layout) == [
+        "list(layout.plan)",
+        "len(layout.stream.columns)",
+        "len(layout.table.columns)",
+        "layout.event_index",
+        "MISSING",
+        "DELETED",
+        "OVERFLOW",
     ]
-    assert len(calls) == 1
-    return calls[0]
 
 
-def java_apply_parameters() -> list[tuple[str, str]]:
-    match = re.search(r"public static Dataset<Row> apply\(([^)]*)\)", SOURCE)
-    assert match
-    return [tuple(p.split()) for p in match.group(1).split(",")]
+def test_each_option_lands_on_the_java_component_of_its_name() -> None:
+    """unmatchedTimeoutMs, historyRetentionMs and deletedRetentionMs are all longs: a swap
+    would run, with the wrong retention."""
+    components = java_parameters((JAVA / "JoinOptions.java").read_text(), "record JoinOptions")
+    passed = call_arguments(jvm_operator.java_options)
+    assert (passed[0], components[0]) == ("options.mode == AS_OF", "asOf")
+    names = {"max_pending_per_member": "maxWaitingPerKey"}
+    for argument, component in zip(passed[1:], components[1:], strict=True):
+        name = argument.removeprefix("options.")
+        assert names.get(name, camel(name)) == component, (argument, component)
+    fields = {f"options.{name}" for name in JoinOptions.__dataclass_fields__}
+    assert fields - set(passed) == {"options.mode"}, "mode is passed as asOf"
 
 
-def test_apply_gets_its_arguments_in_the_java_order() -> None:
-    """Python passes positional arguments; each options field must land on the Java parameter
-    of the same name (unmatchedTimeoutMs, historyRetentionMs and deletedRetentionMs are all
-    longs: a swap would run, with the wrong retention)."""
-    passed = [ast.unparse(arg) for arg in apply_call().args]
-    parameters = java_apply_parameters()
-    assert len(passed) == len(parameters)
-    ddls = ["outputDdl", "memberStateDdl", "waitingStateDdl"]
-    assert [name for _, name in parameters[:4]] == ["routed", *ddls]
-    assert passed[1:4] == ["OUTPUT_DDL", "MEMBER_STATE_DDL", "WAITING_STATE_DDL"]
-    assert (passed[4], parameters[4]) == ("options.mode == AS_OF", ("boolean", "asOf"))
-    for argument, (_, name) in zip(passed[5:], parameters[5:], strict=True):
-        python_name = argument.removeprefix("options.")
-        assert camel(python_name) == name, (argument, name)
-
-
-def test_every_option_is_passed() -> None:
-    passed = {ast.unparse(arg) for arg in apply_call().args}
-    option_fields = {f"options.{name}" for name in JoinOptions.__dataclass_fields__}
-    assert option_fields - passed == {"options.mode"}, "mode is passed as asOf"
-    assert "options.mode == AS_OF" in passed
+def test_the_struct_spelling() -> None:
+    assert layout.struct((("a", "string"), ("b", "bigint"))) == "struct<`a`: string, `b`: bigint>"

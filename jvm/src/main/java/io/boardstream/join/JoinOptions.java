@@ -6,7 +6,7 @@ import java.io.Serializable;
 public record JoinOptions(
     boolean asOf,
     long unmatchedTimeoutMs,
-    int maxPendingPerMember,
+    int maxWaitingPerKey,
     long historyRetentionMs,
     long deletedRetentionMs)
     implements Serializable {}

@@ -2,62 +2,42 @@ package io.boardstream.join;
 
 import java.io.Serializable;
 
-/** The join's rows by name, in the column orders of {@code boardstream.joins.schema}. */
+/**
+ * The join's records. Each side's fields are the declared pipeline's, in the state layouts
+ * {@code boardstream.joins.layout} derives: the operator never reads one but the event time.
+ */
 final class Records {
   private Records() {}
 
-  /** A member version: the profile plus where it came from (schema.MEMBER). */
-  record Version(
-      String nickname,
-      String city,
-      String phone,
-      String createdAt,
-      String modifiedAt,
-      long validFromMs,
-      int partition,
-      long offset,
-      boolean deleted)
+  /** A table row's version: its fields but the key, and where and when it came from. */
+  record Version(Object[] fields, long validFromMs, int partition, long offset, boolean deleted)
       implements Serializable {}
 
-  /** A board waiting for its member (schema.PENDING). */
-  record WaitingBoard(
-      String boardId,
-      String title,
-      String body,
-      long createdTs,
-      String createdAt,
-      String modifiedAt,
-      int partition,
-      long offset,
-      long timestampMs,
-      long arrivedMs)
+  /** A stream record waiting for its table row: its fields but the join key, and its place. */
+  record Waiting(Object[] fields, int partition, long offset, long timestampMs, long arrivedMs)
       implements Serializable {}
 
-  /** One parsed, valid input record (schema.INPUT), read by name from the routed row. */
+  /** One parsed, valid input record (the routed layout), its fields those its side keeps. */
   record Input(
       String kind,
-      long memberId,
+      Object key,
       long eventMs,
       long timestampMs,
       int partition,
       long offset,
-      String boardId,
-      String title,
-      String body,
-      long createdTs,
-      String nickname,
-      String city,
-      String phone,
-      String createdAt,
-      String modifiedAt) {
+      Object[] fields) {
 
-    boolean isBoard() {
-      return "board".equals(kind);
+    boolean isStream() {
+      return "stream".equals(kind);
+    }
+
+    boolean isTombstone() {
+      return "tombstone".equals(kind);
     }
 
     /** Tables before streams on equal timestamps. */
     int tablesFirst() {
-      return isBoard() ? 1 : 0;
+      return isStream() ? 1 : 0;
     }
   }
 }

@@ -16,58 +16,68 @@ import org.apache.spark.sql.types.StructType;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * One member's entry per state key, so a micro-batch reads and writes only the members its
- * records name: its cost follows the batch, not the member table. The entry is two state
- * variables, {@code member} and {@code waiting}, loaded and written back by {@link EntryState}.
+ * One table key's entry per state key, so a micro-batch reads and writes only the keys its
+ * records name: its cost follows the batch, not the table. The entry is two state variables
+ * (the row's, the waiting records'), loaded and written back by {@link EntryState}.
+ *
+ * @param <K> the table key's type (a Long or a String)
  */
-final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
+final class JoinProcessor<K> extends StatefulProcessor<K, Row, Row> {
   private static final long serialVersionUID = 1L;
 
-  private static final int KIND = MemberJoin.INPUT.indexOf("kind");
-  private static final int DEAD_KEY = MemberJoin.INPUT.indexOf("dead_key");
-  private static final int DEAD_LETTER = MemberJoin.INPUT.indexOf("dead_letter");
-  private static final String TICK = "tick";
-
   private final JoinOptions options;
-  private final StructType memberSchema;
+  private final Layout layout;
+  private final String rowVariable;
+  private final String waitingVariable;
+  private final StructType rowSchema;
   private final StructType waitingSchema;
-  private transient EntryState.Slot member;
+  private transient EntryState.Slot row;
   private transient EntryState.Slot waiting;
 
-  MemberJoinProcessor(JoinOptions options, StructType memberSchema, StructType waitingSchema) {
+  JoinProcessor(
+      JoinOptions options,
+      Layout layout,
+      List<String> variables,
+      StructType rowSchema,
+      StructType waitingSchema) {
     this.options = options;
-    this.memberSchema = memberSchema;
+    this.layout = layout;
+    this.rowVariable = variables.get(0);
+    this.waitingVariable = variables.get(1);
+    this.rowSchema = rowSchema;
     this.waitingSchema = waitingSchema;
   }
 
   @Override
   public void init(OutputMode outputMode, TimeMode timeMode) {
-    member = slot(state("member", memberSchema));
-    waiting = slot(state("waiting", waitingSchema));
+    row = slot(state(rowVariable, rowSchema));
+    waiting = slot(state(waitingVariable, waitingSchema));
   }
 
   @Override
   public scala.collection.Iterator<Row> handleInputRows(
-      Long key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+      K key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
     // Each row is what its columns say, not what its key says: the dead letters' and the
-    // ticks' keys are valid member ids too (a member with id Long.MIN_VALUE shares its group
-    // with the dead letters and is joined all the same).
-    Outputs out = new Outputs();
+    // ticks' keys may be valid table keys too (a row with such a key shares its group with
+    // them and is joined all the same).
+    Outputs out = new Outputs(layout);
     List<Input> inputs = new ArrayList<>();
     while (rows.hasNext()) {
-      Row row = rows.next();
-      if (!row.isNullAt(DEAD_LETTER)) {
-        out.deadLetter(row.getString(DEAD_KEY), row.getString(DEAD_LETTER));
-      } else if (!TICK.equals(row.getString(KIND))) { // a tick only makes the batch happen
-        inputs.add(RecordRows.fromRow(Input.class, row));
-      }
+      Row routed = rows.next();
+      if (!routed.isNullAt(StreamTableJoin.DEAD_LETTER)) {
+        out.deadLetter(
+            routed.getString(StreamTableJoin.DEAD_KEY),
+            routed.getString(StreamTableJoin.DEAD_LETTER));
+      } else if (!StreamTableJoin.TICK.equals(routed.getString(StreamTableJoin.KIND))) {
+        inputs.add(StreamTableJoin.input(routed, layout));
+      } // a tick only makes the batch happen
     }
     if (inputs.isEmpty()) {
       return emit(out);
     }
-    inputs.sort(MemberEntry.ORDER);
+    inputs.sort(KeyEntry.ORDER);
     long now = timerValues.getCurrentProcessingTimeInMs();
-    MemberEntry entry = load(key);
+    KeyEntry entry = EntryState.load(key, layout, row, waiting);
     if (entry.apply(inputs, now, options, out)) {
       getHandle().registerTimer(now + options.unmatchedTimeoutMs());
     }
@@ -79,10 +89,10 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
 
   @Override
   public scala.collection.Iterator<Row> handleExpiredTimer(
-      Long key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
+      K key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
     long expiry = expiredTimerInfo.getExpiryTimeInMs();
-    Outputs out = new Outputs();
-    MemberEntry entry = load(key);
+    Outputs out = new Outputs(layout);
+    KeyEntry entry = EntryState.load(key, layout, row, waiting);
     entry.expire(expiry, options, out);
     save(entry, expiry);
     return emit(out);
@@ -92,12 +102,8 @@ final class MemberJoinProcessor extends StatefulProcessor<Long, Row, Row> {
     return CollectionConverters.asScala(out.rows.iterator());
   }
 
-  private MemberEntry load(long memberId) {
-    return EntryState.load(memberId, member, waiting);
-  }
-
-  private void save(MemberEntry entry, long nowMs) {
-    EntryState.save(entry, nowMs, options, member, waiting, getHandle()::registerTimer);
+  private void save(KeyEntry entry, long nowMs) {
+    EntryState.save(entry, nowMs, options, row, waiting, getHandle()::registerTimer);
   }
 
   private ValueState<Row> state(String name, StructType schema) {

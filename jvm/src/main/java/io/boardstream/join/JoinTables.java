@@ -1,0 +1,146 @@
+package io.boardstream.join;
+
+import io.boardstream.join.Records.Input;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.spark.sql.Row;
+
+/**
+ * The stream operator's per-key logic and timers, driven batch by batch without Spark: each
+ * {@link #batch} applies its records key by key, then fires the timers due by its time, as a
+ * micro-batch of {@link JoinProcessor} does, and keeps each key's entry in two maps as that
+ * keeps it in two state variables ({@link EntryState}). The property test holds its outputs
+ * equal to the Python {@code MemberTable}'s.
+ */
+public final class JoinTables {
+  private final JoinOptions options;
+  private final Layout layout;
+  private final Map<Object, Row> rows = new HashMap<>(); // the row's state variable
+  private final Map<Object, Row> waiting = new HashMap<>(); // the waiting records'
+  private final TreeMap<Long, List<Object>> timers = new TreeMap<>(); // time -> keys
+
+  public JoinTables(Layout layout, JoinOptions options) {
+    this.layout = layout;
+    this.options = options;
+  }
+
+  /**
+   * One micro-batch at {@code nowMs}: {@code records} are valid routed records, each a list of
+   * kind, key, event ms, timestamp ms, partition, offset and its side's fields (a list, or
+   * null for a tombstone); returns the output rows without the dead-letter columns.
+   */
+  public List<List<Object>> batch(List<List<Object>> records, long nowMs) {
+    Map<Object, List<Input>> byKey = new LinkedHashMap<>();
+    for (List<Object> record : records) {
+      Input input = input(record);
+      byKey.computeIfAbsent(input.key(), id -> new ArrayList<>()).add(input);
+    }
+    Outputs out = new Outputs(layout);
+    for (Map.Entry<Object, List<Input>> keyed : byKey.entrySet()) {
+      Object key = keyed.getKey();
+      List<Input> inputs = keyed.getValue();
+      inputs.sort(KeyEntry.ORDER);
+      KeyEntry entry = load(key);
+      if (entry.apply(inputs, nowMs, options, out)) {
+        register(nowMs + options.unmatchedTimeoutMs(), key);
+      }
+      if (entry.changed()) { // as the stream's processor, which writes back changed entries only
+        save(entry, nowMs);
+      }
+    }
+    // The timers due when the batch's timers are read: one registered while they fire waits
+    // for the next batch, as a RocksDB iterator over the timers does not see it.
+    Map<Long, List<Object>> due = new TreeMap<>(timers.headMap(nowMs, true));
+    timers.keySet().removeAll(due.keySet());
+    for (Map.Entry<Long, List<Object>> timer : due.entrySet()) {
+      for (Object key : timer.getValue()) {
+        KeyEntry entry = load(key);
+        entry.expire(timer.getKey(), options, out);
+        save(entry, timer.getKey());
+      }
+    }
+    List<List<Object>> result = new ArrayList<>();
+    for (Row row : out.rows) {
+      List<Object> values = new ArrayList<>();
+      for (int i = 0; i < row.length() - 2; i++) { // without the dead-letter columns
+        values.add(row.get(i));
+      }
+      result.add(values);
+    }
+    return result;
+  }
+
+  /** How many keys the table holds an entry of (what the state store would). */
+  public int size() {
+    Set<Object> keys = new HashSet<>(rows.keySet());
+    keys.addAll(waiting.keySet());
+    return keys.size();
+  }
+
+  private void register(long at, Object key) {
+    List<Object> due = timers.computeIfAbsent(at, t -> new ArrayList<>());
+    if (!due.contains(key)) {
+      due.add(key);
+    }
+  }
+
+  private KeyEntry load(Object key) {
+    return EntryState.load(key, layout, slot(rows, key), slot(waiting, key));
+  }
+
+  private void save(KeyEntry entry, long nowMs) {
+    Object key = entry.key;
+    EntryState.save(
+        entry, nowMs, options, slot(rows, key), slot(waiting, key), at -> register(at, key));
+  }
+
+  private static EntryState.Slot slot(Map<Object, Row> values, Object key) {
+    return new EntryState.Slot() {
+      @Override
+      public Row get() {
+        return values.get(key);
+      }
+
+      @Override
+      public void update(Row row) {
+        values.put(key, row);
+      }
+
+      @Override
+      public void clear() {
+        values.remove(key);
+      }
+    };
+  }
+
+  @SuppressWarnings("unchecked")
+  private Input input(List<Object> record) {
+    String kind = (String) record.get(0);
+    int width = "stream".equals(kind) ? layout.streamFields : layout.tableFields;
+    List<Object> fields = (List<Object>) record.get(6);
+    Object[] values = fields == null ? new Object[width] : fields.toArray();
+    return new Input(
+        kind,
+        key(record.get(1)),
+        number(record.get(2)),
+        number(record.get(3)),
+        (int) number(record.get(4)),
+        number(record.get(5)),
+        values);
+  }
+
+  /** A key as the state holds it: an integer one as a Long, whatever size the gateway sent. */
+  private static Object key(Object value) {
+    return value instanceof Number number ? (Object) number.longValue() : value;
+  }
+
+  private static long number(Object value) {
+    return ((Number) value).longValue();
+  }
+}

@@ -1,0 +1,126 @@
+"""A pipeline other than board_detail through the JVM join, from its declaration alone: the
+shipped ``orders`` (text keys under another name than the stream's reference, decimals, a
+date, epoch microseconds, an as-of join, a sink that renames and drops fields) on real Kafka
+topics and Spark, every outcome exact: joined as of the order's time, joined once its late
+customer comes, unmatched once its wait is over, and a dead letter naming what broke."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
+
+from boardstream.joins.job import JoinJobConfig, JoinTopics, declared_join
+from boardstream.joins.member_table import JoinOptions
+from boardstream.kafka.clients import admin_client
+from boardstream.pipelines import shipped
+from boardstream.settings import Settings
+from boardstream.spark import streaming
+from tests.pipeline import consume_all
+
+ORDERS = shipped("orders")
+_runs = itertools.count()
+
+
+def topics_for(settings: Settings) -> JoinTopics:
+    prefix = f"decl{next(_runs)}"
+    topics = JoinTopics(
+        *(f"{prefix}-{part}" for part in ("orders", "customers", "tick", "j", "u", "dlq"))
+    )
+    admin = admin_client(settings)  # held: a collected client fails its futures
+    # Kept forever: the records are stamped in 1970, past any retention.
+    config = {"retention.ms": "-1"}
+    created = admin.create_topics(
+        [NewTopic(name, 2, 1, config=config) for name in vars(topics).values()]
+    )
+    for future in created.values():
+        future.result(30)
+    return topics
+
+
+def run(spark, settings: Settings, topics: JoinTopics, checkpoint: Path) -> None:
+    """The join available-now on its checkpoint, to the end of its input."""
+    config = JoinJobConfig(options=JoinOptions.of(ORDERS.join, unmatched_timeout_ms=1))
+    streaming.configure_no_data_batches(spark, config.trigger)  # else it never ends
+    raw = streaming.kafka_stream(spark, settings, [topics.table, topics.stream, topics.tick], None)
+    query = (
+        declared_join(raw, ORDERS, topics, config)
+        .writeStream.format("kafka")
+        .options(**settings.to_spark_kafka_sink_options())
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None, query.exception()
+
+
+def values(settings: Settings, topic: str) -> dict[str, dict]:
+    return {key.decode(): json.loads(value) for key, value in consume_all(settings, topic)}
+
+
+def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path) -> None:
+    topics = topics_for(kafka)
+    producer = Producer({**kafka.to_confluent(), "acks": "all"})
+
+    def send(topic: str, key: str, value: str | None, ts: int) -> None:
+        producer.produce(topic, key=key.encode(), value=value, timestamp=ts)
+
+    customer = '{{"id": "c1", "name": "Ann", "email": "a@x", "credit_limit": {limit}, ' \
+        '"vip": {vip}, "since": "2020-02-29", "updated_at": {at}}}'  # fmt: skip
+    send(topics.table, "c1", customer.format(limit="100.50", vip="true", at=1_000), 1_000)
+    send(topics.table, "c1", customer.format(limit="200.00", vip="false", at=5_000), 5_000)
+    order = '{{"order_id": "{id}", "customer_id": "{c}", "amount": {amount}, "gift": true, ' \
+        '"weight_kg": 1.5, "note": "n", "placed_at": {us}}}'  # fmt: skip
+    send(topics.stream, "o1", order.format(id="o1", c="c1", amount="12.30", us=3_000_000), 10_000)
+    send(topics.stream, "o2", order.format(id="o2", c="c1", amount="7", us=6_000_500), 10_001)
+    send(topics.stream, "o3", order.format(id="o3", c="c9", amount="1.00", us=1), 10_002)
+    send(topics.stream, "o4", order.format(id="o4", c="c1", amount="1.234", us=1), 10_003)
+    send(topics.stream, "o5", order.format(id="o5", c="c2", amount="5.50", us=9_000_000), 10_004)
+    assert producer.flush(30) == 0
+    checkpoint = tmp_path / "join"
+    run(spark, kafka, topics, checkpoint)
+    assert set(values(kafka, topics.joined)) == {"o1", "o2"}
+
+    # c2 comes, and a tick makes the next run's batch fire the waits that are over.
+    c2 = '{"id": "c2", "name": "Bo", "credit_limit": 1, "updated_at": 8000}'
+    send(topics.table, "c2", c2, 20_000)
+    producer.produce(topics.tick, value=b'{"query": "test"}')
+    assert producer.flush(30) == 0
+    run(spark, kafka, topics, checkpoint)
+
+    joined = values(kafka, topics.joined)
+    assert joined == {
+        "o1": {  # placed at 3 s: the customer as of 1 s
+            "order_id": "o1", "customer_id": "c1", "customer_name": "Ann", "amount": 12.30,
+            "credit_limit": 100.50, "vip": True, "customer_since": "2020-02-29", "gift": True,
+            "placed_at": 3_000_000, "stream_partition": joined["o1"]["stream_partition"],
+            "stream_offset": joined["o1"]["stream_offset"], "stream_timestamp_ms": 10_000,
+            "table_partition": joined["o1"]["table_partition"],
+            "table_offset": joined["o1"]["table_offset"],
+        },
+        "o2": joined["o2"],
+        "o5": joined["o5"],
+    }  # fmt: skip
+    assert joined["o2"]["credit_limit"] == 200.0 and joined["o2"]["vip"] is False  # as of 5 s
+    assert joined["o5"]["customer_name"] == "Bo" and "vip" not in joined["o5"]  # null: left out
+    assert "weight_kg" not in joined["o1"] and "note" not in joined["o1"]  # the sink drops them
+    assert values(kafka, topics.unmatched) == {
+        "o3": {
+            "reason": "member_missing", "order_id": "o3", "customer_id": "c9", "amount": 1.0,
+            "gift": True, "placed_at": 1,
+            "stream_partition": values(kafka, topics.unmatched)["o3"]["stream_partition"],
+            "stream_offset": values(kafka, topics.unmatched)["o3"]["stream_offset"],
+            "stream_timestamp_ms": 10_002,
+        }
+    }  # fmt: skip
+    (dead,) = consume_all(kafka, topics.dead_letters)
+    letter = json.loads(dead[1])
+    assert (dead[0], letter["source_topic"]) == (b"o4", topics.stream)
+    assert letter["error"] == "amount does not fit decimal(12,2) without rounding: 1.234"
+    # A decimal's digits as the record gave them (JSON numbers read above as floats).
+    raw = dict(consume_all(kafka, topics.joined))
+    assert b'"amount":12.30,' in raw[b"o1"] and b'"credit_limit":100.50,' in raw[b"o1"]
