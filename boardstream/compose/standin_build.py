@@ -83,10 +83,12 @@ def pull(image: str) -> bool:
 
 def fill_context(standin: StandIn, context: Path) -> None:
     """``context``, the build's: the stand-in's directory and the files put beside its
-    Dockerfile."""
+    Dockerfile. Nothing outside ``context``: removing it after the build leaves nothing."""
     shutil.copytree(STANDINS / standin.directory, context, dirs_exist_ok=True)
     for name, source in standin.extras().items():
         _link_or_copy(source, context / name)
+    for name, text in standin.generated().items():
+        (context / name).write_text(text)
 
 
 def build_standins(no_pull: bool) -> Iterator[dict[str, Any]]:

@@ -6,7 +6,6 @@ them is :mod:`boardstream.compose.standin_build`."""
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +19,14 @@ STANDINS = PROJECT_ROOT / "docker" / "standins"
 @dataclass(frozen=True)
 class StandIn:
     """An official image's stand-in: built from ``docker/standins/<directory>`` when ``image`` is
-    absent; ``extras`` are files put beside its Dockerfile (name in the context: source)."""
+    absent; ``extras`` are files put beside its Dockerfile (name in the context: source), and
+    ``generated`` files written there (name in the context: text), so they go with the context."""
 
     image: str
     directory: str
     build_args: dict[str, str] = field(default_factory=dict)
     extras: Callable[[], dict[str, Path]] = dict
+    generated: Callable[[], dict[str, str]] = dict
 
 
 def _pyspark_dir() -> dict[str, Path]:
@@ -34,14 +35,12 @@ def _pyspark_dir() -> dict[str, Path]:
     return {"pyspark": Path(pyspark.__file__).parent}
 
 
-def _constraints() -> dict[str, Path]:
+def _constraints() -> dict[str, str]:
     """The lock's pins without their hashes, as a pip constraints file."""
     pins = re.findall(
         r"^([A-Za-z0-9_.\-\[\]]+==[^ \\\n]+)", (PROJECT_ROOT / "requirements.txt").read_text(), re.M
     )
-    path = Path(tempfile.mkdtemp(prefix="bs-constraints-")) / "constraints.txt"
-    path.write_text("\n".join(re.sub(r"\[.*\]", "", pin) for pin in pins) + "\n")
-    return {"constraints.txt": path}
+    return {"constraints.txt": "\n".join(re.sub(r"\[.*\]", "", pin) for pin in pins) + "\n"}
 
 
 def standins() -> list[StandIn]:
@@ -67,7 +66,7 @@ def standins() -> list[StandIn]:
             airflow,
             "airflow",
             {"AIRFLOW_VERSION": airflow.split(":")[1].split("-")[0]},
-            extras=_constraints,
+            generated=_constraints,
         ),
         StandIn(tag("postgres"), "postgres"),  # on trixie: bookworm has no PostgreSQL 17
     ]

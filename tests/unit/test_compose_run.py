@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ipaddress
 import stat
+import tempfile
 from pathlib import Path
 
+import pytest
 from cryptography.fernet import Fernet
 
 from boardstream.compose import engine, env_file, images, standin_build, standins
@@ -64,8 +66,12 @@ def test_every_official_image_has_a_stand_in() -> None:
     assert order.index("maven") < min(order.index("kafka"), order.index("hadoop"))
 
 
-def test_the_airflow_stand_in_pins_the_lock(tmp_path: Path) -> None:
-    constraints = standins._constraints()["constraints.txt"].read_text().split()
+def standin(directory: str) -> standins.StandIn:
+    return next(s for s in standins.standins() if s.directory == directory)
+
+
+def test_the_airflow_stand_in_pins_the_lock() -> None:
+    constraints = standin("airflow").generated()["constraints.txt"].split()
     assert "apache-airflow==3.3.2" in constraints
     assert all("==" in line and "--hash" not in line for line in constraints)
 
@@ -100,3 +106,18 @@ def test_the_postgres_stand_in_initialises_utf8_databases() -> None:
     assert "ENV LANG=en_US.utf8" in dockerfile
     source = Path(standin_build.__file__).read_text()
     assert '"ENV LANG=C.UTF-8"' in source  # every stand-in's base
+
+
+def test_making_the_airflow_stand_ins_context_leaves_no_temporary_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The constraints file is written into the build context, which the build removes; it was
+    written into a temporary directory of its own that nothing removed, one more each run."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    context = tmp_path / "context"
+    standin_build.fill_context(standin("airflow"), context)
+    pins = (context / "constraints.txt").read_text().split()
+    assert "apache-airflow==3.3.2" in pins
+    assert list(temp.iterdir()) == []
