@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from boardstream.entrypoints import compose_run
+from boardstream.compose.report import REPORT_FILE
 from boardstream.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.long
@@ -26,7 +26,7 @@ def test_the_compose_stack_runs_the_demo_and_leaves_nothing() -> None:
         timeout=3 * 3600,
         check=False,
     )
-    report = json.loads((compose_run.ARTIFACTS / "compose-run.json").read_text())
+    report = json.loads(REPORT_FILE.read_text())
     assert result.returncode == 0, report
     assert report["passed"] and report["reconciliation"]["verdict"] == "PASSED"
     assert report["spark_workers"]["after"] == 2

@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import ipaddress
 import stat
+import tempfile
 from pathlib import Path
 
+import pytest
 from cryptography.fernet import Fernet
 
-from boardstream.entrypoints import compose_run
+from boardstream.compose import engine, env_file, images, standin_build, standins
 
 
 def test_env_has_no_change_me_and_moves_the_ports(tmp_path: Path) -> None:
-    path = compose_run.make_env(tmp_path, port_base=18000)
-    env = compose_run.read_env(path)
-    example = compose_run.read_env(compose_run.ENV_EXAMPLE)
+    path = env_file.make_env(tmp_path, port_base=18000)
+    env = env_file.read_env(path)
+    example = env_file.read_env(env_file.ENV_EXAMPLE)
     assert set(env) == set(example)
     assert "change-me" not in env.values()
-    assert {k: env[k] for k in compose_run.PORT_OFFSETS} == {
+    assert {k: env[k] for k in env_file.PORT_OFFSETS} == {
         "AIRFLOW_PORT": "18080",
         "SPARK_UI_PORT": "18081",
         "HDFS_UI_PORT": "18870",
@@ -30,15 +32,15 @@ def test_env_has_no_change_me_and_moves_the_ports(tmp_path: Path) -> None:
 
 
 def test_env_keeps_the_example_ports_without_a_base(tmp_path: Path) -> None:
-    env = compose_run.read_env(compose_run.make_env(tmp_path, port_base=None))
-    example = compose_run.read_env(compose_run.ENV_EXAMPLE)
-    assert {k: env[k] for k in compose_run.PORT_OFFSETS} == {
-        k: example[k] for k in compose_run.PORT_OFFSETS
+    env = env_file.read_env(env_file.make_env(tmp_path, port_base=None))
+    example = env_file.read_env(env_file.ENV_EXAMPLE)
+    assert {k: env[k] for k in env_file.PORT_OFFSETS} == {
+        k: example[k] for k in env_file.PORT_OFFSETS
     }
 
 
 def test_the_engines_networks_are_on_the_projects_test_range() -> None:
-    config = compose_run.daemon_config(Path("/var/lib/docker"))
+    config = engine.daemon_config(Path("/var/lib/docker"))
     project = ipaddress.ip_network("10.232.0.0/16")
     namespace_hosts = ipaddress.ip_network("10.231.0.0/24")
     bridge = ipaddress.ip_interface(config["bip"]).network
@@ -50,24 +52,26 @@ def test_the_engines_networks_are_on_the_projects_test_range() -> None:
 
 def test_every_official_image_has_a_stand_in() -> None:
     official = {
-        image
-        for image in compose_run.compose_images().values()
-        if not image.startswith("boardstream-")
+        image for image in images.compose_images().values() if not image.startswith("boardstream-")
     }
-    built = {standin.image: standin for standin in compose_run.standins()}
+    built = {standin.image: standin for standin in standins.standins()}
     assert set(built) == official
     for standin in built.values():
-        dockerfile = compose_run.STANDINS / standin.directory / "Dockerfile"
+        dockerfile = standins.STANDINS / standin.directory / "Dockerfile"
         assert dockerfile.exists(), standin.directory
         for source in standin.extras().values():
             assert source.exists(), source
     # Kafka and Hadoop resolve their jars in the maven stand-in: it is built first.
-    order = [s.directory for s in compose_run.standins()]
+    order = [s.directory for s in standins.standins()]
     assert order.index("maven") < min(order.index("kafka"), order.index("hadoop"))
 
 
-def test_the_airflow_stand_in_pins_the_lock(tmp_path: Path) -> None:
-    constraints = compose_run._constraints()["constraints.txt"].read_text().split()
+def standin(directory: str) -> standins.StandIn:
+    return next(s for s in standins.standins() if s.directory == directory)
+
+
+def test_the_airflow_stand_in_pins_the_lock() -> None:
+    constraints = standin("airflow").generated()["constraints.txt"].split()
     assert "apache-airflow==3.3.2" in constraints
     assert all("==" in line and "--hash" not in line for line in constraints)
 
@@ -79,7 +83,7 @@ def test_the_hadoop_stand_in_writes_the_compose_files_variables(tmp_path: Path) 
     import sys
 
     env = {"CORE-SITE.XML_fs.defaultFS": "hdfs://namenode:8020", "HDFS-SITE.XML_a.b": "<1&2>"}
-    script = compose_run.STANDINS / "hadoop" / "envtoconf.py"
+    script = standins.STANDINS / "hadoop" / "envtoconf.py"
     assert "import xml" not in script.read_text() and "from xml" not in script.read_text()
     subprocess.run(
         [sys.executable, "-I", str(script), "--destination", str(tmp_path)],
@@ -97,8 +101,23 @@ def test_the_postgres_stand_in_initialises_utf8_databases() -> None:
     """initdb takes the encoding from the locale: under the debootstrap base's POSIX one the
     stand-in made SQL_ASCII databases, and Airflow's DAG processor failed storing a DAG's text
     ('ascii' codec can't encode '→'). The official image runs initdb under en_US.utf8."""
-    dockerfile = (compose_run.STANDINS / "postgres" / "Dockerfile").read_text()
+    dockerfile = (standins.STANDINS / "postgres" / "Dockerfile").read_text()
     assert "localedef -i en_US -c -f UTF-8" in dockerfile
     assert "ENV LANG=en_US.utf8" in dockerfile
-    source = Path(compose_run.__file__).read_text()
+    source = Path(standin_build.__file__).read_text()
     assert '"ENV LANG=C.UTF-8"' in source  # every stand-in's base
+
+
+def test_making_the_airflow_stand_ins_context_leaves_no_temporary_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The constraints file is written into the build context, which the build removes; it was
+    written into a temporary directory of its own that nothing removed, one more each run."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    context = tmp_path / "context"
+    standin_build.fill_context(standin("airflow"), context)
+    pins = (context / "constraints.txt").read_text().split()
+    assert "apache-airflow==3.3.2" in pins
+    assert list(temp.iterdir()) == []

@@ -1,0 +1,122 @@
+"""docker-compose.yml run for real, as docs/DOCKER_COMPOSE.md tells a user (``bin/compose-run``).
+
+Starts the Docker engine if none answers (its networks on the project's address pool), builds a
+stand-in for each official image that is neither present nor pullable (docker/standins/), makes
+the ``.env`` from ``.env.example`` with generated secrets (in a temporary directory, never in the
+checkout), ``docker compose up -d --wait``, then the demo's path through the containers: the
+topics ``airflow-init`` created, ``demo_data``, ``board_detail_pipeline`` and the
+``reconciliation`` it triggers, read back through the Airflow API server; the "Pipeline health"
+page in headless Chromium (a screenshot); ``spark-worker`` scaled to 2 and the second worker seen
+registered with the master; then ``docker compose down -v`` and nothing of the project left.
+Each phase's time and each image's size go to ``test-artifacts/compose-run.json``.
+
+The front door: :func:`run_for_real` with :class:`RunOptions`, the phases in their order. Each
+phase is a module: ``engine`` and ``cli_plugin`` (dockerd, Compose v2), ``standins`` and
+``standin_build`` (the images), ``env_file`` and ``project`` (the ``.env``, up and down),
+``demo``, ``screenshot`` and ``scale`` (the checks); ``commands`` and ``report`` serve them all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from boardstream.compose.cli_plugin import ensure_compose
+from boardstream.compose.commands import log
+from boardstream.compose.demo import check_topics, run_demo
+from boardstream.compose.engine import Engine, lower_priority
+from boardstream.compose.env_file import make_env
+from boardstream.compose.images import image_sizes
+from boardstream.compose.project import Project
+from boardstream.compose.report import REPORT_FILE, Report
+from boardstream.compose.scale import scale_workers
+from boardstream.compose.screenshot import screenshot
+from boardstream.compose.standin_build import build_standins
+from boardstream.settings import PROJECT_ROOT
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """bin/compose-run's flags (its ``--help`` says each)."""
+
+    port_base: int | None
+    no_pull: bool
+    keep_up: bool
+    keep_daemon: bool
+    full_priority: bool
+    attach: Path | None
+    no_build: bool
+    skip_demo: bool
+    generator: dict[str, Any]
+
+
+def run_for_real(options: RunOptions) -> int:
+    """0 when every phase passed; a failing one ends the run (SystemExit, saying why) after the
+    services' logs are saved, the stack taken down (unless ``keep_up``), a dockerd it started
+    stopped (unless ``keep_daemon``) and the report written."""
+    var = Path(os.environ.get("BOARDSTREAM_VAR_DIR", PROJECT_ROOT / "var")) / "compose-run"
+    var.mkdir(parents=True, exist_ok=True)
+    report = Report()
+    engine = Engine(var / "dockerd")
+    env_dir = Path(tempfile.mkdtemp(prefix="bs-compose-env-"))
+    project: Project | None = None
+    start = time.monotonic()
+    ok = False
+    try:
+        if options.attach is not None:  # a stack this command brought up and left (--keep-up)
+            project = Project(options.attach)
+            project.attach()
+        else:
+            with report.phase("engine"):
+                engine.ensure()
+                if not options.full_priority:
+                    lower_priority()
+                ensure_compose()
+            with report.phase("stand-in images"):
+                for built in build_standins(options.no_pull):
+                    report.data["standins"].append(built)
+            project = Project(make_env(env_dir, options.port_base))
+            with report.phase("build and up (every healthcheck passing)"):
+                project.bring_up(build=not options.no_build)
+        with report.phase("topics"):
+            check_topics(project)
+        if not options.skip_demo:
+            with report.phase("demo: demo_data, pipeline, reconciliation"):
+                report.data["reconciliation"] = run_demo(
+                    project, options.generator, attached=options.attach is not None
+                )
+        with report.phase("Pipeline health screenshot"):
+            report.data["screenshot"] = screenshot(project.env())
+        with report.phase("scale spark-worker to 2"):
+            report.data["spark_workers"] = scale_workers(project)
+        report.data["images"] = image_sizes()
+        ok = True
+    finally:
+        up = project if project is not None and project.is_up else None
+        if up is not None and not ok:
+            up.save_logs(var / "compose-logs.txt")
+        if not options.keep_up:
+            with report.phase("down -v"):
+                if up is not None:
+                    _down(up, report)
+        shutil.rmtree(env_dir, ignore_errors=True)
+        if not options.keep_daemon:
+            engine.stop()
+        report.data["total_s"] = round(time.monotonic() - start, 1)
+        report.data["passed"] = ok
+        report.write()
+    log(f"passed in {report.data['total_s']} s; report in {REPORT_FILE.relative_to(PROJECT_ROOT)}")
+    return 0
+
+
+def _down(project: Project, report: Report) -> None:
+    left = project.down()
+    report.data["left_after_down"] = left
+    if any(left.values()):
+        raise SystemExit(f"compose-run: left after `down -v`: {left}")
+    log("down -v: no container, network or volume of the project left")
