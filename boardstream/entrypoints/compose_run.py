@@ -1,6 +1,6 @@
 """``bin/compose-run``: docker-compose.yml run for real, as docs/DOCKER_COMPOSE.md tells a user.
 
-The flags and the exit code; the run itself, phase by phase, is :mod:`boardstream.compose`.
+The flags and the exit code; the run itself, phase by phase, is :mod:`.compose`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from boardstream.compose import RunOptions, run_for_real
+from boardstream.entrypoints.compose import RunOptions, run_for_real
 
 
 def parser() -> argparse.ArgumentParser:

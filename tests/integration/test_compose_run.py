@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from boardstream.compose.report import REPORT_FILE
+from boardstream.entrypoints.compose.report import REPORT_FILE
 from boardstream.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.long

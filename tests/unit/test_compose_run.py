@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from boardstream.compose import engine, env_file, images, standin_build, standins
+from boardstream.entrypoints.compose import engine, env_file, images, standin_build, standins
 
 
 def test_env_has_no_change_me_and_moves_the_ports(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import json
 import time
 import urllib.request
 
-from boardstream.compose.commands import log
-from boardstream.compose.project import Project
+from boardstream.entrypoints.compose.commands import log
+from boardstream.entrypoints.compose.project import Project
 
 
 def alive_workers(env: dict[str, str]) -> int:

@@ -1,4 +1,4 @@
-"""Building the stand-ins (:mod:`boardstream.compose.standins`) an engine lacks: an image
+"""Building the stand-ins (:mod:`.standins`) an engine lacks: an image
 present is used and a pullable one pulled; otherwise its directory is built on a Debian base
 made with ``debootstrap``, which carries this machine's CAs so the builds can reach PyPI and
 Maven Central through its TLS-inspecting egress."""
@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from boardstream.compose.commands import log, run
-from boardstream.compose.images import image_exists
-from boardstream.compose.standins import STANDINS, StandIn, standins
+from boardstream.entrypoints.compose.commands import log, run
+from boardstream.entrypoints.compose.images import image_exists
+from boardstream.entrypoints.compose.standins import STANDINS, StandIn, standins
 
 
 def ensure_base_image(suite: str) -> None:

@@ -8,9 +8,9 @@ import shutil
 import time
 import urllib.request
 
-from boardstream.compose.commands import log
-from boardstream.compose.env_file import airflow_url
-from boardstream.compose.report import ARTIFACTS
+from boardstream.entrypoints.compose.commands import log
+from boardstream.entrypoints.compose.env_file import airflow_url
+from boardstream.entrypoints.compose.report import ARTIFACTS
 from boardstream.settings import PROJECT_ROOT
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from boardstream.compose.commands import log
+from boardstream.entrypoints.compose.commands import log
 from boardstream.settings import PROJECT_ROOT
 
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boardstream.compose.commands import log, run
+from boardstream.entrypoints.compose.commands import log, run
 
 # Docker's networks on the project's own test range (the namespace hosts use 10.231.0.0/24).
 ADDRESS_POOL = "10.232.0.0/17"

@@ -26,17 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from boardstream.compose.cli_plugin import ensure_compose
-from boardstream.compose.commands import log
-from boardstream.compose.demo import check_topics, run_demo
-from boardstream.compose.engine import Engine, lower_priority
-from boardstream.compose.env_file import make_env
-from boardstream.compose.images import image_sizes
-from boardstream.compose.project import Project
-from boardstream.compose.report import REPORT_FILE, Report
-from boardstream.compose.scale import scale_workers
-from boardstream.compose.screenshot import screenshot
-from boardstream.compose.standin_build import build_standins
+from boardstream.entrypoints.compose.cli_plugin import ensure_compose
+from boardstream.entrypoints.compose.commands import log
+from boardstream.entrypoints.compose.demo import check_topics, run_demo
+from boardstream.entrypoints.compose.engine import Engine, lower_priority
+from boardstream.entrypoints.compose.env_file import make_env
+from boardstream.entrypoints.compose.images import image_sizes
+from boardstream.entrypoints.compose.project import Project
+from boardstream.entrypoints.compose.report import REPORT_FILE, Report
+from boardstream.entrypoints.compose.scale import scale_workers
+from boardstream.entrypoints.compose.screenshot import screenshot
+from boardstream.entrypoints.compose.standin_build import build_standins
 from boardstream.settings import PROJECT_ROOT
 
 

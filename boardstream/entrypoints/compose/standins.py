@@ -1,7 +1,7 @@
 """The stand-ins: for each official image the stack names, the ``docker/standins/`` directory
 that builds an image honouring the part of its contract the project relies on, for where no
 registry serves the official one. Only what to build, from what and in which order; building
-them is :mod:`boardstream.compose.standin_build`."""
+them is :mod:`boardstream.entrypoints.compose.standin_build`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from boardstream.compose.images import compose_images
+from boardstream.entrypoints.compose.images import compose_images
 from boardstream.settings import PROJECT_ROOT
 
 STANDINS = PROJECT_ROOT / "docker" / "standins"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from boardstream.compose.commands import run
-from boardstream.compose.env_file import ENV_EXAMPLE, read_env
-from boardstream.compose.project import COMPOSE_FILE
+from boardstream.entrypoints.compose.commands import run
+from boardstream.entrypoints.compose.env_file import ENV_EXAMPLE, read_env
+from boardstream.entrypoints.compose.project import COMPOSE_FILE
 from boardstream.settings import PROJECT_ROOT
 
 # Built by Compose from the Dockerfile (the compose file's services that have a `build`).

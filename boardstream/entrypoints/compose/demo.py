@@ -9,9 +9,9 @@ import json
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from boardstream.compose.commands import log
-from boardstream.compose.env_file import airflow_url
-from boardstream.compose.project import Project
+from boardstream.entrypoints.compose.commands import log
+from boardstream.entrypoints.compose.env_file import airflow_url
+from boardstream.entrypoints.compose.project import Project
 from boardstream.settings import Settings
 
 if TYPE_CHECKING:

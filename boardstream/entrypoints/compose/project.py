@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from boardstream.compose.commands import log, run
-from boardstream.compose.env_file import read_env
+from boardstream.entrypoints.compose.commands import log, run
+from boardstream.entrypoints.compose.env_file import read_env
 from boardstream.settings import PROJECT_ROOT
 
 COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yml"

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from boardstream.compose.commands import NICE, log, run
+from boardstream.entrypoints.compose.commands import NICE, log, run
 
 COMPOSE_VERSION = "v2.40.3"
 COMPOSE_MODULE = "github.com/docker/compose/v2"
