@@ -71,7 +71,8 @@ class JoinLayout:
     def of(cls, pipeline: Pipeline) -> JoinLayout:
         contract = schema.Contract.of(pipeline)
         stream_id = pipeline.stream.id
-        key_column = next(c for c, s in pipeline.sink.columns.items() if s == f"stream.{stream_id}")
+        key_column = pipeline.sink.column_of(f"stream.{stream_id}")
+        assert key_column is not None  # the model requires it: the table's primary key
         stream_fields = [f for f in contract.stream if f.name != pipeline.stream.join_on]
         stream_columns = [
             (key_column if f.name == stream_id else f.name, schema.typed_as(f))

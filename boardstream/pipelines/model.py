@@ -187,6 +187,14 @@ class Sink(Strict):
     table: Identifier
     columns: dict[Identifier, Source] = Field(min_length=1)
 
+    def column_of(self, *sources: str) -> str | None:
+        """The column that keeps the first of ``sources`` it keeps (``stream.id``,
+        ``joined.ROWOFFSET``...), or None; a source kept twice, by its first column."""
+        kept: dict[str, str] = {}
+        for column, source in self.columns.items():
+            kept.setdefault(source, column)
+        return next((kept[source] for source in sources if source in kept), None)
+
     @classmethod
     def derived_positions(cls, columns: dict[str, str]) -> dict[str, str]:
         """The position columns ``columns`` does not name, under their default names."""
@@ -287,7 +295,8 @@ class Pipeline(Strict):
     def rowtime_column(self) -> str:
         """The joined records' column of the stream record's Kafka timestamp: named after the
         stream's offset column (``board_offset``: ``board_timestamp_ms``)."""
-        offset = next(c for c, s in self.sink.columns.items() if s == "stream.ROWOFFSET")
+        offset = self.sink.column_of("stream.ROWOFFSET")
+        assert offset is not None  # every sink keeps the six positions (_sink_columns_resolve)
         return f"{offset.removesuffix('_offset')}_timestamp_ms"
 
     def joined_columns(self) -> dict[str, str]:

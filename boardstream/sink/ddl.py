@@ -61,19 +61,10 @@ def column_type(field: FieldType) -> sa.types.TypeEngine:
     raise TypeError(f"no column type for {field!r}")  # a type added to fields.py, not here
 
 
-def column_of(pipeline: Pipeline, *sources: str) -> str | None:
-    """The sink column that keeps the first of ``sources`` it keeps (``stream.id``,
-    ``joined.ROWOFFSET``...), or None."""
-    kept: dict[str, str] = {}
-    for column, source in pipeline.sink.columns.items():
-        kept.setdefault(source, column)
-    return next((kept[source] for source in sources if source in kept), None)
-
-
 def kept_column(pipeline: Pipeline, source: str) -> str:
     """The column keeping ``source``, one the model requires every sink to keep (the stream's
     id, the six positions)."""
-    column = column_of(pipeline, source)
+    column = pipeline.sink.column_of(source)
     assert column is not None, f"{pipeline.name}: {source}"
     return column
 
@@ -87,7 +78,9 @@ def sink_table(pipeline: Pipeline, metadata: sa.MetaData | None = None) -> sa.Ta
     """``pipeline``'s sink table, in ``metadata`` (one of its own if None); on SQLite stored in
     key order (``WITHOUT ROWID``: boardstream.key_order)."""
     key = key_column(pipeline)
-    joins = column_of(pipeline, f"stream.{pipeline.stream.join_on}", f"table.{pipeline.table.key}")
+    joins = pipeline.sink.column_of(
+        f"stream.{pipeline.stream.join_on}", f"table.{pipeline.table.key}"
+    )
     columns = []
     for column, source in pipeline.sink.columns.items():
         side, _, name = source.partition(".")
