@@ -21,7 +21,7 @@ from boardstream.kafka.clients import DeliveryErrors, admin_client
 from boardstream.kafka.limits import topic_message_limits
 from boardstream.kafka.topics import create_topics, platform_topics
 from boardstream.settings import Settings
-from boardstream.sink.job import SinkJobConfig
+from boardstream.sink.job import SinkJobConfig, SinkTarget
 
 _names = itertools.count()
 
@@ -74,11 +74,14 @@ def query(database_url: str, sql: str) -> list[Any]:
     return rows
 
 
-def run_sink(spark: Any, settings: Settings, config: SinkJobConfig) -> None:
-    """The sink's query to its end under its checkpoint's lease, as its job runs it: its writes
-    are fenced by that lease, and refused without it."""
+def run_sink(
+    spark: Any, settings: Settings, config: SinkJobConfig, target: SinkTarget | None = None
+) -> None:
+    """The sink's query (``target``'s, board_detail's if None) to its end under its
+    checkpoint's lease, as its job runs it: its writes are fenced by that lease, and refused
+    without it."""
     with sink.leased(settings, config):
-        query = sink.start(spark, settings, config)
+        query = sink.start(spark, settings, config, target)
         query.awaitTermination()
     assert query.exception() is None, query.exception()
 

@@ -138,10 +138,14 @@ class JoinLayout:
         return (*self.stream.columns, *WAITING_BOOKKEEPING)
 
     @property
+    def record(self) -> Columns:
+        """The columns a joined or unmatched record's value holds (the output's but the
+        outcome and the dead letter's), with their Spark types: what the sink parses."""
+        return self.output[1 : -len(DEAD)]
+
+    @property
     def payload(self) -> list[str]:
-        """The output's columns a joined or unmatched record's value holds: all but the
-        outcome and the dead letter's."""
-        return [name for name, _ in self.output[1 : -len(DEAD)]]
+        return [name for name, _ in self.record]
 
 
 def struct(columns: Columns) -> str:

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from boardstream.dead_letters import envelope, key_prefix
 from boardstream.joins import schema
 from boardstream.joins.layout import JoinLayout
-from boardstream.pipelines import FieldType, Pipeline, Timestamp
+from boardstream.pipelines import FieldType, Pipeline, Timestamp, with_article
 
 _JSON_WS = " \t\n\r"  # JSON's whitespace, nothing more
 # Whitespace is trimmed with btrim (both ends) where only one end matters: Spark deprecates the
@@ -398,7 +398,7 @@ def _checked(
         (
             value.isNull(),
             F.lit(
-                f"{_a(stream)} record with a null value "
+                f"{with_article(stream)} record with a null value "
                 f"({schema.plural(stream)} have no tombstones)"
             ),
         ),
@@ -415,7 +415,7 @@ def _checked(
     integer_key = key_field.kind == schema.INT64
     table_key = key.try_cast("bigint") if integer_key else key
     table_error = _first_error(
-        (key.isNull(), F.lit(f"{_a(table)} record without a key")),
+        (key.isNull(), F.lit(f"{with_article(table)} record without a key")),
         key_utf8,
         *(_int64_key(table, key) if integer_key else []),
         (value.isNull(), F.lit(None).cast("string")),  # a tombstone: valid
@@ -437,11 +437,6 @@ def _checked(
     fields = _fields(contract.stream, contract.table)
     frame = _read_fields(with_time, max_record_bytes, fields).withColumn("error", error)
     return _Checked(frame, is_stream, is_table, is_tick, table_key)
-
-
-def _a(label: str) -> str:
-    """``a board``, ``an orders``: the label with its article."""
-    return f"{'an' if label[:1].lower() in 'aeiou' else 'a'} {label}"
 
 
 def _dead_letters(max_record_bytes: int) -> list[Column]:

@@ -33,6 +33,7 @@ from boardstream.pipelines.model import (
     Reconcile,
     Slo,
 )
+from boardstream.pipelines.names import with_article
 
 # Installed as package data (pyproject.toml), so a wheel has them.
 SHIPPED = Path(__file__).resolve().parent / "declarations"
@@ -84,4 +85,5 @@ __all__ = [
     "load_directory",
     "shipped",
     "to_yaml",
+    "with_article",
 ]

@@ -62,3 +62,8 @@ Topic = Annotated[str, AfterValidator(_topic), Field(json_schema_extra={"pattern
 Duration = Annotated[
     str, AfterValidator(_duration), Field(json_schema_extra={"pattern": PATTERN.pattern})
 ]
+
+
+def with_article(label: str) -> str:
+    """``a board``, ``an orders``: a name in a message, with its article."""
+    return f"{'an' if label[:1].lower() in 'aeiou' else 'a'} {label}"

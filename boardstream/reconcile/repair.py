@@ -146,7 +146,8 @@ def _repair_table(
     raw = read_topic(spark, settings, detail, {}, _current_end(settings, detail)).where(
         F.col("key").cast("string").isin(sorted(reload))
     )
-    BatchWriter(settings)(detail_rows(raw), -1)
+    writer = BatchWriter(settings)
+    writer(detail_rows(raw, writer.target), -1)
 
 
 def _current_end(settings: Settings, topic: str) -> dict[int, int]:

@@ -1,4 +1,5 @@
-"""Loading ``board-detail`` into the relational table ``board_detail``, idempotently.
+"""Loading a pipeline's joined topic into its sink table, idempotently (the shipped
+pipeline's: ``board-detail`` into ``board_detail``).
 
 The front door is :func:`start`, imported lazily like the join's, and :func:`leased`: the
 sink's writes are fenced by its checkpoint's lease, so a query started outside it writes
@@ -16,22 +17,27 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from boardstream.settings import Settings
-    from boardstream.sink.job import SinkJobConfig
+    from boardstream.sink.job import SinkJobConfig, SinkTarget
 
 
-def start(spark: SparkSession, settings: Settings, config: SinkJobConfig) -> StreamingQuery:
-    """Start the sink query (its dead letters checked to fit, its checkpoint guarded)."""
+def start(
+    spark: SparkSession,
+    settings: Settings,
+    config: SinkJobConfig,
+    target: SinkTarget | None = None,
+) -> StreamingQuery:
+    """Start the sink query of ``target`` (the shipped pipeline's if None), its dead letters
+    checked to fit, its checkpoint guarded."""
     from boardstream.sink.job import start_sink
 
-    return start_sink(spark, settings, config)
+    return start_sink(spark, settings, config, target)
 
 
 @contextmanager
 def leased(settings: Settings, config: SinkJobConfig) -> Iterator[None]:
     """Hold the sink's checkpoint lease while the block runs its query, as its job does: a
     query started in process (a test, a benchmark) without it has every write refused."""
-    from boardstream.sink.job import QUERY_NAME
     from boardstream.spark import checkpoint_lease
 
-    with checkpoint_lease.hold(settings, config.checkpoint_dir(settings), QUERY_NAME, {}):
+    with checkpoint_lease.hold(settings, config.checkpoint_dir(settings), config.query_name, {}):
         yield

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database, key_order
+from boardstream.errors import BoardstreamError
 from boardstream.pipelines import LOADED_AT, POSITIONS, Pipeline, shipped
 from boardstream.sink.ddl import kept_column, key_column, sink_table
 
@@ -53,8 +54,11 @@ class SinkTable:
         return [c.name for c in self.table.columns if c.name != LOADED_AT]
 
     def create(self, engine: Engine) -> None:
-        """Create the table; on SQLite, move one made before it was stored in key order into
-        that order (once)."""
+        """Create the table; on SQLite, refuse a decimal it would round
+        (:func:`refuse_what_sqlite_would_alter`) and move a table made before it was stored in
+        key order into that order (once)."""
+        if engine.dialect.name == "sqlite":
+            refuse_what_sqlite_would_alter(self.table)
         key_order.move_into_key_order(engine, self.table)
         self.table.create(engine, checkfirst=True)
 
@@ -109,6 +113,25 @@ class SinkTable:
             for start in range(0, len(rows), chunk):
                 connection.execute(statement, rows[start : start + chunk])
         return len(rows)
+
+
+# Significant digits SQLite keeps of a NUMERIC value: it stores one as a REAL (an IEEE double)
+# whenever the first 15 digits survive the conversion, so a longer one would come back altered.
+SQLITE_DECIMAL_DIGITS = 15
+
+
+def refuse_what_sqlite_would_alter(table: sa.Table) -> None:
+    """A decimal column wider than SQLite keeps exactly is refused, naming it, rather than
+    stored rounded."""
+    for column in table.columns:
+        kind = column.type
+        if isinstance(kind, sa.Numeric) and (kind.precision or 0) > SQLITE_DECIMAL_DIGITS:
+            raise BoardstreamError(
+                f"{table.name}.{column.name} is decimal({kind.precision},{kind.scale}): SQLite "
+                f"keeps {SQLITE_DECIMAL_DIGITS} significant digits of a decimal and would round "
+                "the rest; use PostgreSQL (BOARDSTREAM_DATABASE_URL) or a precision of at most "
+                f"{SQLITE_DECIMAL_DIGITS}"
+            )
 
 
 # The shipped pipeline's table, under the names its callers use.

@@ -1,15 +1,19 @@
-"""A pipeline other than board_detail through the JVM join, from its declaration alone: the
-shipped ``orders`` (text keys under another name than the stream's reference, decimals, a
-date, epoch microseconds, an as-of join, a sink that renames and drops fields) on real Kafka
-topics and Spark, every outcome exact: joined as of the order's time, joined once its late
-customer comes, unmatched once its wait is over, and a dead letter naming what broke."""
+"""A pipeline other than board_detail through the JVM join and the sink, from its declaration
+alone: the shipped ``orders`` (text keys under another name than the stream's reference,
+decimals, a date, epoch microseconds, an as-of join, a sink that renames and drops fields) on
+real Kafka topics, Spark and SQLite, every outcome exact: joined as of the order's time, joined
+once its late customer comes, unmatched once its wait is over, a dead letter naming what broke,
+and the joined records loaded into ``order_customer`` with their types' values unchanged."""
 
 from __future__ import annotations
 
 import itertools
 import json
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
+import sqlalchemy as sa
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
@@ -18,8 +22,9 @@ from boardstream.joins.member_table import JoinOptions
 from boardstream.kafka.clients import admin_client
 from boardstream.pipelines import shipped
 from boardstream.settings import Settings
+from boardstream.sink.job import SinkJobConfig, SinkTarget
 from boardstream.spark import streaming
-from tests.pipeline import consume_all
+from tests.pipeline import consume_all, run_sink
 
 ORDERS = shipped("orders")
 _runs = itertools.count()
@@ -124,3 +129,35 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     # A decimal's digits as the record gave them (JSON numbers read above as floats).
     raw = dict(consume_all(kafka, topics.joined))
     assert b'"amount":12.30,' in raw[b"o1"] and b'"credit_limit":100.50,' in raw[b"o1"]
+
+    # The sink loads the joined records; a record that is not JSON is its dead letter.
+    producer.produce(topics.joined, key=b"junk", value=b"{not json", timestamp=30_000)
+    assert producer.flush(30) == 0
+    settings = kafka.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'orders.db'}"})
+    target = SinkTarget(ORDERS, topics.joined, topics.dead_letters)
+    config = SinkJobConfig(query="orders-sink", checkpoint=tmp_path / "sink")
+    run_sink(spark, settings, config, target)
+    engine = sa.create_engine(settings.database)
+    with engine.connect() as connection:
+        loaded = connection.execute(sa.select(target.table.table)).mappings().all()
+    rows = {row["order_id"]: dict(row) for row in loaded}
+    assert set(rows) == {"o1", "o2", "o5"}
+    assert {k: rows["o1"][k] for k in ("amount", "credit_limit", "vip", "customer_since")} == {
+        "amount": Decimal("12.30"),
+        "credit_limit": Decimal("100.50"),
+        "vip": True,
+        "customer_since": date(2020, 2, 29),
+    }
+    assert rows["o5"]["vip"] is None and rows["o2"]["amount"] == Decimal("7.00")
+    for order_id, row in rows.items():
+        record = joined[order_id]
+        assert {c: row[c] for c in ("stream_offset", "table_offset", "placed_at")} == {
+            c: record[c] for c in ("stream_offset", "table_offset", "placed_at")
+        }
+        assert row["joined_offset"] is not None
+    letters = [json.loads(value) for _, value in consume_all(kafka, topics.dead_letters)]
+    assert [(d["source_topic"], d["error"]) for d in letters[1:]] == [
+        (topics.joined, "not an orders record (not a JSON object)")
+    ]
+    run_sink(spark, settings, config, target)  # nothing new: nothing loaded or dead-lettered
+    assert len(consume_all(kafka, topics.dead_letters)) == 2

@@ -104,7 +104,7 @@ def test_rows_the_table_or_database_refuse_are_dead_lettered_and_the_rest_loaded
         too_long: "board_detail.board_id is 65 characters, the column holds 64",
         "no-member": "board_detail.member_id is missing or null (NOT NULL)",
         nul: "board_detail.body contains U+0000, which text columns cannot hold",
-        "not-json": "not a board-detail record (not a JSON object)",
+        "not-json": "not a board_detail record (not a JSON object)",
     }
     assert database_error.startswith("database rejected the row: ")
     assert "refuse_some" in database_error or "CHECK constraint failed" in database_error

@@ -12,9 +12,11 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream.dead_letters import envelope_json
+from boardstream.joins.schema import ddl
+from boardstream.pipelines import shipped
 from boardstream.settings import Settings
 from boardstream.sink import job, table
-from boardstream.sink.job import DETAIL_SCHEMA, QUERY_NAME, BatchWriter, SinkJobConfig, _named
+from boardstream.sink.job import QUERY_NAME, BatchWriter, SinkJobConfig, SinkTarget, _named
 from tests.fixtures import detail_row
 
 NOT_NULL = "database rejected the row: NOT NULL constraint failed: board_detail.member_id"
@@ -36,8 +38,11 @@ def _table(writer: BatchWriter) -> list[tuple[str, int]]:
         return [tuple(row) for row in connection.execute(query)]
 
 
-def test_the_record_schema_is_the_joins_output_without_its_outcome() -> None:
-    assert DETAIL_SCHEMA == (
+def test_the_record_schema_is_the_joins_output_without_its_outcome(settings: Settings) -> None:
+    target = SinkTarget.shipped(settings)
+    assert (target.joined, target.dead_letters) == ("board-detail", "board-dlq")
+    assert target.loaded_from == ("detail_partition", "detail_offset")
+    assert ddl(target.record) == (
         "`reason` string, `board_id` string, `member_id` bigint, `nickname` string, "
         "`city` string, `phone` string, `title` string, `body` string, `created_ts` bigint, "
         "`created_at` string, `modified_at` string, `member_modified_at` string, "
@@ -46,12 +51,26 @@ def test_the_record_schema_is_the_joins_output_without_its_outcome() -> None:
     )
 
 
+def test_another_pipelines_records_and_positions_follow_its_declaration() -> None:
+    target = SinkTarget(shipped("orders"), "orders-joined", "orders-dlq")
+    assert ddl(target.record) == (
+        "`reason` string, `order_id` string, `customer_id` string, `customer_name` string, "
+        "`amount` decimal(12,2), `credit_limit` decimal(14,2), `vip` boolean, "
+        "`customer_since` date, `gift` boolean, `placed_at` bigint, `stream_partition` int, "
+        "`stream_offset` bigint, `stream_timestamp_ms` bigint, `table_partition` int, "
+        "`table_offset` bigint"
+    )
+    assert target.loaded_from == ("joined_partition", "joined_offset")
+    assert (target.table.table.name, target.table.key) == ("order_customer", "order_id")
+
+
 def test_the_query_name_bounded_batches_and_default_checkpoint(settings: Settings) -> None:
     config = SinkJobConfig()
     assert (QUERY_NAME, config.query_name) == ("board-detail-sink", "board-detail-sink")
     assert config.max_offsets_per_trigger == 100_000
     assert config.checkpoint_dir(settings) == f"{settings.checkpoint_root}/{QUERY_NAME}"
     assert SinkJobConfig(checkpoint=Path("/cp")).checkpoint_dir(settings) == "file:///cp"
+    assert SinkJobConfig(query="orders-sink").checkpoint_dir(settings).endswith("/orders-sink")
 
 
 def test_the_writer_creates_the_table(settings: Settings) -> None:
