@@ -76,6 +76,11 @@ ENGINE_ADVICE = {
     "rebuild the state by running the join on a new checkpoint, which re-reads member and board "
     "from the beginning (board-detail consumers are idempotent: a rewritten record replaces its "
     "earlier copy), or resume it with the version that wrote it.",
+    "state_layout": "The join's state keeps each record in its declaration's fields: a "
+    "checkpoint written under other fields (added, removed, renamed or retyped) would be read "
+    "as this declaration's. Resume it with the declaration that wrote it, or run the join on a "
+    "new checkpoint, which re-reads both topics from the beginning (the joined topic's "
+    "consumers are idempotent: a rewritten record replaces its earlier copy).",
 }
 
 
@@ -265,10 +270,15 @@ def send_tick(settings: Settings) -> None:
 def name_legacy_engine(files: CheckpointFiles, checkpoint: str) -> None:
     """Checkpoints from before the JVM engine name no engine: their state is the python
     engine's (per bucket). Say so in their identity, so that the guard compares engines by name
-    and reconciliation reads the state in the layout it has."""
+    and reconciliation reads the state in the layout it has. The JVM engine's from before its
+    layout was derived from a declaration name no layout: theirs is board_detail's, the one
+    pipeline there was (its derived layout is pinned to it: tests/unit/joins)."""
     identity = recorded_identity(files, checkpoint)
     if identity and "engine" not in identity:
         record_identity(files, checkpoint, {**identity, "engine": PYTHON})
+    elif identity and identity["engine"] == JVM and "state_layout" not in identity:
+        layout = BOARD_DETAIL_LAYOUT.state_identity
+        record_identity(files, checkpoint, {**identity, "state_layout": layout})
 
 
 def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:
@@ -283,7 +293,10 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
         **(
             {"state_buckets": config.state_buckets}
             if config.engine == PYTHON
-            else {"state_variables": list(STATE_VARIABLES)}
+            else {
+                "state_variables": list(STATE_VARIABLES),
+                "state_layout": BOARD_DETAIL_LAYOUT.state_identity,
+            }
         ),
     }
     # Refusals before the guard, which creates a new checkpoint.

@@ -138,6 +138,18 @@ class JoinLayout:
         return (*self.stream.columns, *WAITING_BOOKKEEPING)
 
     @property
+    def state_identity(self) -> dict[str, object]:
+        """What the join's state holds, for its checkpoint's identity: a declaration whose
+        fields changed (added, removed, renamed, retyped) cannot read a checkpoint of the old
+        ones. Spark's own check compares types by position only, and would let a renamed or
+        reordered field of one type read another's values."""
+        return {
+            "key": self.key_type,
+            "version": [f"{name} {kind}" for name, kind in self.version],
+            "waiting": [f"{name} {kind}" for name, kind in self.waiting],
+        }
+
+    @property
     def record(self) -> Columns:
         """The columns a joined or unmatched record's value holds (the output's but the
         outcome and the dead letter's), with their Spark types: what the sink parses."""
