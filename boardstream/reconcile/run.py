@@ -418,9 +418,12 @@ def _full(
         with phase("reconcile: the digest ledger, the facts and the rows as checked"):
             digest_ledger.lock(connection, settings.lease_ttl_s)
             digest_ledger.add_unseen(connection, kept.new_unseen)
-            fact_store.reset(connection, facts)
-            baseline.record(connection, records, snapshot.latest, full=True)
-            table_watch.remember_all(connection)
+            with phase("reconcile: store the facts"):
+                fact_store.reset(connection, facts)
+            with phase("reconcile: store the records' digests"):
+                baseline.record(connection, records, snapshot.latest, full=True)
+            with phase("reconcile: remember the table's rows"):
+                table_watch.remember_all(connection)
         return outcome
 
     return outcome, store

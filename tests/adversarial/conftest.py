@@ -68,13 +68,19 @@ def world(table_world: Pipeline) -> Iterator[Pipeline]:
     execute(url, "INSERT INTO board_detail SELECT * FROM board_detail_pristine")
 
 
-@pytest.fixture
-def fresh(kafka, spark, postgres, tmp_path, request) -> Pipeline:
-    """A pipeline of its own, for tampering with topics (records cannot be taken back)."""
+def fresh_pipeline(kafka, spark, postgres, workdir, request) -> Pipeline:
+    """A populated pipeline, joined, loaded and reconciled once (the incremental runs'
+    baseline), in ``workdir`` and a database of its own."""
     url = new_database(postgres, request)
-    pipeline = Pipeline(kafka, spark, tmp_path, var_dir=tmp_path, database_url=url)
+    pipeline = Pipeline(kafka, spark, workdir, var_dir=workdir, database_url=url)
     populate(pipeline)
     pipeline.join()
     pipeline.sink()
-    reconcile_as(pipeline, FULL)  # the incremental runs' baseline
+    reconcile_as(pipeline, FULL)
     return pipeline
+
+
+@pytest.fixture
+def fresh(kafka, spark, postgres, tmp_path, request) -> Pipeline:
+    """A pipeline of its own, for tampering with topics (records cannot be taken back)."""
+    return fresh_pipeline(kafka, spark, postgres, tmp_path, request)

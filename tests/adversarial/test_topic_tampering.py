@@ -1,11 +1,16 @@
 """Tampering with the topics a reconciliation reads: outputs no join wrote, a position in two
 outcomes, outputs whose content is not their sources'. Each test has a pipeline of its own
-(a Kafka record cannot be taken back)."""
+(a Kafka record cannot be taken back), but for the tamperings of one board each, which share
+one (:func:`tampered`)."""
 
 from __future__ import annotations
 
 import shutil
 
+import pytest
+
+from boardstream.reconcile.run import RunResult
+from tests.adversarial.conftest import fresh_pipeline
 from tests.adversarial.world import (
     NOW,
     board,
@@ -36,31 +41,6 @@ def test_untouched_topics_give_no_finding(fresh: Pipeline) -> None:
     ]
 
 
-def test_a_replayed_output_is_reported_not_failed(fresh: Pipeline) -> None:
-    """The Kafka sink is at-least-once: an exact copy of a record is a replay."""
-    (record,) = detail_records(fresh.settings, "b1")
-    clean = {k: v for k, v in record.items() if k not in ("detail_partition", "detail_offset")}
-    forge(fresh.settings, fresh.settings.board_detail_topic, b"b1", clean)
-    result = reconcile(fresh)
-    assert failures(result) == {}
-    assert result.reconciliation.findings["topic_replays"].examples == ["b1"]
-
-
-def test_detail_naming_no_source_board(fresh: Pipeline) -> None:
-    ghost = {"board_id": "ghost", "member_id": 1, "board_partition": 0, "board_offset": 10**9}
-    forge(fresh.settings, fresh.settings.board_detail_topic, b"ghost", ghost)
-    assert failures(reconcile(fresh)) == {"extra": ["ghost"]}
-
-
-def test_detail_naming_another_boards_position(fresh: Pipeline) -> None:
-    """The imposter is extra, and b2's position now holds two different joined records."""
-    (b2,) = detail_records(fresh.settings, "b2")
-    imposter = {**b2, "board_id": "imposter"}
-    del imposter["detail_partition"], imposter["detail_offset"]
-    forge(fresh.settings, fresh.settings.board_detail_topic, b"imposter", imposter)
-    assert failures(reconcile(fresh)) == {"extra": ["imposter"], "conflicting": ["b2"]}
-
-
 def test_a_second_different_join_of_one_board(fresh: Pipeline) -> None:
     """A replay is an exact copy; a second record of the same board at the same position with
     another member version (its profile consistent with that version) is not the join's."""
@@ -81,40 +61,120 @@ def test_a_second_different_join_of_one_board(fresh: Pipeline) -> None:
     assert failures(reconcile(fresh)) == {"conflicting": ["b1"]}
 
 
-def test_dead_letter_for_a_joined_board(fresh: Pipeline) -> None:
+# Tamperings of one board each, made together in one pipeline (:func:`tampered`): each test
+# asserts what its board's tampering gives, and one that nothing else is found. A check that
+# missed one kind, or found one where it should not, fails both.
+TAMPERED = {
+    "replay": "b1",  # an exact copy of b1's record: a replay, reported, not failed
+    "imposter": "b2",  # another board's record at b2's position
+    "dead_letter": "b3",  # a dead letter for the joined b3
+    "unmatched": "b4",  # an unmatched record for the joined b4
+    "title": "b6",  # b6's record with another title
+    "member": "b8",  # b8's record naming a member that never existed
+}
+
+
+def _without_position(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in ("detail_partition", "detail_offset")}
+
+
+@pytest.fixture(scope="module")
+def tampered(kafka, spark, postgres, tmp_path_factory, request) -> RunResult:
+    """One pipeline, every tampering above and two records naming no source board: a board
+    that never was (``ghost``) and a dead letter of an offset never written; reconciled by an
+    incremental run and a full one, which must agree (:func:`.world.reconcile`)."""
+    pipeline = fresh_pipeline(kafka, spark, postgres, tmp_path_factory.mktemp("tampered"), request)
+    settings = pipeline.settings
+    detail = {
+        board_id: r for board_id in TAMPERED.values() for r in detail_records(settings, board_id)
+    }
+    forge(settings, settings.board_detail_topic, b"b1", _without_position(detail["b1"]))
+    imposter = {**_without_position(detail["b2"]), "board_id": "imposter"}
+    forge(settings, settings.board_detail_topic, b"imposter", imposter)
+    b3 = detail["b3"]
+    forge(
+        settings,
+        settings.dlq_topic,
+        b"b3",
+        dead_letter(settings, b3["board_partition"], b3["board_offset"]),
+    )
+    unmatched = {**_without_position(detail["b4"]), "reason": "member_missing"}
+    forge(settings, settings.unmatched_topic, b"b4", unmatched)
+    forge(
+        settings,
+        settings.board_detail_topic,
+        b"b6",
+        {**_without_position(detail["b6"]), "title": "x"},
+    )
+    never = {**_without_position(detail["b8"]), "member_id": 777, "member_offset": 10**9}
+    forge(settings, settings.board_detail_topic, b"b8", never)
+    ghost = {"board_id": "ghost", "member_id": 1, "board_partition": 0, "board_offset": 10**9}
+    forge(settings, settings.board_detail_topic, b"ghost", ghost)
+    forge(settings, settings.dlq_topic, b"x", dead_letter(settings, 0, 10**9))
+    return reconcile(pipeline)
+
+
+def found_for(result: RunResult, *ids: str) -> dict[str, list[str]]:
+    """The failing findings naming any of ``ids``, with those ids."""
+    found = {kind: sorted(set(examples) & set(ids)) for kind, examples in failures(result).items()}
+    return {kind: named for kind, named in found.items() if named}
+
+
+def test_nothing_but_the_tamperings_is_found(tampered: RunResult) -> None:
+    assert {kind: sorted(ids) for kind, ids in failures(tampered).items()} == {
+        "extra": ["board[0]@1000000000", "ghost", "imposter"],
+        "conflicting": ["b2", "b3", "b4", "b6", "b8"],
+        "altered_output": ["b6", "b8"],
+        "referential": ["b8"],
+    }, "\n".join(tampered.summary())
+    # A second record at a position is reported as a replay, whatever it holds: b6's and b8's
+    # fail besides.
+    assert tampered.reconciliation.findings["topic_replays"].examples == ["b1", "b6", "b8"]
+
+
+def test_a_replayed_output_is_reported_not_failed(tampered: RunResult) -> None:
+    """The Kafka sink is at-least-once: an exact copy of a record is a replay."""
+    assert found_for(tampered, "b1") == {}
+    assert "b1" in tampered.reconciliation.findings["topic_replays"].examples
+
+
+def test_detail_naming_no_source_board(tampered: RunResult) -> None:
+    assert found_for(tampered, "ghost") == {"extra": ["ghost"]}
+
+
+def test_detail_naming_another_boards_position(tampered: RunResult) -> None:
+    """The imposter is extra, and b2's position now holds two different joined records."""
+    assert found_for(tampered, "imposter", "b2") == {"extra": ["imposter"], "conflicting": ["b2"]}
+
+
+def test_dead_letter_for_a_joined_board(tampered: RunResult) -> None:
     """Another job dead-letters a position the join joined: source 1 = joined 1 + dead 1 was
     a pass before; now the position is in two outcomes."""
-    (b3,) = detail_records(fresh.settings, "b3")
-    forge(
-        fresh.settings,
-        fresh.settings.dlq_topic,
-        b"b3",
-        dead_letter(fresh.settings, b3["board_partition"], b3["board_offset"]),
-    )
-    result = reconcile(fresh)
-    assert failures(result) == {"conflicting": ["b3"]}
-    counts = result.reconciliation.counts
+    assert found_for(tampered, "b3") == {"conflicting": ["b3"]}
+    counts = tampered.reconciliation.counts
     assert counts["read"] == sum(
         counts[k]
         for k in ("joined", "unmatched", "dead_lettered", "pending", "missing", "conflicting")
     )
 
 
-def test_unmatched_record_for_a_joined_board(fresh: Pipeline) -> None:
-    (b4,) = detail_records(fresh.settings, "b4")
-    record = {k: v for k, v in b4.items() if k not in ("detail_partition", "detail_offset")}
-    forge(
-        fresh.settings,
-        fresh.settings.unmatched_topic,
-        b"b4",
-        {**record, "reason": "member_missing"},
-    )
-    assert failures(reconcile(fresh)) == {"conflicting": ["b4"]}
+def test_unmatched_record_for_a_joined_board(tampered: RunResult) -> None:
+    assert found_for(tampered, "b4") == {"conflicting": ["b4"]}
 
 
-def test_dead_letter_naming_no_source_board(fresh: Pipeline) -> None:
-    forge(fresh.settings, fresh.settings.dlq_topic, b"x", dead_letter(fresh.settings, 0, 10**9))
-    assert failures(reconcile(fresh)) == {"extra": ["board[0]@1000000000"]}
+def test_dead_letter_naming_no_source_board(tampered: RunResult) -> None:
+    assert found_for(tampered, "board[0]@1000000000") == {"extra": ["board[0]@1000000000"]}
+
+
+def test_output_with_altered_board_fields(tampered: RunResult) -> None:
+    """Same board, same provenance, another title: not what the join made of its source.
+    Not a replay either: b6's position now holds two different joined records."""
+    assert found_for(tampered, "b6") == {"altered_output": ["b6"], "conflicting": ["b6"]}
+
+
+def test_output_naming_a_member_that_never_existed(tampered: RunResult) -> None:
+    found = found_for(tampered, "b8")
+    assert found == {"referential": ["b8"], "altered_output": ["b8"], "conflicting": ["b8"]}
 
 
 def forge_early_output(pipeline: Pipeline) -> None:
@@ -157,15 +217,6 @@ def test_output_for_an_unread_board_beside_a_forged_next_batch(fresh: Pipeline) 
     assert result.reconciliation.findings["not_yet_read"].examples == ["early"]
 
 
-def test_output_with_altered_board_fields(fresh: Pipeline) -> None:
-    """Same board, same provenance, another title: not what the join made of its source."""
-    (b6,) = detail_records(fresh.settings, "b6")
-    forged = {k: v for k, v in b6.items() if k not in ("detail_partition", "detail_offset")}
-    forge(fresh.settings, fresh.settings.board_detail_topic, b"b6", {**forged, "title": "x"})
-    # Not a replay either: b6's position now holds two different joined records.
-    assert failures(reconcile(fresh)) == {"altered_output": ["b6"], "conflicting": ["b6"]}
-
-
 def test_output_with_an_altered_member_profile(fresh: Pipeline) -> None:
     """The member fields must be those of the member version the record names."""
     (b7,) = detail_records(fresh.settings, "b7")
@@ -175,15 +226,6 @@ def test_output_with_an_altered_member_profile(fresh: Pipeline) -> None:
     assert failures(reconcile(fresh)) == expected
     fresh.sink()  # the sink loads the forged record: the table now agrees with it, still caught
     assert failures(reconcile(fresh)) == expected
-
-
-def test_output_naming_a_member_that_never_existed(fresh: Pipeline) -> None:
-    (b8,) = detail_records(fresh.settings, "b8")
-    forged = {k: v for k, v in b8.items() if k not in ("detail_partition", "detail_offset")}
-    forged.update(member_id=777, member_offset=10**9)
-    forge(fresh.settings, fresh.settings.board_detail_topic, b"b8", forged)
-    found = failures(reconcile(fresh))
-    assert found == {"referential": ["b8"], "altered_output": ["b8"], "conflicting": ["b8"]}
 
 
 def test_rows_whose_records_retention_deleted_are_unverifiable(fresh: Pipeline) -> None:
