@@ -3,7 +3,8 @@ alone: the shipped ``orders`` (text keys under another name than the stream's re
 decimals, a date, epoch microseconds, an as-of join, a sink that renames and drops fields) on
 real Kafka topics, Spark and SQLite, every outcome exact: joined as of the order's time, joined
 once its late customer comes, unmatched once its wait is over, a dead letter naming what broke,
-and the joined records loaded into ``order_customer`` with their types' values unchanged."""
+and the joined records loaded into ``order_customer`` with their types' values unchanged;
+an order for a deleted customer (a null value on a text key) unmatched as deleted."""
 
 from __future__ import annotations
 
@@ -161,3 +162,20 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     ]
     run_sink(spark, settings, config, target)  # nothing new: nothing loaded or dead-lettered
     assert len(consume_all(kafka, topics.dead_letters)) == 2
+
+    # A null value deletes customer c1 (a text key): an order for it after the deletion waits,
+    # then leaves unmatched as deleted, not missing.
+    producer.produce(topics.table, key=b"c1", value=None, timestamp=40_000)
+    send(topics.stream, "o6", order.format(id="o6", c="c1", amount="3", us=50_000_000), 50_000)
+    assert producer.flush(30) == 0
+    run(spark, kafka, topics, checkpoint)
+    producer.produce(topics.tick, value=b'{"query": "test"}')
+    assert producer.flush(30) == 0
+    run(spark, kafka, topics, checkpoint)
+    unmatched = values(kafka, topics.unmatched)
+    assert {order_id: record["reason"] for order_id, record in unmatched.items()} == {
+        "o3": "member_missing",
+        "o6": "member_deleted",
+    }
+    joined_keys = {key for key, _ in consume_all(kafka, topics.joined)}
+    assert joined_keys == {b"o1", b"o2", b"o5", b"junk"}  # nothing joined since
