@@ -37,6 +37,7 @@ from boardstream.joins.processor import (
     TICK_BUCKET,
     BucketedMemberJoin,
 )
+from boardstream.joins.topics import JoinTopics
 from boardstream.kafka.clients import (
     DeliveryErrors,
     admin_client,
@@ -114,30 +115,6 @@ class JoinJobConfig(streaming.QueryConfig):
     @property
     def query_name(self) -> str:
         return QUERY_NAME
-
-
-@dataclass(frozen=True)
-class JoinTopics:
-    """The topics one pipeline's join reads and writes, as the deployment names them."""
-
-    stream: str
-    table: str
-    tick: str
-    joined: str
-    unmatched: str
-    dead_letters: str
-
-    @classmethod
-    def of(cls, settings: Settings) -> JoinTopics:
-        """The shipped pipeline's, from the settings (a test's own prefix included)."""
-        return cls(
-            settings.board_topic,
-            settings.member_topic,
-            settings.join_tick_topic,
-            settings.board_detail_topic,
-            settings.unmatched_topic,
-            settings.dlq_topic,
-        )
 
 
 def declared_join(

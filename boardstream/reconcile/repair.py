@@ -18,10 +18,11 @@ from pyspark.sql import functions as F
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
-from boardstream.joins.job import BOARD_DETAIL_LAYOUT, JoinTopics, kafka_rows
+from boardstream.joins.job import BOARD_DETAIL_LAYOUT, kafka_rows
 from boardstream.joins.member_table import LATEST, JoinOptions, MemberTable
 from boardstream.joins.parse import parse, routed
 from boardstream.joins.processor import OUTPUT_COLUMNS, OUTPUT_DDL, input_rows
+from boardstream.joins.topics import JoinTopics
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import describe_topics
 from boardstream.reconcile.checks.spark_checks import ReconcileOptions, reconcile

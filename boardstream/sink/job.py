@@ -26,6 +26,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.failpoints import failpoint
 from boardstream.joins import schema
 from boardstream.joins.layout import JoinLayout
+from boardstream.joins.topics import JoinTopics
 from boardstream.kafka.clients import DeliveryErrors, admin_client, client_config, reliable_producer
 from boardstream.kafka.limits import librdkafka_producer_limit, require_fit
 from boardstream.locations import checkpoint_uri
@@ -60,12 +61,12 @@ class SinkJobConfig(streaming.QueryConfig):
 
 @dataclass(frozen=True)
 class SinkTarget:
-    """What one pipeline's sink reads and writes: the joined topic it loads, the topic its
-    dead letters go to, and the pipeline whose table and joined records' layout it follows."""
+    """What one pipeline's sink reads and writes: its joined topic (which it loads) and its
+    dead letters' (:class:`JoinTopics`), and the pipeline whose table and joined records'
+    layout it follows."""
 
     pipeline: Pipeline
-    joined: str
-    dead_letters: str
+    topics: JoinTopics
     table: SinkTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -74,7 +75,15 @@ class SinkTarget:
     @classmethod
     def shipped(cls, settings: Settings) -> SinkTarget:
         """The shipped pipeline's, on the settings' topics (a test's own prefix included)."""
-        return cls(shipped("board_detail"), settings.board_detail_topic, settings.dlq_topic)
+        return cls(shipped("board_detail"), JoinTopics.of(settings))
+
+    @property
+    def joined(self) -> str:
+        return self.topics.joined
+
+    @property
+    def dead_letters(self) -> str:
+        return self.topics.dead_letters
 
     @cached_property
     def record(self) -> tuple[tuple[str, str], ...]:

@@ -18,8 +18,9 @@ import sqlalchemy as sa
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from boardstream.joins.job import JoinJobConfig, JoinTopics, declared_join
+from boardstream.joins.job import JoinJobConfig, declared_join
 from boardstream.joins.member_table import JoinOptions
+from boardstream.joins.topics import JoinTopics
 from boardstream.kafka.clients import admin_client
 from boardstream.pipelines import shipped
 from boardstream.settings import Settings
@@ -135,7 +136,7 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     producer.produce(topics.joined, key=b"junk", value=b"{not json", timestamp=30_000)
     assert producer.flush(30) == 0
     settings = kafka.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'orders.db'}"})
-    target = SinkTarget(ORDERS, topics.joined, topics.dead_letters)
+    target = SinkTarget(ORDERS, topics)
     config = SinkJobConfig(query="orders-sink", checkpoint=tmp_path / "sink")
     run_sink(spark, settings, config, target)
     engine = sa.create_engine(settings.database)

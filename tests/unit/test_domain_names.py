@@ -30,6 +30,7 @@ STILL_NAMING = {
     "joins/processor.py",
     "joins/records.py",
     "joins/schema.py",
+    "joins/topics.py",
     "kafka/retention.py",
     "kafka/topics.py",
     "pipelines/__init__.py",
