@@ -3,7 +3,8 @@
 Starts the Docker engine if none answers (its networks on the project's address pool), builds a
 stand-in for each official image that is neither present nor pullable (docker/standins/), makes
 the ``.env`` from ``.env.example`` with generated secrets (in a temporary directory, never in the
-checkout), ``docker compose up -d --wait``, then the demo's path through the containers: the
+checkout; for a stack left up, under the var dir until it is taken down), ``docker compose up -d
+--wait``, then the demo's path through the containers: the
 topics ``airflow-init`` created, ``demo_data``, ``board_detail_pipeline`` and the
 ``reconciliation`` it triggers, read back through the Airflow API server; the "Pipeline health"
 page in headless Chromium (a screenshot); ``spark-worker`` scaled to 2 and the second worker seen
@@ -39,6 +40,8 @@ from boardstream.entrypoints.compose.screenshot import screenshot
 from boardstream.entrypoints.compose.standin_build import build_standins
 from boardstream.settings import PROJECT_ROOT
 
+KEPT_ENV = "env"  # under the var dir: the .env of a stack left up (--keep-up)
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -63,7 +66,7 @@ def run_for_real(options: RunOptions) -> int:
     var.mkdir(parents=True, exist_ok=True)
     report = Report()
     engine = Engine(var / "dockerd")
-    env_dir = Path(tempfile.mkdtemp(prefix="bs-compose-env-"))
+    env_dir = _env_dir(var, options)
     project: Project | None = None
     start = time.monotonic()
     ok = False
@@ -104,7 +107,9 @@ def run_for_real(options: RunOptions) -> int:
             with report.phase("down -v"):
                 if up is not None:
                     _down(up, report)
-        shutil.rmtree(env_dir, ignore_errors=True)
+            _forget_env(env_dir, var)  # the stack it served is down
+        elif project is not None:
+            log(f"left up: go on with `bin/compose-run --attach {project.env_file}`")
         if not options.keep_daemon:
             engine.stop()
         report.data["total_s"] = round(time.monotonic() - start, 1)
@@ -112,6 +117,27 @@ def run_for_real(options: RunOptions) -> int:
         report.write()
     log(f"passed in {report.data['total_s']} s; report in {REPORT_FILE.relative_to(PROJECT_ROOT)}")
     return 0
+
+
+def _env_dir(var: Path, options: RunOptions) -> Path:
+    """Where the run's ``.env`` lives: an attached stack's own; for a stack to be left up,
+    ``var/env`` (0700), which its ``--attach`` run reads; otherwise a temporary directory."""
+    if options.attach is not None:
+        return options.attach.parent
+    if options.keep_up:
+        kept = var / KEPT_ENV
+        kept.mkdir(mode=0o700, exist_ok=True)
+        return kept
+    return Path(tempfile.mkdtemp(prefix="bs-compose-env-"))
+
+
+def _forget_env(env_dir: Path, var: Path) -> None:
+    """The ``.env`` of a stack taken down, removed where this command made it (a temporary
+    directory, or ``var/env`` for a stack it left up); one given otherwise is the user's."""
+    if env_dir.resolve() == (var / KEPT_ENV).resolve():
+        (env_dir / ".env").unlink(missing_ok=True)
+    elif env_dir.name.startswith("bs-compose-env-"):
+        shutil.rmtree(env_dir, ignore_errors=True)
 
 
 def _down(project: Project, report: Report) -> None:
