@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -121,3 +122,31 @@ def test_making_the_airflow_stand_ins_context_leaves_no_temporary_directory(
     pins = (context / "constraints.txt").read_text().split()
     assert "apache-airflow==3.3.2" in pins
     assert list(temp.iterdir()) == []
+
+
+def _ours(prefix: str) -> set[Path]:
+    return set(Path("/var/tmp").glob(f"{prefix}*"))
+
+
+@pytest.mark.parametrize(
+    ("failing", "prefix"), [("debootstrap", "bs-rootfs-"), ("docker", "bs-standin-")]
+)
+def test_a_failed_build_leaves_no_temporary_directory(
+    monkeypatch: pytest.MonkeyPatch, failing: str, prefix: str
+) -> None:
+    """debootstrap or `docker build` failing left its rootfs or its build context in
+    /var/tmp, one more each failed run."""
+
+    def run(*args: str, **kwargs: object) -> None:
+        if args[0] == failing:
+            raise subprocess.CalledProcessError(1, list(args))
+
+    monkeypatch.setattr(standin_build, "run", run)
+    monkeypatch.setattr(
+        standin_build, "image_exists", lambda image: failing == "docker" and "debian" in image
+    )
+    monkeypatch.setattr(standin_build, "pull", lambda image: False)
+    before = _ours(prefix)
+    with pytest.raises(subprocess.CalledProcessError):
+        next(standin_build.build_standins(no_pull=True))
+    assert _ours(prefix) == before

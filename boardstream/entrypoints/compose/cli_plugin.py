@@ -29,29 +29,30 @@ def ensure_compose() -> None:
         go, "mod", "download", "-json", f"{COMPOSE_MODULE}@{COMPOSE_VERSION}", capture=True
     )
     source = Path(json.loads(download.stdout)["Dir"])
-    work = Path(tempfile.mkdtemp(prefix="bs-compose-src-"))
-    # Built as the main module: its go.mod has exclude directives, which `go install
-    # module@version` refuses.
-    shutil.copytree(source, work / "src")
-    for path in (work / "src").rglob("*"):
-        path.chmod(path.stat().st_mode | 0o200)
-    PLUGIN_DIR.mkdir(parents=True, exist_ok=True)
-    ldflags = f"-s -w -X {COMPOSE_MODULE}/internal.Version={COMPOSE_VERSION}"
-    subprocess.run(
-        [
-            *NICE,
-            go,
-            "build",
-            "-trimpath",
-            "-ldflags",
-            ldflags,
-            "-o",
-            str(PLUGIN_DIR / "docker-compose"),
-            "./cmd",
-        ],
-        cwd=work / "src",
-        check=True,
-        env={**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false"},
-    )
-    shutil.rmtree(work, ignore_errors=True)
+    # Removed whatever the build does: a failed one left its copy of the source behind.
+    with tempfile.TemporaryDirectory(prefix="bs-compose-src-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        # Built as the main module: its go.mod has exclude directives, which `go install
+        # module@version` refuses.
+        shutil.copytree(source, work / "src")
+        for path in (work / "src").rglob("*"):
+            path.chmod(path.stat().st_mode | 0o200)
+        PLUGIN_DIR.mkdir(parents=True, exist_ok=True)
+        ldflags = f"-s -w -X {COMPOSE_MODULE}/internal.Version={COMPOSE_VERSION}"
+        subprocess.run(
+            [
+                *NICE,
+                go,
+                "build",
+                "-trimpath",
+                "-ldflags",
+                ldflags,
+                "-o",
+                str(PLUGIN_DIR / "docker-compose"),
+                "./cmd",
+            ],
+            cwd=work / "src",
+            check=True,
+            env={**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false"},
+        )
     log(run("docker", "compose", "version", capture=True).stdout.strip())

@@ -24,53 +24,56 @@ def ensure_base_image(suite: str) -> None:
     tag = f"boardstream-standin/debian:{suite}"
     if image_exists(tag):
         return
-    rootfs = Path(tempfile.mkdtemp(prefix=f"bs-rootfs-{suite}-", dir="/var/tmp")) / "rootfs"
-    log(f"debootstrap {suite} into {rootfs}")
-    run(
-        "debootstrap",
-        "--variant=minbase",
-        suite,
-        str(rootfs),
-        "http://deb.debian.org/debian",
-        heavy=True,
-        capture=True,
-    )
-    # This machine reaches the registries through a TLS-inspecting egress: its CAs go into
-    # the base so builds can fetch from PyPI and Maven Central (not in the official images).
-    (rootfs / "etc/apt/sources.list").write_text(
-        f"deb http://deb.debian.org/debian {suite} main\n"
-        f"deb http://deb.debian.org/debian {suite}-updates main\n"
-        f"deb http://deb.debian.org/debian-security {suite}-security main\n"
-    )
-    certs = rootfs / "usr/local/share/ca-certificates"
-    certs.mkdir(parents=True, exist_ok=True)
-    for ca in Path("/usr/local/share/ca-certificates").glob("*.crt"):
-        shutil.copy(ca, certs / ca.name)
-    for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
-        for item in (rootfs / cache).glob("*"):
-            if item.is_file():
-                item.unlink()
-    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    subprocess.run(
-        [
-            "docker",
-            "import",
-            "--change",
-            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            # UTF-8, as every official image's base sets (python's, eclipse-temurin's).
-            "--change",
-            "ENV LANG=C.UTF-8",
-            "--change",
-            'CMD ["bash"]',
-            "-",
-            tag,
-        ],
-        stdin=tar.stdout,
-        check=True,
-        capture_output=True,
-    )
-    tar.wait()
-    shutil.rmtree(rootfs.parent, ignore_errors=True)
+    # Removed whatever debootstrap or the import does: a failed one left its rootfs behind.
+    with tempfile.TemporaryDirectory(
+        prefix=f"bs-rootfs-{suite}-", dir="/var/tmp", ignore_cleanup_errors=True
+    ) as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        log(f"debootstrap {suite} into {rootfs}")
+        run(
+            "debootstrap",
+            "--variant=minbase",
+            suite,
+            str(rootfs),
+            "http://deb.debian.org/debian",
+            heavy=True,
+            capture=True,
+        )
+        # This machine reaches the registries through a TLS-inspecting egress: its CAs go into
+        # the base so builds can fetch from PyPI and Maven Central (not in the official images).
+        (rootfs / "etc/apt/sources.list").write_text(
+            f"deb http://deb.debian.org/debian {suite} main\n"
+            f"deb http://deb.debian.org/debian {suite}-updates main\n"
+            f"deb http://deb.debian.org/debian-security {suite}-security main\n"
+        )
+        certs = rootfs / "usr/local/share/ca-certificates"
+        certs.mkdir(parents=True, exist_ok=True)
+        for ca in Path("/usr/local/share/ca-certificates").glob("*.crt"):
+            shutil.copy(ca, certs / ca.name)
+        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for item in (rootfs / cache).glob("*"):
+                if item.is_file():
+                    item.unlink()
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        subprocess.run(
+            [
+                "docker",
+                "import",
+                "--change",
+                "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                # UTF-8, as every official image's base sets (python's, eclipse-temurin's).
+                "--change",
+                "ENV LANG=C.UTF-8",
+                "--change",
+                'CMD ["bash"]',
+                "-",
+                tag,
+            ],
+            stdin=tar.stdout,
+            check=True,
+            capture_output=True,
+        )
+        tar.wait()
 
 
 def pull(image: str) -> bool:
@@ -104,23 +107,25 @@ def build_standins(no_pull: bool) -> Iterator[dict[str, Any]]:
         log(f"{standin.image}: not pullable; building the stand-in {standin.directory}/")
         suite = "trixie" if standin.directory == "postgres" else "bookworm"
         ensure_base_image(suite)
-        context = Path(tempfile.mkdtemp(prefix=f"bs-standin-{standin.directory}-", dir="/var/tmp"))
-        fill_context(standin, context)
-        start = time.monotonic()
         build_args = [a for k, v in standin.build_args.items() for a in ("--build-arg", f"{k}={v}")]
-        run(
-            "docker",
-            "build",
-            "-q",
-            "-t",
-            standin.image,
-            *build_args,
-            str(context),
-            heavy=True,
-            env={"DOCKER_BUILDKIT": "0"},
-            capture=True,
-        )
-        shutil.rmtree(context, ignore_errors=True)
+        # Removed whatever the build does: a failed one left its context behind.
+        with tempfile.TemporaryDirectory(
+            prefix=f"bs-standin-{standin.directory}-", dir="/var/tmp", ignore_cleanup_errors=True
+        ) as context:
+            fill_context(standin, Path(context))
+            start = time.monotonic()
+            run(
+                "docker",
+                "build",
+                "-q",
+                "-t",
+                standin.image,
+                *build_args,
+                context,
+                heavy=True,
+                env={"DOCKER_BUILDKIT": "0"},
+                capture=True,
+            )
         yield {"image": standin.image, "build_s": round(time.monotonic() - start, 1)}
 
 
