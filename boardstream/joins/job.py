@@ -37,7 +37,7 @@ from boardstream.joins.processor import (
     TICK_BUCKET,
     BucketedMemberJoin,
 )
-from boardstream.joins.topics import JoinTopics
+from boardstream.joins.topics import Deployed, JoinTopics
 from boardstream.kafka.clients import (
     DeliveryErrors,
     admin_client,
@@ -45,7 +45,7 @@ from boardstream.kafka.clients import (
     require_topics,
 )
 from boardstream.kafka.limits import require_fit, spark_producer_limit
-from boardstream.pipelines import Pipeline, shipped
+from boardstream.pipelines import Pipeline, shipped, with_article
 from boardstream.settings import Settings
 from boardstream.spark import streaming
 from boardstream.spark.checkpoint_files import CheckpointFiles
@@ -97,6 +97,7 @@ class JoinJobConfig(streaming.QueryConfig):
     # Python engine: members share a state row per bucket; fewer, larger rows mean fewer state
     # round trips per micro-batch (docs/BENCHMARKS.md: 128 beat 32 and 1,024).
     state_buckets: int = 128
+    query: str = QUERY_NAME
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -114,7 +115,7 @@ class JoinJobConfig(streaming.QueryConfig):
 
     @property
     def query_name(self) -> str:
-        return QUERY_NAME
+        return self.query
 
 
 def declared_join(
@@ -139,14 +140,16 @@ def declared_join(
     return kafka_rows(joined, topics, layout)
 
 
-def join_output(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> DataFrame:
+def join_output(
+    spark: SparkSession, settings: Settings, config: JoinJobConfig, deployed: Deployed
+) -> DataFrame:
     """Kafka rows (topic, key, value) for all three outputs."""
-    topics = JoinTopics.of(settings)
+    topics = deployed.topics
     raw = streaming.kafka_stream(
         spark, settings, [topics.table, topics.stream, topics.tick], config.max_offsets_per_trigger
     )
     if config.engine == JVM:
-        return declared_join(raw, BOARD_DETAIL, topics, config)
+        return declared_join(raw, deployed.pipeline, topics, config)
     parsed = parse(
         raw,
         settings.member_topic,
@@ -188,33 +191,36 @@ def kafka_rows(joined: DataFrame, topics: JoinTopics, layout: JoinLayout) -> Dat
     )
 
 
-def require_output_fits(settings: Settings, config: JoinJobConfig) -> None:
+def require_output_fits(settings: Settings, config: JoinJobConfig, topics: JoinTopics) -> None:
     """Refuse to start if a dead letter or a joined record could exceed the producer's or its
     topic's size limit (it would fail its batch on every run)."""
     bound = config.max_record_bytes
     joined = 2 * bound + OUTPUT_OVERHEAD_BYTES
-    inputs = f"a board and a member of up to {bound:,} bytes each, the {MAX_RECORD_BYTES}"
+    inputs = (
+        f"{with_article(topics.stream)} and {with_article(topics.table)} record of up to "
+        f"{bound:,} bytes each, the {MAX_RECORD_BYTES}"
+    )
     require_fit(
         admin_client(settings),
         settings,
         spark_producer_limit(settings.to_spark_kafka_options()),
         {
-            settings.dlq_topic: (
+            topics.dead_letters: (
                 dead_letters.largest_dead_letter(bound),
                 f"a dead letter (keeping up to {bound:,} bytes of key and value, the "
                 f"{MAX_RECORD_BYTES})",
             ),
-            settings.board_detail_topic: (joined, f"a joined record ({inputs})"),
-            settings.unmatched_topic: (joined, f"an unmatched record ({inputs})"),
+            topics.joined: (joined, f"a joined record ({inputs})"),
+            topics.unmatched: (joined, f"an unmatched record ({inputs})"),
         },
         bound_by=MAX_RECORD_BYTES,
     )
 
 
-def require_real_time_slots(spark: SparkSession, settings: Settings) -> None:
+def require_real_time_slots(spark: SparkSession, settings: Settings, sources: JoinTopics) -> None:
     """Refuse a real-time query Spark could not schedule: it runs a long-lived task per source
     partition and per shuffle partition at once, and with fewer task slots it would wait."""
-    topics = [settings.member_topic, settings.board_topic, settings.join_tick_topic]
+    topics = [sources.table, sources.stream, sources.tick]
     metadata = require_topics(admin_client(settings), settings, topics)
     sources = sum(len(metadata.topics[topic].partitions) for topic in topics)
     shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -230,16 +236,16 @@ def require_real_time_slots(spark: SparkSession, settings: Settings) -> None:
         )
 
 
-def send_tick(settings: Settings) -> None:
+def send_tick(settings: Settings, topic: str, query: str) -> None:
     """One record on the tick topic, acknowledged by all replicas before the run starts, so the
     run's first micro-batch has data and fires the timers that expired since the last run."""
     errors = DeliveryErrors()
     producer = reliable_producer(settings, on_delivery=errors)
-    tick = json.dumps({"query": QUERY_NAME, "at_ms": int(time.time() * 1000)})
-    producer.produce(settings.join_tick_topic, tick.encode())
+    tick = json.dumps({"query": query, "at_ms": int(time.time() * 1000)})
+    producer.produce(topic, tick.encode())
     if producer.flush(settings.connect_timeout_s * 3) or errors.count:
         raise BoardstreamError(
-            f"could not write the tick to {settings.join_tick_topic}: "
+            f"could not write the tick to {topic}: "
             f"{errors.first or 'timeout'} (`boardstream topics create` creates the topic)"
         )
 
@@ -258,13 +264,26 @@ def name_legacy_engine(files: CheckpointFiles, checkpoint: str) -> None:
         record_identity(files, checkpoint, {**identity, "state_layout": layout})
 
 
-def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -> StreamingQuery:
+def start_join(
+    spark: SparkSession,
+    settings: Settings,
+    config: JoinJobConfig,
+    deployed: Deployed | None = None,
+) -> StreamingQuery:
+    """The join query of ``deployed`` (board_detail on the settings' topics if None)."""
+    deployed = Deployed.shipped(settings) if deployed is None else deployed
+    topics, pipeline = deployed.topics, deployed.pipeline
+    if config.engine == PYTHON and pipeline != BOARD_DETAIL:
+        raise InvalidOptionError(
+            f"engine {PYTHON} joins board_detail only; {pipeline.name} runs on engine {JVM}",
+            "engine",
+        )
     identity = {
-        # The tick topic is not listed: it is named after the board topic and holds no data,
+        # The tick topic is not listed: it is named after the stream's topic and holds no data,
         # so a checkpoint from before it existed resumes (its partition is new to the source
         # and read from the start).
-        "sources": [settings.member_topic, settings.board_topic],
-        "outputs": [settings.board_detail_topic, settings.unmatched_topic, settings.dlq_topic],
+        "sources": [topics.table, topics.stream],
+        "outputs": [topics.joined, topics.unmatched, topics.dead_letters],
         "join_mode": config.options.mode,
         "engine": config.engine,
         **(
@@ -272,26 +291,27 @@ def start_join(spark: SparkSession, settings: Settings, config: JoinJobConfig) -
             if config.engine == PYTHON
             else {
                 "state_variables": list(STATE_VARIABLES),
-                "state_layout": BOARD_DETAIL_LAYOUT.state_identity,
+                "state_layout": JoinLayout.of(pipeline).state_identity,
             }
         ),
     }
     # Refusals before the guard, which creates a new checkpoint.
-    require_output_fits(settings, config)
+    require_output_fits(settings, config, topics)
     if config.trigger == streaming.REAL_TIME:
-        require_real_time_slots(spark, settings)
+        require_real_time_slots(spark, settings, topics)
     files, checkpoint = CheckpointFiles(spark), config.checkpoint_dir(settings)
     name_legacy_engine(files, checkpoint)
     # A checkpoint of another configuration is refused before anything is written (a tick).
-    guard_checkpoint(files, checkpoint, {"query": QUERY_NAME, **identity}, ENGINE_ADVICE)
+    query = config.query_name
+    guard_checkpoint(files, checkpoint, {"query": query, **identity}, ENGINE_ADVICE)
     streaming.configure_no_data_batches(spark, config.trigger)
     if config.trigger == streaming.AVAILABLE_NOW:
-        send_tick(settings)
+        send_tick(settings, topics.tick, query)
     return streaming.start_to_kafka(
-        join_output(spark, settings, config),
+        join_output(spark, settings, config, deployed),
         settings,
-        QUERY_NAME,
-        config.checkpoint_dir(settings),
+        query,
+        checkpoint,
         config.trigger,
         config.interval,
         identity,

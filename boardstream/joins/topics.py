@@ -5,8 +5,9 @@ benchmarks apart on one broker)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Self
 
-from boardstream.pipelines import Pipeline
+from boardstream.pipelines import Pipeline, shipped
 from boardstream.settings import Settings
 
 
@@ -44,3 +45,21 @@ class JoinTopics:
             outputs.unmatched,
             outputs.dead_letters,
         )
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A pipeline as a deployment runs it: its declaration and its topics."""
+
+    pipeline: Pipeline
+    topics: JoinTopics
+
+    @classmethod
+    def shipped(cls, settings: Settings) -> Self:
+        """board_detail on the settings' topics (a test's own prefix included)."""
+        return cls(shipped("board_detail"), JoinTopics.of(settings))
+
+    @classmethod
+    def declared(cls, pipeline: Pipeline) -> Self:
+        """``pipeline`` on the topics its declaration names."""
+        return cls(pipeline, JoinTopics.declared(pipeline))

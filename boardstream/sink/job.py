@@ -1,5 +1,4 @@
-"""A pipeline's sink job: its joined topic → its sink table, idempotently (for the shipped
-pipeline, ``board-detail`` → ``board_detail``).
+"""A pipeline's sink job: its joined topic → its sink table, idempotently.
 
 A streaming query over the joined topic whose ``foreachBatch`` upserts each micro-batch in one
 transaction. Offsets are committed to the checkpoint only after the transaction, so a crash
@@ -26,11 +25,11 @@ from boardstream.errors import BoardstreamError
 from boardstream.failpoints import failpoint
 from boardstream.joins import schema
 from boardstream.joins.layout import JoinLayout
-from boardstream.joins.topics import JoinTopics
+from boardstream.joins.topics import Deployed
 from boardstream.kafka.clients import DeliveryErrors, admin_client, client_config, reliable_producer
 from boardstream.kafka.limits import librdkafka_producer_limit, require_fit
 from boardstream.locations import checkpoint_uri
-from boardstream.pipelines import Pipeline, shipped, with_article
+from boardstream.pipelines import with_article
 from boardstream.settings import Settings
 from boardstream.sink.table import SinkTable
 from boardstream.spark import checkpoint_lease, streaming
@@ -60,22 +59,14 @@ class SinkJobConfig(streaming.QueryConfig):
 
 
 @dataclass(frozen=True)
-class SinkTarget:
+class SinkTarget(Deployed):
     """What one pipeline's sink reads and writes: its joined topic (which it loads) and its
-    dead letters' (:class:`JoinTopics`), and the pipeline whose table and joined records'
-    layout it follows."""
+    dead letters', and the table and joined records' layout its declaration gives."""
 
-    pipeline: Pipeline
-    topics: JoinTopics
     table: SinkTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table", SinkTable.of(self.pipeline))
-
-    @classmethod
-    def shipped(cls, settings: Settings) -> SinkTarget:
-        """The shipped pipeline's, on the settings' topics (a test's own prefix included)."""
-        return cls(shipped("board_detail"), JoinTopics.of(settings))
 
     @property
     def joined(self) -> str:

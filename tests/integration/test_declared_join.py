@@ -18,14 +18,14 @@ import sqlalchemy as sa
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from boardstream.joins.job import JoinJobConfig, declared_join
+from boardstream import joins
+from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import JoinOptions
-from boardstream.joins.topics import JoinTopics
+from boardstream.joins.topics import Deployed, JoinTopics
 from boardstream.kafka.clients import admin_client
 from boardstream.pipelines import shipped
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, SinkTarget
-from boardstream.spark import streaming
 from tests.pipeline import consume_all, run_sink
 
 ORDERS = shipped("orders")
@@ -49,18 +49,15 @@ def topics_for(settings: Settings) -> JoinTopics:
 
 
 def run(spark, settings: Settings, topics: JoinTopics, checkpoint: Path) -> None:
-    """The join available-now on its checkpoint, to the end of its input."""
-    config = JoinJobConfig(options=JoinOptions.of(ORDERS.join, unmatched_timeout_ms=1))
-    streaming.configure_no_data_batches(spark, config.trigger)  # else it never ends
-    raw = streaming.kafka_stream(spark, settings, [topics.table, topics.stream, topics.tick], None)
-    query = (
-        declared_join(raw, ORDERS, topics, config)
-        .writeStream.format("kafka")
-        .options(**settings.to_spark_kafka_sink_options())
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
+    """The join job's query available-now on its checkpoint, to the end of its input: its
+    output sizes checked, its checkpoint guarded, a tick sent first (which fires the waits
+    that are over)."""
+    config = JoinJobConfig(
+        options=JoinOptions.of(ORDERS.join, unmatched_timeout_ms=1),
+        query="orders-join",
+        checkpoint=checkpoint,
     )
+    query = joins.start(spark, settings, config, Deployed(ORDERS, topics))
     query.awaitTermination()
     assert query.exception() is None, query.exception()
 
@@ -92,10 +89,9 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     run(spark, kafka, topics, checkpoint)
     assert set(values(kafka, topics.joined)) == {"o1", "o2"}
 
-    # c2 comes, and a tick makes the next run's batch fire the waits that are over.
+    # c2 comes; the next run's tick fires the waits that are over.
     c2 = '{"id": "c2", "name": "Bo", "credit_limit": 1, "updated_at": 8000}'
     send(topics.table, "c2", c2, 20_000)
-    producer.produce(topics.tick, value=b'{"query": "test"}')
     assert producer.flush(30) == 0
     run(spark, kafka, topics, checkpoint)
 
@@ -158,8 +154,9 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
         }
         assert row["joined_offset"] is not None
     letters = [json.loads(value) for _, value in consume_all(kafka, topics.dead_letters)]
-    assert [(d["source_topic"], d["error"]) for d in letters[1:]] == [
-        (topics.joined, "not an orders record (not a JSON object)")
+    assert sorted((d["source_topic"], d["error"]) for d in letters) == [
+        (topics.joined, "not an orders record (not a JSON object)"),  # the sink's
+        (topics.stream, "amount does not fit decimal(12,2) without rounding: 1.234"),  # the join's
     ]
     run_sink(spark, settings, config, target)  # nothing new: nothing loaded or dead-lettered
     assert len(consume_all(kafka, topics.dead_letters)) == 2
@@ -170,8 +167,6 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     send(topics.stream, "o6", order.format(id="o6", c="c1", amount="3", us=50_000_000), 50_000)
     assert producer.flush(30) == 0
     run(spark, kafka, topics, checkpoint)
-    producer.produce(topics.tick, value=b'{"query": "test"}')
-    assert producer.flush(30) == 0
     run(spark, kafka, topics, checkpoint)
     unmatched = values(kafka, topics.unmatched)
     assert {order_id: record["reason"] for order_id, record in unmatched.items()} == {

@@ -56,7 +56,6 @@ STILL_NAMING = {
     "reconcile/run.py",
     "settings.py",
     "sink/__init__.py",
-    "sink/job.py",
     "sink/table.py",
     "supervision/streams.py",
 }

@@ -13,7 +13,6 @@ import sqlalchemy as sa
 
 from boardstream.dead_letters import envelope_json
 from boardstream.joins.schema import ddl
-from boardstream.joins.topics import JoinTopics
 from boardstream.pipelines import shipped
 from boardstream.settings import Settings
 from boardstream.sink import job, table
@@ -53,7 +52,7 @@ def test_the_record_schema_is_the_joins_output_without_its_outcome(settings: Set
 
 
 def test_another_pipelines_records_and_positions_follow_its_declaration() -> None:
-    target = SinkTarget(shipped("orders"), JoinTopics.declared(shipped("orders")))
+    target = SinkTarget.declared(shipped("orders"))
     assert (target.joined, target.dead_letters) == ("orders-joined", "orders-dlq")
     assert ddl(target.record) == (
         "`reason` string, `order_id` string, `customer_id` string, `customer_name` string, "
