@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from boardstream import joins, sink
+from boardstream import joins, pipelines, sink
 from boardstream.aggregations import table_count
 from boardstream.aggregations.event_time import FINAL, UPDATES, SessionSpec, WindowSpec
 from boardstream.aggregations.event_time_job import (
@@ -33,15 +33,14 @@ from boardstream.entrypoints.argtypes import duration_ms, flag_message, options_
 from boardstream.errors import BoardstreamError, InvalidOptionError, ServiceUnreachableError
 from boardstream.joins import job as join_job
 from boardstream.joins.job import ENGINES, JoinJobConfig
-from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import AS_OF, LATEST, JoinOptions
+from boardstream.joins.topics import Deployed
 from boardstream.logs import configure, verbose_requested
-from boardstream.pipelines import Join
+from boardstream.pipelines import query_name, shipped
 from boardstream.preflight import require
 from boardstream.settings import Settings
 from boardstream.sink import job as sink_job
-from boardstream.sink.job import QUERY_NAME as SINK
-from boardstream.sink.job import SinkJobConfig
+from boardstream.sink.job import SinkJobConfig, SinkTarget
 from boardstream.spark import streaming
 from boardstream.spark.session import spark_session
 
@@ -133,25 +132,62 @@ def _refuse(parser: argparse.ArgumentParser, error: InvalidOptionError) -> NoRet
     parser.error(flag_message(error))
 
 
-# The flags' defaults are a declaration's (boardstream/pipelines/model.py).
-_JOIN = Join()
+SHIPPED_PIPELINE = "board_detail"
+# The join flags, each the declaration's setting unless given (JoinOptions.of).
+_JOIN_FLAGS = (
+    "mode",
+    "unmatched_timeout_ms",
+    "history_retention_ms",
+    "deleted_retention_ms",
+    "max_pending_per_member",
+)
+
+
+def _pipeline_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pipeline",
+        default=SHIPPED_PIPELINE,
+        metavar="NAME",
+        help="a pipeline declared in BOARDSTREAM_PIPELINES_DIR, on its declared topics, its "
+        f"query <name>-{{join,sink}}; default {SHIPPED_PIPELINE}, on the settings' topics",
+    )
+
+
+def _deployed(parser: argparse.ArgumentParser, name: str) -> Deployed | None:
+    """The pipeline ``--pipeline`` names, on its declared topics; None for the shipped one, which
+    runs on the settings' topics. A name not declared, or a directory that does not load, is
+    refused in one line (exit 2)."""
+    if name == SHIPPED_PIPELINE:
+        return None
+    try:
+        declared = pipelines.load_directory(Settings().pipelines_dir)
+        return Deployed.declared(pipelines.find(declared, name).pipeline)
+    except (BoardstreamError, ValidationError) as error:
+        parser.error(f"--pipeline {name}: {error}")
 
 
 def join_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_join", description=_first_line(join_job))
-    parser.add_argument("--join-mode", dest="mode", choices=[LATEST, AS_OF], default=LATEST)
+    _pipeline_argument(parser)
+    parser.add_argument(
+        "--join-mode", dest="mode", choices=[LATEST, AS_OF], help="default: the declaration's"
+    )
     _query_arguments(parser, max_offsets=None, triggers=streaming.REAL_TIME_TRIGGERS)
-    for flag, default, text in (
-        ("--unmatched-timeout", _JOIN.grace, "how long a board waits for its member"),
-        ("--history-retention", _JOIN.history_retention, "as-of mode"),
-        ("--deleted-retention", _JOIN.deleted_retention, "how long a deleted member is remembered"),
+    for flag, text in (
+        ("--unmatched-timeout", "how long a stream record waits for its table row"),
+        ("--history-retention", "as-of mode"),
+        ("--deleted-retention", "how long a deleted table row is remembered"),
     ):
         dest = flag[2:].replace("-", "_") + "_ms"
         parser.add_argument(
-            flag, dest=dest, metavar="DURATION", type=duration_ms, default=default, help=text
+            flag,
+            dest=dest,
+            metavar="DURATION",
+            type=duration_ms,
+            help=f"{text}; default: the declaration's",
         )
     parser.add_argument(
-        "--max-pending-per-member", type=positive, default=_JOIN.max_buffered_per_key
+        "--max-pending-per-member", type=positive, help="default: the declaration's"
     )
     parser.add_argument("--max-record-bytes", type=positive, default=256 * 1024)
     parser.add_argument(
@@ -170,33 +206,55 @@ def join_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def join_config(argv: Sequence[str] | None = None) -> JoinJobConfig:
+def join_config(argv: Sequence[str] | None = None) -> tuple[JoinJobConfig, Deployed | None]:
+    """The join's config and the pipeline it joins (None: the shipped one)."""
     parser = join_parser()
     args = parser.parse_args(argv)
+    deployed = _deployed(parser, args.pipeline)
+    declared = shipped(SHIPPED_PIPELINE) if deployed is None else deployed.pipeline
+    given = {name: getattr(args, name) for name in _JOIN_FLAGS if getattr(args, name) is not None}
     try:
-        return options_from(JoinJobConfig, args, options=options_from(JoinOptions, args))
+        options = JoinOptions.of(declared.join, **given)
+        config = options_from(
+            JoinJobConfig, args, options=options, query=query_name(args.pipeline, "join")
+        )
     except InvalidOptionError as error:
         _refuse(parser, error)
+    return config, deployed
 
 
 def join_main(argv: Sequence[str] | None = None) -> int:
-    config = join_config(argv)
-    return run_job(JOIN, config, lambda spark, settings: joins.start(spark, settings, config))
+    config, deployed = join_config(argv)
+    return run_job(
+        config.query_name,
+        config,
+        lambda spark, settings: joins.start(spark, settings, config, deployed),
+    )
 
 
 def sink_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_sink", description=_first_line(sink_job))
+    _pipeline_argument(parser)
     _query_arguments(parser, max_offsets=SinkJobConfig.max_offsets_per_trigger)
     return parser
 
 
-def sink_config(argv: Sequence[str] | None = None) -> SinkJobConfig:
-    return options_from(SinkJobConfig, sink_parser().parse_args(argv))
+def sink_config(argv: Sequence[str] | None = None) -> tuple[SinkJobConfig, SinkTarget | None]:
+    """The sink's config and the pipeline whose table it loads (None: the shipped one)."""
+    parser = sink_parser()
+    args = parser.parse_args(argv)
+    deployed = _deployed(parser, args.pipeline)
+    target = None if deployed is None else SinkTarget(deployed.pipeline, deployed.topics)
+    return options_from(SinkJobConfig, args, query=query_name(args.pipeline, "sink")), target
 
 
 def sink_main(argv: Sequence[str] | None = None) -> int:
-    config = sink_config(argv)
-    return run_job(SINK, config, lambda spark, settings: sink.start(spark, settings, config))
+    config, target = sink_config(argv)
+    return run_job(
+        config.query_name,
+        config,
+        lambda spark, settings: sink.start(spark, settings, config, target),
+    )
 
 
 def table_count_parser() -> argparse.ArgumentParser:

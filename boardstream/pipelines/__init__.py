@@ -33,7 +33,7 @@ from boardstream.pipelines.model import (
     Reconcile,
     Slo,
 )
-from boardstream.pipelines.names import with_article
+from boardstream.pipelines.names import query_name, with_article
 
 # Installed as package data (pyproject.toml), so a wheel has them.
 SHIPPED = Path(__file__).resolve().parent / "declarations"
@@ -83,6 +83,7 @@ __all__ = [
     "check_file",
     "find",
     "load_directory",
+    "query_name",
     "shipped",
     "to_yaml",
     "with_article",

@@ -67,3 +67,10 @@ Duration = Annotated[
 def with_article(label: str) -> str:
     """``a board``, ``an orders``: a name in a message, with its article."""
     return f"{'an' if label[:1].lower() in 'aeiou' else 'a'} {label}"
+
+
+def query_name(pipeline: str, part: str) -> str:
+    """A pipeline's query (``join``, ``sink``) as Spark, its lease and its checkpoint name it:
+    ``board_detail`` ``join`` is ``board-detail-join``. Names are lowercase identifiers, so no
+    two pipelines share one."""
+    return f"{pipeline.replace('_', '-')}-{part}"

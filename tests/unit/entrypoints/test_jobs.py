@@ -17,6 +17,8 @@ from boardstream.aggregations.table_count import TableCountConfig
 from boardstream.entrypoints import jobs
 from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import JoinOptions
+from boardstream.joins.topics import Deployed
+from boardstream.pipelines import shipped
 from boardstream.sink.job import SinkJobConfig
 
 QUERY = ["--trigger", "processing-time", "--interval", "5 seconds", "--checkpoint", "/tmp/cp"]
@@ -27,12 +29,16 @@ def started(monkeypatch) -> list[object]:
     """The config each main hands its domain's start (no Spark: the seam is the start call)."""
     configs: list[object] = []
 
-    def capture(_spark, _settings, config):
+    def capture(_spark, _settings, config, *deployed):
         configs.append(config)
+        if deployed and deployed[0] is not None:
+            configs.append(deployed[0])
 
-    def run_job(_name, config, start) -> int:
+    def run_job(name, config, start) -> int:
         start(None, None)
-        assert configs[-1] is config, "the checkpoint leased is the one the job runs on"
+        assert config in configs, "the checkpoint leased is the one the job runs on"
+        if isinstance(config, JoinJobConfig | SinkJobConfig):  # a pipeline's: its query's name
+            assert name == config.query_name
         return 0
 
     monkeypatch.setattr(jobs, "run_job", run_job)
@@ -78,6 +84,37 @@ def test_join_flags(started) -> None:
 def test_join_defaults(started) -> None:
     assert jobs.join_main([]) == 0
     assert started == [JoinJobConfig()]
+
+
+def test_a_declared_pipeline_runs_on_its_topics_with_its_join_settings(started) -> None:
+    """--pipeline orders: its declared topics, its query and checkpoint named after it, its
+    join (as-of, 2 minutes' grace, 1,000 per key) unless a flag says otherwise."""
+    orders = shipped("orders")
+    assert jobs.join_main(["--pipeline", "orders", "--unmatched-timeout=5m"]) == 0
+    assert jobs.sink_main(["--pipeline", "orders"]) == 0
+    join, deployed, sink_config, target = started
+    assert join == JoinJobConfig(
+        options=JoinOptions.of(orders.join, unmatched_timeout_ms=300_000), query="orders-join"
+    )
+    assert join.options.mode == "as-of" and join.options.max_pending_per_member == 1_000
+    assert deployed == Deployed.declared(orders)
+    assert deployed.topics.joined == "orders-joined"
+    assert sink_config == SinkJobConfig(query="orders-sink")
+    assert (target.pipeline, target.topics) == (orders, deployed.topics)
+    assert target.table.table.name == "order_customer"
+
+
+def test_a_pipeline_not_declared_is_refused_naming_the_declared_ones(
+    started, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for main in (jobs.join_main, jobs.sink_main):
+        with pytest.raises(SystemExit) as refused:
+            main(["--pipeline", "nope"])
+        assert refused.value.code == 2
+        assert "--pipeline nope: no pipeline 'nope'; declared: board_detail, orders" in (
+            capsys.readouterr().err
+        )
+    assert started == []
 
 
 def test_sink_flags(started) -> None:
