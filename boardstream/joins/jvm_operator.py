@@ -13,6 +13,7 @@ feeds both the same inputs and requires the same outputs.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -43,8 +44,11 @@ def row_state_ddl(layout: JoinLayout) -> str:
 
 
 def waiting_state_ddl(layout: JoinLayout, stream_label: str) -> str:
-    """One array, named after the stream's records (``boards``)."""
-    return f"`{schema.plural(stream_label)}` array<{struct(layout.waiting)}>"
+    """One array, named after the stream's records (``boards``): the state store encodes it
+    as an Avro field, whose name takes letters, digits and ``_`` only (a topic ``cli-orders``
+    failed every batch: "Illegal character in: cli-orders"), so any other is an ``_``."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", schema.plural(stream_label))
+    return f"`{'_' + name if name[0].isdigit() else name}` array<{struct(layout.waiting)}>"
 
 
 def java_layout(jvm: Any, layout: JoinLayout) -> Any:

@@ -71,6 +71,6 @@ def with_article(label: str) -> str:
 
 def query_name(pipeline: str, part: str) -> str:
     """A pipeline's query (``join``, ``sink``) as Spark, its lease and its checkpoint name it:
-    ``board_detail`` ``join`` is ``board-detail-join``. Names are lowercase identifiers, so no
-    two pipelines share one."""
+    ``orders_eu`` ``join`` is ``orders-eu-join``. Names are lowercase identifiers, so no two
+    pipelines share one."""
     return f"{pipeline.replace('_', '-')}-{part}"

@@ -23,10 +23,12 @@ from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.topics import Deployed, JoinTopics
 from boardstream.kafka.clients import admin_client
-from boardstream.pipelines import shipped
+from boardstream.pipelines import Pipeline, shipped
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, SinkTarget
+from tests.fixtures import cli
 from tests.pipeline import consume_all, run_sink
+from tests.unit.pipelines.declarations import changed, write
 
 ORDERS = shipped("orders")
 _runs = itertools.count()
@@ -175,3 +177,44 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     }
     joined_keys = {key for key, _ in consume_all(kafka, topics.joined)}
     assert joined_keys == {b"o1", b"o2", b"o5", b"junk"}  # nothing joined since
+
+
+def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
+    """`boardstream job run board-detail-join -- --pipeline NAME` and the sink's, as
+    docs/COMMANDS.md writes them: spark-submit, the pipeline read from
+    BOARDSTREAM_PIPELINES_DIR, its declared topics, its own queries and checkpoints."""
+    declarations = tmp_path / "pipelines"
+    declarations.mkdir()
+    data = changed({"name": "orders_cli", "stream.topic": "cli-orders", "table.topic": "cli-c"})
+    write(declarations, "orders_cli.yml", data)
+    topics = JoinTopics.declared(Pipeline.model_validate(data))
+    admin = admin_client(kafka)
+    created = admin.create_topics(
+        [NewTopic(name, 1, 1, config={"retention.ms": "-1"}) for name in vars(topics).values()]
+    )
+    for future in created.values():
+        future.result(30)
+    producer = Producer({**kafka.to_confluent(), "acks": "all"})
+    customer = '{"id": "c1", "name": "Ann", "credit_limit": 5.10, "updated_at": 1000}'
+    producer.produce(topics.table, key=b"c1", value=customer, timestamp=1_000)
+    order = '{"order_id": "o1", "customer_id": "c1", "amount": 2.50, "placed_at": 3000000}'
+    producer.produce(topics.stream, key=b"o1", value=order, timestamp=4_000)
+    assert producer.flush(30) == 0
+    env = {
+        "BOARDSTREAM_PIPELINES_DIR": str(declarations),
+        "BOARDSTREAM_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+    }
+    for job in ("join", "sink"):
+        run = cli(
+            kafka,
+            *("job", "run", f"board-detail-{job}", "--", "--pipeline", "orders_cli"),
+            *("--checkpoint", str(tmp_path / job)),
+            timeout=600,
+            extra_env=env,
+        )
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert [key for key, _ in consume_all(kafka, topics.joined)] == [b"o1"]
+    engine = sa.create_engine(env["BOARDSTREAM_DATABASE_URL"])
+    with engine.connect() as connection:
+        rows = connection.execute(sa.text("select order_id, amount from order_customer")).all()
+    assert [tuple(row) for row in rows] == [("o1", 2.5)]

@@ -53,6 +53,9 @@ EDGE_HOSTS = (
 COMPOSE_RUN = (
     "tests/integration/test_compose_run.py::test_the_compose_stack_runs_the_demo_and_leaves_nothing"
 )
+DECLARED_BY_NAME = (
+    "tests/integration/test_declared_join.py::test_the_jobs_run_a_declared_pipeline_by_name"
+)
 RUN_BY: dict[str, str | None] = {
     "bin/demo": "tests/dags/test_demo.py::test_demo_ends_passed_with_a_balance_that_adds_up",
     "bin/test": None,  # NOT_RUN_HERE
@@ -64,6 +67,8 @@ RUN_BY: dict[str, str | None] = {
     f"{BS} job run board-detail-sink [-- --trigger processing-time]": (
         "tests/faults/test_process_kills.py::test_kill_9_join_and_sink_mid_backlog"
     ),
+    f"{BS} job run board-detail-join -- --pipeline orders": DECLARED_BY_NAME,
+    f"{BS} job run board-detail-sink -- --pipeline orders": DECLARED_BY_NAME,
     f"{BS} reconcile": (
         "tests/integration/test_reconcile.py::test_reconcile_command_exit_code_is_the_verdict"
     ),

@@ -13,6 +13,8 @@ import ast
 import inspect
 import re
 
+import pytest
+
 from boardstream.joins import jvm_operator, layout, schema
 from boardstream.joins.layout import JoinLayout
 from boardstream.joins.member_table import JoinOptions
@@ -82,6 +84,16 @@ def test_board_details_state_is_the_layout_its_checkpoints_hold() -> None:
         "`created_ts`: bigint, `created_at`: string, `modified_at`: string, `partition`: int, "
         "`offset`: bigint, `timestamp_ms`: bigint, `arrived_ms`: bigint>>"
     )
+
+
+@pytest.mark.parametrize(
+    ("topic", "field"),
+    [("cli-orders", "cli_orders"), ("eu.orders", "eu_orders"), ("2024-x", "_2024_xs")],
+)
+def test_the_waiting_array_is_named_as_avro_takes_a_field(topic: str, field: str) -> None:
+    """The state store encodes the state as Avro: a field named with a topic's ``-`` or ``.``
+    failed every batch ("Illegal character in: cli-orders")."""
+    assert jvm_operator.waiting_state_ddl(BOARD_DETAIL, topic).startswith(f"`{field}` array<")
 
 
 def test_board_details_output_is_the_python_engines() -> None:
