@@ -244,7 +244,7 @@ def sink_config(argv: Sequence[str] | None = None) -> tuple[SinkJobConfig, SinkT
     parser = sink_parser()
     args = parser.parse_args(argv)
     deployed = _deployed(parser, args.pipeline)
-    target = None if deployed is None else SinkTarget(deployed.pipeline, deployed.topics)
+    target = None if deployed is None else SinkTarget.declared(deployed.pipeline)
     return options_from(SinkJobConfig, args, query=query_name(args.pipeline, "sink")), target
 
 

@@ -3,7 +3,11 @@ the two ways a deployment names them agree until a test or a benchmark gives its
 
 from __future__ import annotations
 
-from boardstream.joins.topics import JoinTopics
+import pytest
+
+from boardstream.errors import InvalidOptionError
+from boardstream.joins.job import PYTHON, JoinJobConfig, start_join
+from boardstream.joins.topics import Deployed, JoinTopics
 from boardstream.pipelines import shipped
 from boardstream.settings import Settings
 
@@ -33,3 +37,13 @@ def test_another_declaration_names_its_own() -> None:
         "unmatched": "orders-unmatched",
         "dead_letters": "orders-dlq",
     }
+
+
+def test_the_python_engine_refuses_another_pipeline_before_anything_starts() -> None:
+    """Its state layout is board_detail's alone: another pipeline is one refusal, before a
+    session, a topic or a checkpoint is touched (no Spark here)."""
+    with pytest.raises(InvalidOptionError) as refused:
+        start_join(
+            None, Settings(), JoinJobConfig(engine=PYTHON), Deployed.declared(shipped("orders"))
+        )  # type: ignore[arg-type]
+    assert str(refused.value) == "engine python joins board_detail only; orders runs on engine jvm"
