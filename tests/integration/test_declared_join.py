@@ -185,7 +185,7 @@ def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
     BOARDSTREAM_PIPELINES_DIR, its declared topics, its own queries and checkpoints."""
     declarations = tmp_path / "pipelines"
     declarations.mkdir()
-    data = changed({"name": "orders_cli", "stream.topic": "cli-orders", "table.topic": "cli-c"})
+    data = changed({"name": "orders_cli", "stream.topic": "named-orders", "table.topic": "named-c"})
     write(declarations, "orders_cli.yml", data)
     topics = JoinTopics.declared(Pipeline.model_validate(data))
     admin = admin_client(kafka)
