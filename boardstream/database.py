@@ -196,19 +196,3 @@ def insert_rows(
         statement = statement.on_conflict_do_nothing()
     for batch in rows.to_batches(_INSERT_BATCH):
         connection.execute(statement, batch.to_pylist())
-
-
-def replace_all(connection: Connection, table: sa.Table, rows: pa.Table) -> None:
-    """Every row of ``table`` replaced by ``rows``, in the caller's transaction: its secondary
-    indexes dropped for the load and built again after it (SQLite: 1.8 M rows in a few seconds,
-    against 34 s deleting and inserting with three indexes kept), then analysed: without
-    statistics SQLite's planner took ``partition IS NULL`` as selective and scanned a million
-    facts per lookup of a few hundred boards (140 ms a statement, 3 ms with statistics)."""
-    for index in table.indexes:
-        index.drop(connection)
-    connection.execute(table.delete())
-    insert_rows(connection, table, rows)
-    for index in table.indexes:
-        index.create(connection)
-    name = connection.dialect.identifier_preparer.format_table(table)
-    connection.execute(sa.text(f"ANALYZE {name}"))

@@ -413,17 +413,23 @@ def _full(
     covered = ledger.covered(snapshot.earliest, snapshot.latest)
 
     outcome = _Outcome(result, result.expected_table_rows, None, covered, whole)
+    # Staged ahead of the verdict's transaction, a batch per transaction, so that it holds
+    # SQLite's one write lock for the database's copy of them, not for their conversion.
+    with phase("reconcile: stage the facts, the records' digests and the table's rows"):
+        staged_facts = fact_store.stage(engine, facts)
+        staged_records = baseline.stage(engine, records)
+        staged_rows = table_watch.stage_all(engine)
 
     def store(connection: Connection) -> _Outcome:
         with phase("reconcile: the digest ledger, the facts and the rows as checked"):
             digest_ledger.lock(connection, settings.lease_ttl_s)
             digest_ledger.add_unseen(connection, kept.new_unseen)
             with phase("reconcile: store the facts"):
-                fact_store.reset(connection, facts)
+                fact_store.reset(connection, staged_facts)
             with phase("reconcile: store the records' digests"):
-                baseline.record(connection, records, snapshot.latest, full=True)
+                baseline.record_staged(connection, staged_records, snapshot.latest)
             with phase("reconcile: remember the table's rows"):
-                table_watch.remember_all(connection)
+                table_watch.remember_all(connection, staged_rows)
         return outcome
 
     return outcome, store

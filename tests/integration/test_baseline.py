@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from sqlalchemy.engine import Engine
@@ -56,9 +57,12 @@ def _letter(topic: str, partition: int, offset: int) -> dict:
     return {"source_topic": topic, "partition": partition, "offset": offset, "error": "e"}
 
 
+@pytest.mark.parametrize("staged", [False, True], ids=["in_the_transaction", "staged"])
 def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
-    spark, tmp_path: Path
+    spark, tmp_path: Path, staged: bool
 ) -> None:
+    """Written in the transaction (an incremental run's way) or staged ahead of it (a full
+    run's), the ledger holds the same rows and its cursor is at the snapshot."""
     settings = Settings()
     dlq = _raw(
         spark,
@@ -99,8 +103,13 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
     engine: Engine = database.engine(f"sqlite:///{tmp_path / 'ledger.db'}")
     digest_ledger.create(engine)
 
+    records = Records.of(inputs, settings)
+    ahead = baseline.stage(engine, records) if staged else None
     with engine.begin() as connection:
-        written = baseline.record(connection, Records.of(inputs, settings), latest)
+        if ahead:
+            written = baseline.record_staged(connection, ahead, latest)
+        else:
+            written = baseline.record(connection, records, latest)
     assert written == {
         "sources": 1,
         "joined": 1,

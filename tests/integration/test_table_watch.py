@@ -28,8 +28,9 @@ def engine(request, tmp_path) -> Iterator[Engine]:
     sink_table.create(created)
     table_watch.create(created)
     assert sink_table.upsert(created, [make_row(i) for i in range(ROWS)]) == ROWS
+    staged = table_watch.stage_all(created)
     with created.begin() as connection:
-        table_watch.remember_all(connection)
+        table_watch.remember_all(connection, staged)
     yield created
     created.dispose()
 
@@ -55,8 +56,9 @@ def rebuilt_without_key(engine: Engine) -> None:
         "DROP TABLE board_detail",
         "ALTER TABLE copy RENAME TO board_detail",
     )
+    staged = table_watch.stage_all(engine)
     with engine.begin() as connection:
-        table_watch.remember_all(connection)
+        table_watch.remember_all(connection, staged)
 
 
 def test_an_untouched_table_has_no_suspects(engine: Engine) -> None:
@@ -326,8 +328,9 @@ def test_remembered_rows_of_a_rowid_table_move_into_board_id_order(tmp_path) -> 
         "CREATE INDEX ix_reconcile_row_bucket ON reconcile_row (bucket)",
     )
     table_watch.metadata.create_all(engine)  # the other tables, beside the old reconcile_row
+    staged = table_watch.stage_all(engine)
     with engine.begin() as connection:
-        table_watch.remember_all(connection)
+        table_watch.remember_all(connection, staged)
         remembered = connection.execute(sa.text("SELECT * FROM reconcile_row")).all()
     assert "WITHOUT ROWID" not in ddl(engine, "reconcile_row")
 

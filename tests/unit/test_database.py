@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import sqlalchemy as sa
 
-from boardstream.database import SQLITE_BUSY_TIMEOUT_S, _sqlite_pragmas, chunks, engine, replace_all
-from boardstream.reconcile.incremental import fact_store
+from boardstream.database import SQLITE_BUSY_TIMEOUT_S, _sqlite_pragmas, chunks, engine
 
 NORMAL = 1  # PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL
 
@@ -55,37 +53,6 @@ def test_sqlite_engines_ping_pooled_connections(tmp_path: Path) -> None:
     assert sa.event.contains(created, "connect", _sqlite_pragmas)
     assert created.pool._pre_ping
     created.dispose()
-
-
-def test_replace_all_leaves_statistics_the_planner_uses(tmp_path: Path) -> None:
-    """A table bulk-loaded by replace_all is analysed: a lookup of boards among facts keyed
-    mostly by position must use the board index. Without statistics SQLite takes the
-    ``partition IS NULL`` equality on the position index as selective and scans every board
-    fact (what made an incremental run's fact deletes take seconds)."""
-    created = engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    fact_store.create(created)
-    n = 2_000
-    facts = pa.table(
-        {
-            "kind": ["joined"] * n + ["expected_table_rows"] * n,
-            "partition": [0] * n + [None] * n,
-            "offset": list(range(n)) + [None] * n,
-            "board_id": [f"b{i}" for i in range(n)] * 2,
-            "detail": pa.nulls(2 * n, pa.string()),
-        }
-    )
-    f = fact_store.reconcile_fact.c
-    lookup = sa.select(f.kind).where(f.partition.is_(None), f.board_id.in_(["b1", "b2"]))
-    try:
-        with created.begin() as connection:
-            replace_all(connection, fact_store.reconcile_fact, facts)
-            compiled = lookup.compile(connection, compile_kwargs={"literal_binds": True})
-            plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}").all()
-        assert [row[-1] for row in plan] == [
-            "SEARCH reconcile_fact USING INDEX reconcile_fact_board (board_id=?)"
-        ]
-    finally:
-        created.dispose()
 
 
 def test_chunks_are_consecutive_slices_of_at_most_the_size() -> None:

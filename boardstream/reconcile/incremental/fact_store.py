@@ -17,7 +17,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from boardstream import database
+from boardstream import database, staging
 from boardstream.reconcile.incremental.affected import Keys
 
 metadata = sa.MetaData()
@@ -74,10 +74,16 @@ def replace(connection: Connection, keys: Keys, facts: pa.Table) -> Counter[tupl
     return delta
 
 
-def reset(connection: Connection, facts: pa.Table) -> None:
-    """Every fact of a full run in place of all stored ones, the counts counted afresh. In the
-    caller's transaction."""
-    database.replace_all(connection, reconcile_fact, _complete(facts))
+def stage(engine: Engine, facts: pa.Table) -> sa.Table:
+    """A full run's facts staged ahead of its transaction (:mod:`boardstream.staging`), for
+    :func:`reset`."""
+    return staging.stage(engine, reconcile_fact, _complete(facts))
+
+
+def reset(connection: Connection, staged: sa.Table) -> None:
+    """Every fact of a full run (:func:`stage`) in place of all stored ones, the counts
+    counted afresh. In the caller's transaction."""
+    staging.move_in(connection, staged, reconcile_fact, replace=True)
     connection.execute(reconcile_count.delete())
     f = reconcile_fact.c
     partition = sa.func.coalesce(f.partition, NO_PARTITION)

@@ -3,12 +3,12 @@ bucket, so an incremental run finds the boards whose rows changed since without 
 topic.
 
 After a run checks some boards it remembers their rows' digests (:func:`remember`; a full run
-all of them, :func:`remember_all`) and moves its running per-bucket totals. The next run has the
-database compute the per-bucket digests of a slice of the table (one ``GROUP BY``,
-:func:`table_buckets.bucket_digests`; :func:`look`) and re-checks every board of the buckets
-that differ (:func:`suspects`): within them, the boards whose row digest moved (altered,
-deleted, added), and every board of a bucket holding more rows than boards (a duplicated row
-leaves its board's digest as it was).
+all of them, staged ahead of its transaction, :func:`stage_all` and :func:`remember_all`) and
+moves its running per-bucket totals. The next run has the database compute the per-bucket
+digests of a slice of the table (one ``GROUP BY``, :func:`table_buckets.bucket_digests`;
+:func:`look`) and re-checks every board of the buckets that differ (:func:`suspects`): within
+them, the boards whose row digest moved (altered, deleted, added), and every board of a bucket
+holding more rows than boards (a duplicated row leaves its board's digest as it was).
 
 The slice: a table of at most ``rows`` rows (``Settings.reconcile_watch_rows``) is looked at
 whole by every run. A larger one is looked at in consecutive ranges of board ids of ``rows``
@@ -33,7 +33,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from boardstream import database, key_order
+from boardstream import database, key_order, staging
 from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 from boardstream.reconcile.incremental import table_buckets
 from boardstream.reconcile.incremental.table_buckets import (
@@ -277,22 +277,29 @@ def remember(connection: Connection, board_ids: Iterable[str]) -> None:
         connection.execute(statement, moved)
 
 
-def remember_all(connection: Connection) -> None:
-    """Every row as the table holds it now, in place of everything remembered: a full run's.
-    In the caller's transaction."""
-    connection.execute(reconcile_bucket.delete())
-    _remember_schema(connection)
+def stage_all(engine: Engine) -> sa.Table:
+    """Every row as the table holds it now, staged ahead of a full run's transaction
+    (:mod:`boardstream.staging`) for :func:`remember_all`: read and hashed before it, not while
+    it holds SQLite's write lock (which also narrows the window in which a write between the
+    run's read of the rows and their remembering goes unseen)."""
     rows = sorted(
-        (
-            _row(board_id, digest)
-            for board_id, digest in table_buckets.every_row(connection).items()
-        ),
+        (_row(board_id, digest) for board_id, digest in table_buckets.every_row(engine).items()),
         key=lambda row: row["board_id"],
     )
     schema = pa.schema(
         [("board_id", pa.string())] + [(c, pa.int64()) for c in ("bucket", "rows", "high", "low")]
     )
-    database.replace_all(connection, reconcile_row, pa.Table.from_pylist(rows, schema))
+    staged = staging.stage(engine, reconcile_row, pa.Table.from_pylist(rows, schema))
+    log.info("board_detail: %d boards' rows staged", len(rows))
+    return staged
+
+
+def remember_all(connection: Connection, staged: sa.Table) -> None:
+    """Every row as :func:`stage_all` read it, in place of everything remembered: a full
+    run's. In the caller's transaction."""
+    connection.execute(reconcile_bucket.delete())
+    _remember_schema(connection)
+    staging.move_in(connection, staged, reconcile_row, replace=True)
     r = reconcile_row.c
     connection.execute(
         reconcile_bucket.insert().from_select(
@@ -302,7 +309,6 @@ def remember_all(connection: Connection) -> None:
             ).group_by(r.bucket),
         )
     )
-    log.info("board_detail: %d boards' rows remembered", len(rows))
 
 
 def _remembered(
