@@ -101,7 +101,8 @@ def copy_csv(connection: Connection, table_name: str, rows: pa.Table) -> None:
     buffer = io.BytesIO()
     pa_csv.write_csv(rows, buffer, pa_csv.WriteOptions(include_header=False))
     buffer.seek(0)
-    names = ", ".join(rows.column_names)
+    quote = connection.dialect.identifier_preparer.quote  # a fact's "offset" is reserved
+    names = ", ".join(quote(name) for name in rows.column_names)
     cursor = connection.connection.dbapi_connection.cursor()
     try:
         cursor.copy_expert(f"COPY {table_name} ({names}) FROM STDIN WITH (FORMAT csv)", buffer)

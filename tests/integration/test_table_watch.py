@@ -210,8 +210,9 @@ def test_a_slices_expected_digests_walk_its_range_not_every_remembered_row(
     sink_table.create(created)
     table_watch.create(created)
     sink_table.upsert(created, [make_row(i) for i in range(2_000)])
+    staged = table_watch.stage_all(created)
     with created.begin() as connection:
-        table_watch.remember_all(connection)  # bulk loaded, then analysed
+        table_watch.remember_all(connection, staged)  # bulk loaded, then analysed
         connection.execute(  # a row without a board id, remembered: in every slice, once
             table_watch.reconcile_row.insert().values(
                 board_id=table_checks.NULL_BOARD_ID, bucket=0, rows=1, high=0, low=0
