@@ -194,7 +194,7 @@ def _as_details(rows: DataFrame) -> DataFrame:
         readers.board_digest(F.col("board_id"), "r").alias("board_digest"),
         "member_partition",
         "member_offset",
-        readers.member_digest(F.col("member_id"), "r", "member_modified_at").alias("member_digest"),
+        readers.member_digest(F.col("member_id"), "r").alias("member_digest"),
         F.lit(True).alias(EXPIRED),
     )
 

@@ -29,7 +29,9 @@ from boardstream.joins.job import JVM
 from boardstream.kafka import replay
 from boardstream.kafka.clients import admin_client
 from boardstream.locations import checkpoint_uri
+from boardstream.pipelines import shipped
 from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
+from boardstream.reconcile.layout import Parts, ReconcileLayout
 from boardstream.reconcile.reads.snapshot import Snapshot, ends_now, retained
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
@@ -38,15 +40,17 @@ from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.timing import phase
 
 TABLE_CHUNK = 50_000  # rows per fetch from board_detail
+# The shipped pipeline's layouts, derived from its declaration.
+LAYOUT = ReconcileLayout.of(shipped("board_detail"))
 # The typed columns a board-detail record and its table row must agree on (provenance included).
-CONTENT = [c for c in sink_table.COLUMNS if c not in ("detail_partition", "detail_offset")]
-_TYPES = {**dict(schema.OUTPUT), "detail_partition": "int", "detail_offset": "bigint"}
+CONTENT = LAYOUT.content_names
+_TYPES = LAYOUT.types
 _ARROW = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
 _PYTHON = {"string": str, "bigint": int, "int": int}
 _INT_RANGE = {"bigint": (-(2**63), 2**63 - 1), "int": (-(2**31), 2**31 - 1)}
 # The CONTENT columns as Spark DDL: the types a record and its row are compared in.
-CONTENT_DDL = schema.ddl(tuple((name, _TYPES[name]) for name in CONTENT))
-DETAIL_SCHEMA = schema.ddl(tuple(c for c in schema.OUTPUT if c[0] != "outcome"))
+CONTENT_DDL = schema.ddl(LAYOUT.content)
+DETAIL_SCHEMA = schema.ddl(LAYOUT.record)
 KAFKA_COLUMNS = (
     "key binary, value binary, topic string, `partition` int, `offset` bigint, timestamp timestamp"
 )
@@ -60,17 +64,6 @@ _KAFKA_ARROW = pa.schema(
         ("timestamp", pa.timestamp("us", tz="UTC")),
     ]
 )
-# A board's own fields, as the join copies them from the source into each output.
-BOARD_FIELDS = (
-    ("member_id", "bigint"),
-    ("title", "string"),
-    ("body", "string"),
-    ("created_ts", "bigint"),
-    ("created_at", "string"),
-    ("modified_at", "string"),
-)
-# A member's profile, as the join copies it into board-detail (its modified_at renamed).
-MEMBER_FIELDS = (("nickname", "string"), ("city", "string"), ("phone", "string"))
 DEAD_LETTER_SCHEMA = "source_topic string, `partition` int, `offset` bigint, error string"
 POSITIONS = "board_id string, source_partition int, source_offset bigint"
 
@@ -227,52 +220,59 @@ def content_digest(*, prefix: str = "") -> Column:
     return digest([F.col(f"{prefix}{name}").alias(name) for name in CONTENT])
 
 
-def board_digest(board_id: Column, record: str) -> Column:
-    """The digest of a board's own fields (BOARD_FIELDS of struct column ``record``): the
-    same for a source board and every output the join made of it."""
-    return digest(
-        [board_id.alias("board_id"), *[F.col(f"{record}.{n}").alias(n) for n, _ in BOARD_FIELDS]]
-    )
-
-
-def member_digest(member_id: Column, record: str, modified_at: str) -> Column:
-    """The digest of a member version's profile: the same for the member record and every
-    board-detail record joined with it."""
+def board_digest(board_id: Column, record: str, parts: Parts = LAYOUT.stream_in_output) -> Column:
+    """The digest of a board's own fields (``parts`` of struct column ``record``, the id
+    given as ``board_id``): the same for a source board (:attr:`ReconcileLayout.stream_in_source`)
+    and every output the join made of it (its default)."""
     return digest(
         [
-            member_id.alias("member_id"),
-            *[F.col(f"{record}.{n}").alias(n) for n, _ in MEMBER_FIELDS],
-            F.col(f"{record}.{modified_at}").alias("modified_at"),
+            (board_id if name == LAYOUT.id_column else F.col(f"{record}.{source}")).alias(name)
+            for name, source in parts
         ]
     )
+
+
+def member_digest(member_id: Column, record: str, parts: Parts = LAYOUT.table_in_output) -> Column:
+    """The digest of a member version's profile (``parts`` of struct column ``record``, the
+    key given as ``member_id``): the same for the member record
+    (:attr:`ReconcileLayout.table_fields`) and every board-detail record joined with it (its
+    default)."""
+    return digest(
+        [
+            member_id.alias(LAYOUT.table_key),
+            *[F.col(f"{record}.{source}").alias(name) for name, source in parts],
+        ]
+    )
+
+
+_IN_TABLE_RECORD = tuple((name, name) for name, _ in LAYOUT.table_fields)
 
 
 def members(raw: DataFrame) -> DataFrame:
     """member records: each version's position, its profile's digest (a tombstone's too) and
     whether it is a tombstone."""
-    fields = schema.ddl((*MEMBER_FIELDS, ("modified_at", "string")))
-    record = F.from_json(F.col("value").cast("string"), fields)
-    member_id = F.col("key").cast("string").try_cast("bigint")
+    record = F.from_json(F.col("value").cast("string"), schema.ddl(LAYOUT.table_fields))
+    member_id = F.col("key").cast("string").try_cast(LAYOUT.key_type)
     return raw.select(
         member_id.alias("member_id"), record.alias("d"), "partition", "offset", "value"
     ).select(
         "member_id",
         F.col("partition").alias("member_partition"),
         F.col("offset").alias("member_offset"),
-        member_digest(F.col("member_id"), "d", "modified_at").alias("member_digest"),
+        member_digest(F.col("member_id"), "d", _IN_TABLE_RECORD).alias("member_digest"),
         F.col("value").isNull().alias("tombstone"),
     )
 
 
 def sources(raw: DataFrame) -> DataFrame:
     """board records: the board id (the key) at each source position, and its fields' digest."""
-    record = F.from_json(F.col("value").cast("string"), schema.ddl(BOARD_FIELDS))
+    record = F.from_json(F.col("value").cast("string"), schema.ddl(LAYOUT.stream_fields))
     board_id = F.col("key").cast("string")
     return raw.select(board_id.alias("board_id"), record.alias("d"), "partition", "offset").select(
         "board_id",
         F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),
-        board_digest(F.col("board_id"), "d").alias("board_digest"),
+        board_digest(F.col("board_id"), "d", LAYOUT.stream_in_source).alias("board_digest"),
     )
 
 
@@ -291,7 +291,7 @@ def details(raw: DataFrame) -> DataFrame:
         board_digest(F.col("d.board_id"), "d").alias("board_digest"),
         F.col("d.member_partition").alias("member_partition"),
         F.col("d.member_offset").alias("member_offset"),
-        member_digest(F.col("d.member_id"), "d", "member_modified_at").alias("member_digest"),
+        member_digest(F.col("d.member_id"), "d").alias("member_digest"),
     )
 
 
