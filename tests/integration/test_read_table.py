@@ -1,8 +1,11 @@
 """``readers.read_table`` by board ids (an incremental run's boards) against real SQLite and
-PostgreSQL: exactly those boards' rows, read as type-strictly as the whole table."""
+PostgreSQL: exactly those boards' rows, read as type-strictly as the whole table; and a declared
+pipeline's table, its decimals, booleans and dates read as loaded."""
 
 from __future__ import annotations
 
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,10 +14,12 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream import database
+from boardstream.pipelines import shipped
 from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 from boardstream.reconcile.reads import readers
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
+from boardstream.sink.table import SinkTable
 from tests.fixtures import sqlite_or_postgres_url
 from tests.integration.test_table_buckets import board, make_row
 
@@ -85,3 +90,75 @@ def test_rows_without_a_board_id_are_read_by_their_stand_in(tmp_path: Path) -> N
     read = readers.read_table(settings, [NULL_BOARD_ID, board(4)])
     assert sorted(read.rows.column("board_id").to_pylist(), key=str) == [None, board(4)]
     assert readers.read_table(settings, [board(4)]).rows.num_rows == 1
+
+
+ORDERS = shipped("orders")
+
+
+def order_row(i: int) -> dict[str, object]:
+    return {
+        "order_id": f"o{i:04d}",
+        "customer_id": f"c{i % 7}",
+        "customer_name": None if i % 5 == 0 else f"customer {i % 7}",
+        "amount": Decimal(f"{i}.{i % 100:02d}"),
+        "credit_limit": Decimal("99999999999.99") if i % 2 else None,
+        "vip": i % 3 == 0,
+        "customer_since": date(2020, 1, 1 + i % 28),
+        "gift": None if i % 4 == 0 else i % 4 == 1,
+        "placed_at": 1_735_689_600_000_000 + i,
+        "stream_partition": 0,
+        "stream_offset": i,
+        "table_partition": 0,
+        "table_offset": i % 7,
+        "joined_partition": 0,
+        "joined_offset": i,
+    }
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def orders_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """orders' table (issue #64) loaded with ``order_row`` 0-299 in a database of its own."""
+    url = sqlite_or_postgres_url(request, tmp_path)
+    engine = database.engine(url)
+    target = SinkTable.of(ORDERS)
+    target.create(engine)
+    assert target.upsert(engine, [order_row(i) for i in range(300)]) == 300
+    engine.dispose()
+    return url
+
+
+def test_a_declared_tables_decimals_booleans_and_dates_are_read_as_loaded(
+    orders_url: str, tmp_path: Path
+) -> None:
+    """Read as its declaration types it: on PostgreSQL in the driver's own types, on SQLite
+    from the forms it keeps them in, each value as loaded."""
+    read = readers.read_table(Settings(var_dir=tmp_path, database_url=orders_url), pipeline=ORDERS)
+    assert read.mismatches == []
+    held = read.rows.sort_by("order_id").drop_columns(["typed"]).to_pylist()
+    assert held == [order_row(i) for i in range(300)]
+    assert read.rows.schema.field("amount").type == pa.decimal128(12, 2)
+
+
+@pytest.mark.parametrize(
+    ("column", "stored"),
+    [("amount", "12.345"), ("amount", "'twelve'"), ("vip", "2"), ("customer_since", "'soon'")],
+)
+def test_a_tampered_declared_value_is_a_mismatch_not_a_rounding(
+    column: str, stored: str, tmp_path: Path
+) -> None:
+    """SQLite takes any value in any column: one its driver's converters would round or
+    truthify into a passing value is reported, its row not compared."""
+    url = f"sqlite:///{tmp_path / 'test.db'}"
+    engine = database.engine(url)
+    target = SinkTable.of(ORDERS)
+    target.create(engine)
+    target.upsert(engine, [order_row(i) for i in range(3)])
+    with engine.begin() as connection:
+        connection.execute(
+            sa.text(f"UPDATE order_customer SET {column} = {stored} WHERE order_id = 'o0001'")
+        )
+    engine.dispose()
+    read = readers.read_table(Settings(var_dir=tmp_path, database_url=url), pipeline=ORDERS)
+    # What SQLite hands back is what was stored, shown as its repr.
+    assert [m.example() for m in read.mismatches] == [f"o0001 ({column}={stored})"]
+    assert read.rows.sort_by("order_id").column("typed").to_pylist() == [True, False, True]

@@ -492,13 +492,13 @@ def bounds(
 def with_type_mismatches(found: pa.Table, table_read: TableRead) -> pa.Table:
     """The facts ``found`` (FACT_COLUMNS) with a ``detail`` column, and a ``type_mismatch``
     board fact per type mismatch of ``table_read`` (its example as ``detail``)."""
-    mismatches = sorted(table_read.mismatches, key=lambda m: (m.board_id, m.example()))
+    mismatches = sorted(table_read.mismatches, key=lambda m: (m.row_id, m.example()))
     typed = pa.table(
         {
             "kind": pa.array(["type_mismatch"] * len(mismatches), pa.string()),
             "partition": pa.nulls(len(mismatches), pa.int32()),
             "offset": pa.nulls(len(mismatches), pa.int64()),
-            "board_id": pa.array([m.board_id for m in mismatches], pa.string()),
+            "board_id": pa.array([m.row_id for m in mismatches], pa.string()),
             "detail": pa.array([m.example() for m in mismatches], pa.string()),
         }
     )

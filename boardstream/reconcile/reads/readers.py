@@ -29,12 +29,15 @@ from boardstream.joins.job import JVM
 from boardstream.kafka import replay
 from boardstream.kafka.clients import admin_client
 from boardstream.locations import checkpoint_uri
-from boardstream.pipelines import shipped
+from boardstream.pipelines import Pipeline, shipped
 from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 from boardstream.reconcile.layout import Parts, ReconcileLayout
+from boardstream.reconcile.reads import strict
 from boardstream.reconcile.reads.snapshot import Snapshot, ends_now, retained
+from boardstream.reconcile.reads.strict import TypeMismatch
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
+from boardstream.sink.table import SinkTable
 from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.timing import phase
@@ -45,9 +48,6 @@ LAYOUT = ReconcileLayout.of(shipped("board_detail"))
 # The typed columns a board-detail record and its table row must agree on (provenance included).
 CONTENT = LAYOUT.content_names
 _TYPES = LAYOUT.types
-_ARROW = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
-_PYTHON = {"string": str, "bigint": int, "int": int}
-_INT_RANGE = {"bigint": (-(2**63), 2**63 - 1), "int": (-(2**31), 2**31 - 1)}
 # The CONTENT columns as Spark DDL: the types a record and its row are compared in.
 CONTENT_DDL = schema.ddl(LAYOUT.content)
 DETAIL_SCHEMA = schema.ddl(LAYOUT.record)
@@ -378,16 +378,6 @@ _PENDING_COLUMNS = ("board_id", "partition", "offset", "member_id", "arrived_ms"
 
 
 @dataclass(frozen=True)
-class TypeMismatch:
-    board_id: str
-    column: str
-    value: str  # repr of what the table holds, cut to 60 characters
-
-    def example(self) -> str:
-        return f"{self.board_id} ({self.column}={self.value})"
-
-
-@dataclass(frozen=True)
 class TableRead:
     """Every row of board_detail, typed like board-detail's records; values of another type
     are nulled here, listed in ``mismatches`` and their rows marked ``typed`` false, so they
@@ -412,28 +402,38 @@ def read_live_table(
     return replace(read, detail_end=ends)
 
 
-def read_table(settings: Settings, board_ids: Iterable[str] | None = None) -> TableRead:
-    """All of board_detail, whatever positions its rows claim, or only the rows of
-    ``board_ids`` (an incremental run's boards, by primary key; :data:`NULL_BOARD_ID` names
-    the rows without one). Read with the DB driver's own
-    cursor, in chunks straight into Arrow (SQLAlchemy's row objects added about a tenth)."""
-    names = [*CONTENT, "detail_partition", "detail_offset"]
-    arrow = pa.schema([(name, _ARROW[_TYPES[name]]) for name in names] + [("typed", pa.bool_())])
+def read_table(
+    settings: Settings, board_ids: Iterable[str] | None = None, pipeline: Pipeline | None = None
+) -> TableRead:
+    """All of ``pipeline``'s table (board_detail if None), whatever positions its rows claim,
+    or only the rows of ``board_ids`` (an incremental run's boards, by primary key;
+    :data:`NULL_BOARD_ID` names the rows without one), type-strictly (:mod:`.strict`). Read
+    with the DB driver's own cursor, in chunks straight into Arrow (SQLAlchemy's row objects
+    added about a tenth)."""
+    target = sink_table.BOARD_DETAIL if pipeline is None else SinkTable.of(pipeline)
+    layout = LAYOUT if pipeline is None else ReconcileLayout.of(pipeline)
+    types = layout.types
+    names = [*layout.content_names, *layout.joined_position]
+    arrow = pa.schema(
+        [(name, strict.arrow_type(types[name])) for name in names] + [("typed", pa.bool_())]
+    )
     engine = database.engine(settings.database)
-    sink_table.create(engine)
-    c = sink_table.board_detail.c
+    sqlite = engine.dialect.name == "sqlite"
+    target.create(engine)
+    c = target.table.c
+    key = c[layout.id_column]
     query = sa.select(*(c[name] for name in names))
     if board_ids is None:
         queries = [(str(query.compile(engine)), ())]
     else:
         wanted = sorted(set(board_ids))
         queries = [
-            _compiled(query.where(c.board_id.in_(chunk)), engine)
-            for chunk in database.chunks(wanted)
+            _compiled(query.where(key.in_(chunk)), engine) for chunk in database.chunks(wanted)
         ]
         if NULL_BOARD_ID in wanted:  # the rows SQLite let in without a board id
-            queries.append(_compiled(query.where(c.board_id.is_(None)), engine))
+            queries.append(_compiled(query.where(key.is_(None)), engine))
     batches, mismatches = [], []
+    at = names.index(layout.id_column)
     with engine.connect() as connection:
         cursor = connection.connection.cursor()
         for sql, parameters in queries:
@@ -442,7 +442,10 @@ def read_table(settings: Settings, board_ids: Iterable[str] | None = None) -> Ta
                 columns = [list(column) for column in zip(*rows, strict=True)]
                 typed = [True] * len(rows)
                 for index, name in enumerate(names):
-                    for row, mismatch in _strict(columns[index], columns[0], name):
+                    kind = types[name]
+                    for row, mismatch in strict.strict(
+                        columns[index], columns[at], name, kind, sqlite
+                    ):
                         typed[row] = False
                         mismatches.append(mismatch)
                 columns.append(typed)
@@ -458,32 +461,3 @@ def _compiled(query: sa.Select, engine: sa.Engine) -> tuple[str, tuple | dict]:
     if compiled.positiontup:  # qmark, format: positional
         return str(compiled), tuple(compiled.params[name] for name in compiled.positiontup)
     return str(compiled), compiled.params
-
-
-def _strict(values: list, board_ids: list, name: str) -> list[tuple[int, TypeMismatch]]:
-    """Null every value of ``values`` (in place) that is not of column ``name``'s type, and
-    say which (by row). The common case, a column of the right type, costs one Arrow
-    inference."""
-    kind = _TYPES[name]
-    try:
-        inferred = pa.array(values).type
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        inferred = None
-    if inferred == pa.null() or (kind == "string" and inferred == pa.string()):
-        return []
-    low, high = _INT_RANGE.get(kind, (0, 0))
-    if inferred == pa.int64() and kind != "string":
-        present = [v for v in values if v is not None]
-        if low <= min(present) and max(present) <= high:
-            return []
-    found = []
-    expected = _PYTHON[kind]
-    for index, value in enumerate(values):
-        if value is None:
-            continue
-        wrong_type = type(value) is not expected
-        if wrong_type or (expected is int and not low <= value <= high):
-            board_id = board_ids[index] if name != "board_id" else value
-            found.append((index, TypeMismatch(str(board_id), name, repr(value)[:60])))
-            values[index] = None
-    return found
