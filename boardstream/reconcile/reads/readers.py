@@ -47,7 +47,6 @@ TABLE_CHUNK = 50_000  # rows per fetch from board_detail
 LAYOUT = ReconcileLayout.of(shipped("board_detail"))
 # The typed columns a board-detail record and its table row must agree on (provenance included).
 CONTENT = LAYOUT.content_names
-_TYPES = LAYOUT.types
 # The CONTENT columns as Spark DDL: the types a record and its row are compared in.
 CONTENT_DDL = schema.ddl(LAYOUT.content)
 DETAIL_SCHEMA = schema.ddl(LAYOUT.record)
