@@ -299,6 +299,12 @@ class Pipeline(Strict):
         assert offset is not None  # every sink keeps the six positions (_sink_columns_resolve)
         return f"{offset.removesuffix('_offset')}_timestamp_ms"
 
+    @property
+    def join_column(self) -> str | None:
+        """The sink's (and the outputs') column of the join key: ``stream.join_on``'s, else
+        ``table.key``'s (equal in every joined record); a valid declaration keeps one."""
+        return self.sink.column_of(f"stream.{self.stream.join_on}", f"table.{self.table.key}")
+
     def joined_columns(self) -> dict[str, str]:
         """The layout of the records the join writes (joined and unmatched): the sink's
         columns but the joined record's own position, which no record can carry, with the
@@ -357,3 +363,10 @@ class Pipeline(Strict):
         for source, why in needed.items():
             if source not in kept:
                 raise Problem(f"keeps no column for {source} ({why})", "sink", "columns")
+        if self.join_column is None:
+            raise Problem(
+                f"keeps no column for stream.{self.stream.join_on} or table.{self.table.key} "
+                "(reconciliation proves each joined record used its key's row by it)",
+                "sink",
+                "columns",
+            )

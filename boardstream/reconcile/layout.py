@@ -71,10 +71,8 @@ class ReconcileLayout:
             elif name != pipeline.table.key:
                 table_in_output.append((name, column))
                 table_fields.append((name, schema.typed_as(contract.table_field(name))))
-        key_column = sink.column_of(
-            f"table.{pipeline.table.key}", f"stream.{pipeline.stream.join_on}"
-        )
-        assert key_column is not None, "the sink keeps no column of the join key"
+        key_column = pipeline.join_column
+        assert key_column is not None  # the model requires one (Pipeline._sink_columns_resolve)
         content = tuple((c, types[c]) for c in sink.columns if c not in joined)
         return cls(
             record=join.record,

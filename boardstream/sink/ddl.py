@@ -78,9 +78,7 @@ def sink_table(pipeline: Pipeline, metadata: sa.MetaData | None = None) -> sa.Ta
     """``pipeline``'s sink table, in ``metadata`` (one of its own if None); on SQLite stored in
     key order (``WITHOUT ROWID``: boardstream.key_order)."""
     key = key_column(pipeline)
-    joins = pipeline.sink.column_of(
-        f"stream.{pipeline.stream.join_on}", f"table.{pipeline.table.key}"
-    )
+    joins = pipeline.join_column
     columns = []
     for column, source in pipeline.sink.columns.items():
         side, _, name = source.partition(".")

@@ -129,6 +129,11 @@ BAD = {
         {"sink.columns.order_id": DELETE},
         "sink.columns: keeps no column for stream.order_id (the table's primary key)",
     ),
+    "sink without the join key": (
+        {"sink.columns.customer_id": DELETE},
+        "sink.columns: keeps no column for stream.customer_id or table.id (reconciliation "
+        "proves each joined record used its key's row by it)",
+    ),
     "a field both sides name, in two JSON forms": (
         {"table.fields.amount": {"type": "text"}},
         "table.fields.amount: text (a JSON string) here but decimal (a JSON number for "
