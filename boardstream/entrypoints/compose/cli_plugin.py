@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from boardstream.entrypoints.compose.commands import NICE, log, run
+from boardstream.settings import PROJECT_ROOT
 
 COMPOSE_VERSION = "v2.40.3"
 COMPOSE_MODULE = "github.com/docker/compose/v2"
@@ -23,7 +24,8 @@ def ensure_compose() -> None:
     if found.returncode == 0:
         log(found.stdout.strip())
         return
-    go = shutil.which("go") or "/usr/local/go/bin/go"
+    # The Go bin/setup chose (or installs): Debian's on PATH may be older than Compose asks.
+    go = run(str(PROJECT_ROOT / "bin" / "setup-go"), capture=True).stdout.strip()
     log(f"building Compose {COMPOSE_VERSION} from its Go module")
     download = run(
         go, "mod", "download", "-json", f"{COMPOSE_MODULE}@{COMPOSE_VERSION}", capture=True
