@@ -34,6 +34,8 @@ from compare import Observer, Result, System, boardstream_env, drain, start, sto
 from boardstream.kafka.clients import admin_client, reliable_producer
 from boardstream.kafka.topics import TopicSpec, create_topics, platform_topics
 from boardstream.locations import checkpoint_uri
+from boardstream.pipelines import shipped
+from boardstream.reconcile.layout import ReconcileLayout
 from boardstream.reconcile.reads import readers
 from boardstream.reconcile.reads.snapshot import committed_progress
 from boardstream.settings import Settings
@@ -41,6 +43,8 @@ from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.session import spark_session
 from boardstream.spark.submit import submit_command
 from boardstream.stream_progress import ProgressStore
+
+SHIPPED = ReconcileLayout.of(shipped("board_detail"))
 
 PRODUCTION_MEMBERS = 442_128
 ORPHANS = 100
@@ -121,7 +125,7 @@ def waiting_read_s(settings: Settings, checkpoint: str) -> tuple[float, int]:
     times = []
     for _ in range(2):
         began = time.perf_counter()
-        waiting = readers.pending(spark, checkpoint, batch).collect()
+        waiting = readers.pending(spark, SHIPPED, checkpoint, batch).collect()
         times.append(time.perf_counter() - began)
     return min(times), len(waiting)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from boardstream.joins import schema
 from boardstream.joins.layout import Columns, JoinLayout
 from boardstream.pipelines import POSITIONS, Pipeline
+from boardstream.reconcile.checks.table_checks import ID_ROLE, KEY_ROLE
 
 # A digest's parts: (its name in the digest, the record's field or column it is read from).
 Parts = tuple[tuple[str, str], ...]
@@ -34,6 +35,9 @@ class ReconcileLayout:
     content: Columns
     # The joined record's own position, as the table keeps it: (partition, offset) columns.
     joined_position: tuple[str, str]
+    # The outputs' columns naming the stream record's and the table version's positions.
+    stream_position: tuple[str, str]
+    table_position: tuple[str, str]
     id_column: str  # the sink's (and the outputs') column of the stream record's id
     key_type: str  # the Spark type of the table's key (and the stream's join_on)
     # The stream's fields the digest reads from a source record (the id comes from the key).
@@ -50,12 +54,9 @@ class ReconcileLayout:
         join = JoinLayout.of(pipeline)
         types = dict(join.record)
         sink = pipeline.sink
-        joined = tuple(
-            column
-            for position in POSITIONS
-            if (column := sink.column_of(f"joined.{position}")) is not None
+        joined, stream_position, table_position = (
+            _position(pipeline, side) for side in ("joined", "stream", "table")
         )
-        assert len(joined) == 2  # the model keeps every position (Pipeline._sink_columns_resolve)
         contract = schema.Contract.of(pipeline)
         stream_in_output, stream_in_source, stream_fields = [], [], []
         table_in_output, table_fields = [], []
@@ -77,7 +78,9 @@ class ReconcileLayout:
         return cls(
             record=join.record,
             content=content,
-            joined_position=(joined[0], joined[1]),
+            joined_position=joined,
+            stream_position=stream_position,
+            table_position=table_position,
             id_column=join.id_column,
             key_type=join.key_type,
             stream_fields=tuple(stream_fields),
@@ -94,7 +97,29 @@ class ReconcileLayout:
         return [name for name, _ in self.content]
 
     @property
+    def roles(self) -> dict[str, str]:
+        """The table's columns the checks read by role: the stream record's id and the table's
+        key (:data:`ID_ROLE`, :data:`KEY_ROLE`), and the three records' positions (``source_``,
+        ``member_`` and ``detail_partition``, ``_offset``), each under its column's name."""
+        named = {self.id_column: ID_ROLE, self.table_key_column: KEY_ROLE}
+        for (partition, offset), role in (
+            (self.stream_position, "source"),
+            (self.table_position, "member"),
+            (self.joined_position, "detail"),
+        ):
+            named |= {partition: f"{role}_partition", offset: f"{role}_offset"}
+        return named
+
+    @property
     def types(self) -> dict[str, str]:
         """Every table column's Spark type: the content and the joined record's position."""
         partition, offset = self.joined_position
         return {**dict(self.content), partition: "int", offset: "bigint"}
+
+
+def _position(pipeline: Pipeline, side: str) -> tuple[str, str]:
+    """The sink's columns holding ``side``'s record position (partition, offset)."""
+    columns = pipeline.sink.columns
+    found = tuple(c for p in POSITIONS for c, source in columns.items() if source == f"{side}.{p}")
+    assert len(found) == 2  # the model keeps every position (Pipeline._sink_columns_resolve)
+    return found[0], found[1]

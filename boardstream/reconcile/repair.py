@@ -31,8 +31,8 @@ from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.readers import read_topic
 from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.reconcile.run import checkpoints
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
-from boardstream.sink import table as sink_table
 from boardstream.sink.job import BatchWriter, detail_rows
 
 MAX_RECORD_BYTES = 256 * 1024
@@ -63,21 +63,26 @@ def repair(
     join_checkpoint = checkpoints(settings, join_checkpoint)[0]
     options = JoinOptions(mode=join_mode)
     engine = database.engine(settings.database)
-    read, snapshot, table_read = readers.read_run(spark, settings, stored_snapshot(engine, run_id))
+    target = ReconcileTarget.shipped(settings)
+    read, snapshot, table_read = readers.read_run(
+        spark, settings, target, stored_snapshot(engine, run_id)
+    )
     with engine.connect() as connection:
-        kept = expired.kept(connection, settings, snapshot)
+        kept = expired.kept(connection, target, snapshot)
     every = ReconcileOptions(examples=None)  # every id of each finding, not a few examples
-    found = reconcile(spark, settings, snapshot, join_checkpoint, kept, read, table_read, every)
+    found = reconcile(
+        spark, settings, target, snapshot, join_checkpoint, kept, read, table_read, every
+    )
     ids = {kind: f.examples for kind, f in found.findings.items()}
     # A board whose output expired unread is joined again: its record is then evidence anew.
     lost = set(ids["missing"]) | set(ids["expired_unseen"])
-    rejoined = _rejoin(spark, settings, snapshot, lost, options)
+    rejoined = _rejoin(spark, settings, target.topics, snapshot, lost, options)
     reload = {
         board_id
         for kind in ("missing_in_table", "mismatched", "stale_in_table", "duplicates")
         for board_id in ids[kind]
     }
-    _repair_table(spark, settings, reload | rejoined, set(ids["extra_in_table"]))
+    _repair_table(spark, settings, target, reload | rejoined, set(ids["extra_in_table"]))
     return {
         "rejoined": len(rejoined),
         "reloaded": len(reload | rejoined),
@@ -88,6 +93,7 @@ def repair(
 def _rejoin(
     spark: SparkSession,
     settings: Settings,
+    topics: JoinTopics,
     snapshot: Snapshot,
     board_ids: set[str],
     options: JoinOptions,
@@ -95,7 +101,7 @@ def _rejoin(
     """Join ``board_ids`` again from the source topics as of the snapshot."""
     if not board_ids:
         return set()
-    board, member = settings.board_topic, settings.member_topic
+    board, member = topics.stream, topics.table
     boards = read_topic(
         spark, settings, board, snapshot.earliest[board], snapshot.join.of(board)
     ).where(F.col("key").cast("string").isin(sorted(board_ids)))
@@ -119,7 +125,7 @@ def _rejoin(
         ].itertuples(index=False)
     ]
     frame = spark.createDataFrame([(*row, None, None) for row in out] + dead, OUTPUT_DDL)
-    kafka_rows(frame, JoinTopics.of(settings), BOARD_DETAIL_LAYOUT).write.format("kafka").options(
+    kafka_rows(frame, topics, BOARD_DETAIL_LAYOUT).write.format("kafka").options(
         **settings.to_spark_kafka_sink_options()
     ).save()
     return {row[2] for row in out}  # board_id
@@ -128,6 +134,7 @@ def _rejoin(
 def _repair_table(
     spark: SparkSession,
     settings: Settings,
+    target: ReconcileTarget,
     reload: set[str],
     extra: set[str],
 ) -> None:
@@ -136,14 +143,15 @@ def _repair_table(
     newest version in board, the checks' newest too). Deleting first matters: the upsert never
     replaces a row claiming a newer version, and a forged row may claim one."""
     engine = database.engine(settings.database)
-    table = sink_table.board_detail
+    table = target.table.table
     with engine.begin() as connection:
         doomed = sorted(extra | reload)
         if doomed:
-            connection.execute(table.delete().where(table.c.board_id.in_(doomed)))
+            key = table.c[target.layout.id_column]
+            connection.execute(table.delete().where(key.in_(doomed)))
     if not reload:
         return
-    detail = settings.board_detail_topic
+    detail = target.topics.joined
     raw = read_topic(spark, settings, detail, {}, _current_end(settings, detail)).where(
         F.col("key").cast("string").isin(sorted(reload))
     )

@@ -52,6 +52,7 @@ from boardstream.reconcile.incremental import inputs as incremental
 from boardstream.reconcile.incremental.table_buckets import WHOLE
 from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.snapshot import Snapshot, take_snapshot
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_files import CheckpointFiles, CheckpointFilesError
@@ -149,16 +150,19 @@ def reconcile_once(
     sink_checkpoint: str | Path | None = None,
     options: ReconcileOptions | None = None,
     kind: str = FULL,
+    target: ReconcileTarget | None = None,
 ) -> RunResult:
     """One run, recorded from start to verdict; a run that cannot finish is recorded as
     ERRORED and raises :class:`ReconciliationError`; one that cannot write the ledger raises
     :class:`RecordingError`, and is closed as interrupted by a later run (its heartbeat stops).
     ``kind``: a full run reads everything and fills the digest ledger; an incremental one (#22)
     reads what arrived since the last run and the boards whose rows changed, and is a full one
-    while no full run has filled the ledger."""
+    while no full run has filled the ledger. ``target``: the pipeline checked (board_detail on
+    the settings' topics when None)."""
     if kind not in (FULL, INCREMENTAL):
         raise BoardstreamError(f"a reconciliation is {FULL} or {INCREMENTAL}, not {kind!r}")
     join_checkpoint, sink_checkpoint = checkpoints(settings, join_checkpoint, sink_checkpoint)
+    target = target or ReconcileTarget.shipped(settings)
     engine = database.engine(settings.database)
     with _recording(engine, "its start"):
         for store in (digest_ledger, fact_store, table_watch):
@@ -172,6 +176,7 @@ def reconcile_once(
                 spark,
                 engine,
                 settings,
+                target,
                 run_by,
                 join_checkpoint,
                 sink_checkpoint,
@@ -208,6 +213,7 @@ def _run(
     spark: SparkSession,
     engine: Engine,
     settings: Settings,
+    target: ReconcileTarget,
     run_by: str,
     join_checkpoint: str,
     sink_checkpoint: str,
@@ -219,7 +225,12 @@ def _run(
     admin = admin_client(settings)
     try:
         snapshot = take_snapshot(
-            CheckpointFiles(spark), admin, settings, join_checkpoint, sink_checkpoint
+            CheckpointFiles(spark),
+            admin,
+            settings,
+            list(target.read),
+            join_checkpoint,
+            sink_checkpoint,
         )
     except CheckpointFilesError as error:
         # The jobs' own record of their progress altered (a checksum that does not match) or
@@ -244,7 +255,9 @@ def _run(
     check = _full if kind == FULL else _incremental
     with Heartbeat(engine, run_id, settings.reconcile_heartbeat_timeout_s):
         try:
-            known, store = check(spark, engine, settings, snapshot, join_checkpoint, options)
+            known, store = check(
+                spark, engine, settings, target, snapshot, join_checkpoint, options
+            )
             # A full run's outcome is known before it stores: Great Expectations runs before the
             # transaction, which on SQLite holds the one write lock (a live sink's lease renews
             # meanwhile); an incremental run's verdict is the fact store's once stored.
@@ -396,16 +409,19 @@ def _full(
     spark: SparkSession,
     engine: Engine,
     settings: Settings,
+    target: ReconcileTarget,
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
 ) -> Found:
     """Today's run over everything; stored: its facts, records and rows as the next
     incremental run's baseline."""
-    read, snapshot, table_read = readers.read_run(spark, settings, snapshot)
+    read, snapshot, table_read = readers.read_run(spark, settings, target, snapshot)
     with engine.connect() as connection:
-        kept = expired.kept(connection, settings, snapshot)
-    result = reconcile(spark, settings, snapshot, join_checkpoint, kept, read, table_read, options)
+        kept = expired.kept(connection, target, snapshot)
+    result = reconcile(
+        spark, settings, target, snapshot, join_checkpoint, kept, read, table_read, options
+    )
     assert result.facts is not None and result.records is not None  # a full run keeps them
     facts, records = result.facts, result.records
     result.facts, result.records = None, None
@@ -439,6 +455,7 @@ def _incremental(
     spark: SparkSession,
     engine: Engine,
     settings: Settings,
+    target: ReconcileTarget,
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
@@ -450,7 +467,7 @@ def _incremental(
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     with phase("reconcile: incremental checks"), engine.connect() as connection:
         checked = incremental.check(
-            spark, connection, settings, snapshot, join_checkpoint, options, now_ms
+            spark, connection, settings, target, snapshot, join_checkpoint, options, now_ms
         )
 
     def store(connection: Connection) -> _Outcome:
@@ -459,6 +476,7 @@ def _incremental(
             fact_store.counts(connection),
             lambda kind: fact_store.examples(connection, kind, options.examples),
             settings,
+            target.topics,
             snapshot,
             now_ms,
             options,

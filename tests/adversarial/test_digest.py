@@ -4,14 +4,21 @@ same typed values however they reached Spark."""
 
 from __future__ import annotations
 
-from boardstream.reconcile.reads.readers import CONTENT, CONTENT_DDL, content_digest
+from boardstream.joins import schema
+from boardstream.pipelines import shipped
+from boardstream.reconcile.layout import ReconcileLayout
+from boardstream.reconcile.reads.readers import content_digest
+
+LAYOUT = ReconcileLayout.of(shipped("board_detail"))
+CONTENT = LAYOUT.content_names
+CONTENT_DDL = schema.ddl(LAYOUT.content)
 
 BASE = {name: None for name in CONTENT} | {"board_id": "b1", "member_id": 1, "title": "t"}
 
 
 def digests(spark, *rows: dict) -> list[int]:
     frame = spark.createDataFrame([tuple(row[c] for c in CONTENT) for row in rows], CONTENT_DDL)
-    return [row.d for row in frame.select(content_digest().alias("d")).collect()]
+    return [row.d for row in frame.select(content_digest(LAYOUT).alias("d")).collect()]
 
 
 def test_ambiguous_contents_digest_apart(spark) -> None:

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boardstream.joins.member_table import AS_OF, LATEST
+from boardstream.joins.topics import JoinTopics
 from boardstream.reconcile.checks import arrow_checks
 from boardstream.reconcile.checks import spark_checks as checks
 from boardstream.reconcile.checks.arrow_checks import ArrowInputs
@@ -91,6 +92,7 @@ SCHEMAS = {
     ],
 }
 SETTINGS = Settings()
+TOPICS = JoinTopics.of(SETTINGS)
 NOW_MS = 10_000_000
 OPTIONS = ReconcileOptions(stall_after_ms=1_000, unmatched_timeout_ms=1_000)
 
@@ -280,7 +282,9 @@ def spark_evaluate(
         table_read=arrow.table_read,
         unseen=arrow.unseen,
     )
-    return checks.evaluate(spark_inputs, SETTINGS, snapshot, mode, NOW_MS, OPTIONS, in_process)
+    return checks.evaluate(
+        spark_inputs, SETTINGS, TOPICS, snapshot, mode, NOW_MS, OPTIONS, in_process
+    )
 
 
 def _facts(table: pa.Table) -> Counter:
@@ -301,7 +305,8 @@ def test_the_two_engines_find_the_same_facts(spark, case) -> None:
     arrow, snapshot, mode = case
     expected = _facts(spark_evaluate(spark, arrow, snapshot, mode))
     assert (
-        _facts(arrow_checks.evaluate(arrow, SETTINGS, snapshot, mode, NOW_MS, OPTIONS)) == expected
+        _facts(arrow_checks.evaluate(arrow, SETTINGS, TOPICS, snapshot, mode, NOW_MS, OPTIONS))
+        == expected
     )
     # A small full run's: its Spark frames collected and checked in process.
     assert _facts(spark_evaluate(spark, arrow, snapshot, mode, in_process=True)) == expected
@@ -366,7 +371,7 @@ def test_an_output_is_first_at_its_position_by_its_own_offset(order: int) -> Non
         JobProgress(0, {board: {0: 1}, SETTINGS.member_topic: {}}),
         JobProgress(0, {detail_topic: {0: 2}}),
     )
-    found = _facts(arrow_checks.evaluate(arrow, SETTINGS, snapshot, None, NOW_MS, OPTIONS))
+    found = _facts(arrow_checks.evaluate(arrow, SETTINGS, TOPICS, snapshot, None, NOW_MS, OPTIONS))
     assert {(kind, board_id) for kind, _, _, board_id, _ in found} == {
         ("source", "b2"),
         ("read", "b2"),
@@ -431,7 +436,7 @@ def test_many_positions_are_checked_within_a_small_memory_bound() -> None:
         JobProgress(0, {detail_topic: {0: n}}),
     )
     bounded = SETTINGS.model_copy(update={"reconcile_in_process_memory_mb": 256})
-    found = arrow_checks.evaluate(arrow, bounded, snapshot, None, NOW_MS, OPTIONS)
+    found = arrow_checks.evaluate(arrow, bounded, TOPICS, snapshot, None, NOW_MS, OPTIONS)
     kinds = Counter(found.column("kind").to_pylist())
     assert {kind: kinds[kind] for kind in ("source", "read", "joined", "expected_table_rows")} == (
         dict.fromkeys(("source", "read", "joined", "expected_table_rows"), n)

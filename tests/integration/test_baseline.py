@@ -17,6 +17,7 @@ from boardstream.reconcile.checks.spark_checks import CheckInputs, Records
 from boardstream.reconcile.incremental import baseline, digest_ledger
 from boardstream.reconcile.reads import readers
 from boardstream.reconcile.reads.expired import EXPIRED
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 
 BOARD = {
@@ -64,6 +65,8 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
     """Written in the transaction (an incremental run's way) or staged ahead of it (a full
     run's), the ledger holds the same rows and its cursor is at the snapshot."""
     settings = Settings()
+    target = ReconcileTarget.shipped(settings)
+    layout = target.layout
     dlq = _raw(
         spark,
         [
@@ -78,13 +81,18 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
         return frame.withColumn(EXPIRED, F.lit(False))
 
     # Evidence of a record its topic deleted (a ledger copy, a table row) is no record read.
-    evidence = readers.details(_raw(spark, [(None, 1, 2, DETAIL)])).withColumn(EXPIRED, F.lit(True))
+    evidence = readers.details(_raw(spark, [(None, 1, 2, DETAIL)]), layout).withColumn(
+        EXPIRED, F.lit(True)
+    )
     inputs = CheckInputs(
-        sources=readers.sources(_raw(spark, [("b1", 0, 3, BOARD)])),
-        details=read(readers.details(_raw(spark, [(None, 1, 5, DETAIL)]))).unionByName(evidence),
+        sources=readers.sources(_raw(spark, [("b1", 0, 3, BOARD)]), layout),
+        details=read(readers.details(_raw(spark, [(None, 1, 5, DETAIL)]), layout)).unionByName(
+            evidence
+        ),
         unmatched=read(
             readers.unmatched(
-                _raw(spark, [(None, 2, 11, {**DETAIL, "outcome": "unmatched", "board_offset": 4})])
+                _raw(spark, [(None, 2, 11, {**DETAIL, "outcome": "unmatched", "board_offset": 4})]),
+                layout,
             )
         ),
         board_dead_letters=read(readers.dead_letters(dlq, settings.board_topic)),
@@ -94,7 +102,9 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
         refused_members=readers.dead_letters(dlq, settings.member_topic)
         .select("source_partition", "source_offset")
         .toDF("member_partition", "member_offset"),
-        members=readers.members(_raw(spark, [("7", 1, 9, {"nickname": "n"}), ("7", 1, 10, None)])),
+        members=readers.members(
+            _raw(spark, [("7", 1, 9, {"nickname": "n"}), ("7", 1, 10, None)]), layout
+        ),
         table=empty,
         waiting=empty,
         table_read=readers.TableRead(pa.table({}), []),
@@ -103,7 +113,7 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
     engine: Engine = database.engine(f"sqlite:///{tmp_path / 'ledger.db'}")
     digest_ledger.create(engine)
 
-    records = Records.of(inputs, settings)
+    records = Records.of(inputs, target)
     ahead = baseline.stage(engine, records) if staged else None
     with engine.begin() as connection:
         if ahead:

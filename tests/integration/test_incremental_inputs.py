@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from boardstream import database
-from boardstream.reconcile.checks import arrow_checks, table_checks
+from boardstream.reconcile.checks import arrow_checks
 from boardstream.reconcile.checks import spark_checks as checks
 from boardstream.reconcile.incremental import affected, baseline, digest_ledger, fact_store
 from boardstream.reconcile.incremental import inputs as incremental
@@ -21,6 +21,7 @@ from boardstream.reconcile.incremental.affected import Keys
 from boardstream.reconcile.reads import readers
 from boardstream.reconcile.reads.expired import EXPIRED
 from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 
@@ -70,7 +71,9 @@ NEW = {
 }
 
 
-def frames(spark, settings: Settings, parts: list[dict], table: pa.Table) -> checks.CheckInputs:
+def frames(
+    spark, target: ReconcileTarget, parts: list[dict], table: pa.Table
+) -> checks.CheckInputs:
     def topic(name: str):
         return raw(spark, [r for part in parts for r in part[name]])
 
@@ -79,23 +82,18 @@ def frames(spark, settings: Settings, parts: list[dict], table: pa.Table) -> che
 
     dlq = raw(spark, [])
     empty = spark.createDataFrame([], "detail_partition int, detail_offset bigint")
+    layout, table_read = target.layout, readers.TableRead(table, [])
     return checks.CheckInputs(
-        sources=readers.sources(topic("board")),
-        details=read(readers.details(topic("board-detail"))),
-        unmatched=read(readers.unmatched(topic("board-unmatched"))),
-        board_dead_letters=read(readers.dead_letters(dlq, settings.board_topic)),
+        sources=readers.sources(topic("board"), layout),
+        details=read(readers.details(topic("board-detail"), layout)),
+        unmatched=read(readers.unmatched(topic("board-unmatched"), layout)),
+        board_dead_letters=read(readers.dead_letters(dlq, target.topics.stream)),
         sink_dead_letters=empty,
         refused_members=empty.toDF("member_partition", "member_offset"),
-        members=readers.members(topic("member")),
-        table=spark.createDataFrame(table).select(
-            F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
-            "detail_partition",
-            "detail_offset",
-            readers.content_digest().alias("digest"),
-            "typed",
-        ),
-        waiting=readers.pending(spark, "", None),
-        table_read=readers.TableRead(table, []),
+        members=readers.members(topic("member"), layout),
+        table=readers.table_rows(spark, table_read, layout),
+        waiting=readers.pending(spark, target.layout, "", None),
+        table_read=table_read,
     )
 
 
@@ -117,17 +115,19 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
         "board-dlq": {},
     }
     snapshot = Snapshot(datetime.now(UTC), earliest, end | {"board-dlq": {}}, joined, sink)
-    table = readers.read_table(settings).rows  # empty: every board missing in the table
+    target = ReconcileTarget.shipped(settings)
+    layout = target.layout
+    table = readers.read_table(settings, target).rows  # empty: every board missing in the table
 
     with engine.begin() as connection:
         baseline.record(
-            connection, checks.Records.of(frames(spark, settings, [BASE], table), settings), cut
+            connection, checks.Records.of(frames(spark, target, [BASE], table), target), cut
         )
     new = checks.Records(
-        sources=readers.sources(raw(spark, NEW["board"])).toArrow(),
-        details=readers.details(raw(spark, NEW["board-detail"])).toArrow(),
-        unmatched=readers.unmatched(raw(spark, [])).toArrow(),
-        dead_letters=readers.dead_letters(raw(spark, []), settings.board_topic).toArrow(),
+        sources=readers.sources(raw(spark, NEW["board"]), layout).toArrow(),
+        details=readers.details(raw(spark, NEW["board-detail"]), layout).toArrow(),
+        unmatched=readers.unmatched(raw(spark, []), layout).toArrow(),
+        dead_letters=readers.dead_letters(raw(spark, []), target.topics.stream).toArrow(),
         refused=pa.table(
             {
                 "source_topic": pa.array([], pa.string()),
@@ -135,28 +135,28 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
                 "source_offset": pa.array([], pa.int64()),
             }
         ),
-        members=readers.members(raw(spark, [])).toArrow(),
+        members=readers.members(raw(spark, []), layout).toArrow(),
     )
-    waiting = readers.pending(spark, "", None).toArrow()
+    waiting = readers.pending(spark, target.layout, "", None).toArrow()
     options = checks.ReconcileOptions()
 
     with engine.connect() as connection:
         keys = affected.close(
-            incremental.seeds(new, incremental.carried(connection, settings, snapshot, waiting)),
+            incremental.seeds(new, incremental.carried(connection, target, snapshot, waiting)),
             *incremental.lookups(connection, new),
         )
         assert keys == Keys.of([(0, 3), (0, 7), (0, 8)], ["b1", "b3"])
-        rows = readers.read_table(settings, sorted(keys.boards))
+        rows = readers.read_table(settings, target, sorted(keys.boards))
         partial = incremental.inputs_for(
-            spark, connection, settings, snapshot, keys, new, rows, waiting, unseen=()
+            spark, connection, target, snapshot, keys, new, rows, waiting, unseen=()
         )
 
     def facts(inputs: checks.CheckInputs) -> list[tuple]:
-        bounds = checks.bounds(inputs.table_read, False, settings, snapshot, None, 0, options)
+        bounds = checks.bounds(inputs.table_read, False, target.topics, snapshot, None, 0, options)
         return sorted(tuple(r) for r in checks.facts(inputs, bounds).collect())
 
-    whole = facts(frames(spark, settings, [BASE, NEW], table))
-    found = arrow_checks.evaluate(partial, settings, snapshot, None, 0, options)
+    whole = facts(frames(spark, target, [BASE, NEW], table))
+    found = arrow_checks.evaluate(partial, settings, target.topics, snapshot, None, 0, options)
     mine = sorted(zip(*(found.column(c).to_pylist() for c in checks.FACT_COLUMNS), strict=True))
     covered = [
         f for f in whole if (f[1], f[2]) in keys.positions or (f[1] is None and f[3] in keys.boards)

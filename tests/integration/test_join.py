@@ -14,6 +14,8 @@ from boardstream.errors import BoardstreamError
 from boardstream.generator.plan import GeneratorOptions, Plan
 from boardstream.joins.job import ENGINES, JoinJobConfig
 from boardstream.joins.job import QUERY_NAME as JOIN_QUERY
+from boardstream.pipelines import shipped
+from boardstream.reconcile.layout import ReconcileLayout
 from boardstream.reconcile.reads.readers import pending
 from boardstream.spark.progress import ProgressListener
 from boardstream.stream_progress import ProgressStore
@@ -30,6 +32,7 @@ def pipeline(kafka, spark, tmp_path, request):
     return Pipeline(kafka, spark, tmp_path, engine=getattr(request, "param", JoinJobConfig.engine))
 
 
+SHIPPED = ReconcileLayout.of(shipped("board_detail"))
 EACH_ENGINE = pytest.mark.parametrize("pipeline", ENGINES, indirect=True)
 
 
@@ -207,7 +210,7 @@ def pending_boards(pipeline) -> list[str]:
     reconciliation reads them)."""
     checkpoint = pipeline.workdir / f"{pipeline.settings.board_topic}-join"
     last_batch = max(int(f.name) for f in (checkpoint / "commits").iterdir() if f.name.isdigit())
-    waiting = pending(pipeline.spark, str(checkpoint), last_batch)
+    waiting = pending(pipeline.spark, SHIPPED, str(checkpoint), last_batch)
     return sorted(row.board_id for row in waiting.collect())
 
 

@@ -24,6 +24,7 @@ from boardstream.reconcile.checks import spark_checks as checks
 from boardstream.reconcile.incremental import digest_ledger, fact_store
 from boardstream.reconcile.incremental import inputs as incremental
 from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from tests.fixtures import new_database, sqlite_or_postgres_url
 
@@ -71,7 +72,16 @@ def test_a_run_whose_snapshot_was_overtaken_is_refused(engine: Engine, tmp_path)
 
     refused = pytest.raises(BoardstreamError, match=r"already checked past .*\(board\[0\]@120\)")
     with refused, engine.begin() as connection:
-        incremental.check(None, connection, settings, snapshot, "", checks.ReconcileOptions(), 0)
+        incremental.check(
+            None,
+            connection,
+            settings,
+            ReconcileTarget.shipped(settings),
+            snapshot,
+            "",
+            checks.ReconcileOptions(),
+            0,
+        )
     with engine.connect() as connection:
         assert digest_ledger.cursor(connection) == ahead
         assert fact_store.counts(connection) == {}

@@ -14,9 +14,11 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream import database
+from boardstream.joins.topics import Deployed
 from boardstream.pipelines import shipped
 from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 from boardstream.reconcile.reads import readers
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.sink.table import SinkTable
@@ -24,6 +26,7 @@ from tests.fixtures import sqlite_or_postgres_url
 from tests.integration.test_table_buckets import board, make_row
 
 ROWS = 2_000
+SHIPPED = ReconcileTarget.shipped(Settings())
 
 
 def loaded(url: str, tmp_path: Path) -> Settings:
@@ -42,8 +45,8 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
 @pytest.mark.parametrize("wanted", [0, 1, 899, 900, 901, 1_000])
 def test_only_the_boards_asked_for_across_chunks(settings: Settings, wanted: int) -> None:
     ids = [board(i) for i in range(0, 2 * wanted, 2)] + ["not-in-the-table"]
-    read = readers.read_table(settings, ids)
-    whole = readers.read_table(settings)
+    read = readers.read_table(settings, SHIPPED, ids)
+    whole = readers.read_table(settings, SHIPPED)
     assert whole.rows.num_rows == ROWS
     asked = whole.rows.filter(pc.is_in(whole.rows.column("board_id"), value_set=pa.array(ids)))
     assert asked.num_rows == wanted
@@ -61,10 +64,10 @@ def test_a_value_of_another_type_is_reported_for_the_boards_asked_for(tmp_path: 
             {"b": board(3)},
         )
     engine.dispose()
-    read = readers.read_table(settings, [board(3), board(4)])
+    read = readers.read_table(settings, SHIPPED, [board(3), board(4)])
     assert [m.example() for m in read.mismatches] == [f"{board(3)} (created_ts='soon')"]
     assert read.rows.num_rows == 2
-    assert readers.read_table(settings, [board(4)]).mismatches == []
+    assert readers.read_table(settings, SHIPPED, [board(4)]).mismatches == []
 
 
 def test_rows_without_a_board_id_are_read_by_their_stand_in(tmp_path: Path) -> None:
@@ -87,12 +90,13 @@ def test_rows_without_a_board_id_are_read_by_their_stand_in(tmp_path: Path) -> N
             )
         )
     engine.dispose()
-    read = readers.read_table(settings, [NULL_BOARD_ID, board(4)])
+    read = readers.read_table(settings, SHIPPED, [NULL_BOARD_ID, board(4)])
     assert sorted(read.rows.column("board_id").to_pylist(), key=str) == [None, board(4)]
-    assert readers.read_table(settings, [board(4)]).rows.num_rows == 1
+    assert readers.read_table(settings, SHIPPED, [board(4)]).rows.num_rows == 1
 
 
 ORDERS = shipped("orders")
+ORDERS_TARGET = ReconcileTarget.of(Deployed.declared(ORDERS))
 
 
 def order_row(i: int) -> dict[str, object]:
@@ -132,7 +136,7 @@ def test_a_declared_tables_decimals_booleans_and_dates_are_read_as_loaded(
 ) -> None:
     """Read as its declaration types it: on PostgreSQL in the driver's own types, on SQLite
     from the forms it keeps them in, each value as loaded."""
-    read = readers.read_table(Settings(var_dir=tmp_path, database_url=orders_url), pipeline=ORDERS)
+    read = readers.read_table(Settings(var_dir=tmp_path, database_url=orders_url), ORDERS_TARGET)
     assert read.mismatches == []
     held = read.rows.sort_by("order_id").drop_columns(["typed"]).to_pylist()
     assert held == [order_row(i) for i in range(300)]
@@ -158,7 +162,7 @@ def test_a_tampered_declared_value_is_a_mismatch_not_a_rounding(
             sa.text(f"UPDATE order_customer SET {column} = {stored} WHERE order_id = 'o0001'")
         )
     engine.dispose()
-    read = readers.read_table(Settings(var_dir=tmp_path, database_url=url), pipeline=ORDERS)
+    read = readers.read_table(Settings(var_dir=tmp_path, database_url=url), ORDERS_TARGET)
     # What SQLite hands back is what was stored, shown as its repr.
     assert [m.example() for m in read.mismatches] == [f"o0001 ({column}={stored})"]
     assert read.rows.sort_by("order_id").column("typed").to_pylist() == [True, False, True]

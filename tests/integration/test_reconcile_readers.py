@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from boardstream.pipelines import shipped
+from boardstream.reconcile.layout import ReconcileLayout
 from boardstream.reconcile.reads import readers
 
 RAW = readers.KAFKA_COLUMNS
@@ -21,9 +25,17 @@ def _raw(spark, records: list[tuple[int, int, dict]]):
     )
 
 
-def test_unmatched_records_carry_their_own_position(spark) -> None:
-    raw = _raw(spark, [(2, 40, {"board_id": "b1", "board_partition": 0, "board_offset": 7})])
-    rows = readers.unmatched(raw).select(
+@pytest.mark.parametrize(
+    ("pipeline", "record"),
+    [
+        ("board_detail", {"board_id": "b1", "board_partition": 0, "board_offset": 7}),
+        ("orders", {"order_id": "b1", "stream_partition": 0, "stream_offset": 7}),
+    ],
+)
+def test_unmatched_records_carry_their_own_position(spark, pipeline: str, record: dict) -> None:
+    """Read by the pipeline's own layout: its id and position columns, under the checks' roles."""
+    raw = _raw(spark, [(2, 40, record)])
+    rows = readers.unmatched(raw, ReconcileLayout.of(shipped(pipeline))).select(
         "board_id", "source_partition", "source_offset", "record_partition", "record_offset"
     )
     assert [tuple(r) for r in rows.collect()] == [("b1", 0, 7, 2, 40)]

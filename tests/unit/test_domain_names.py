@@ -50,7 +50,6 @@ STILL_NAMING = {
     "reconcile/incremental/table_watch.py",
     "reconcile/reads/expired.py",
     "reconcile/reads/readers.py",
-    "reconcile/reads/snapshot.py",
     "reconcile/reads/waiting.py",
     "reconcile/repair.py",
     "reconcile/run.py",

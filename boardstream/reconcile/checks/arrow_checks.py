@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from boardstream.joins.topics import JoinTopics
 from boardstream.reconcile.checks import facts, sql
 from boardstream.reconcile.checks.spark_checks import (
     ReconcileOptions,
@@ -58,6 +59,7 @@ def waiting_now(waiting: pa.Table, now_ms: int, options: ReconcileOptions) -> li
 def evaluate(
     inputs: ArrowInputs,
     settings: Settings,
+    topics: JoinTopics,
     snapshot: Snapshot,
     join_mode: str | None,
     now_ms: int,
@@ -66,9 +68,7 @@ def evaluate(
     """:func:`.spark_checks.evaluate` of ``inputs``: every check that holds, one row each
     (FACT_COLUMNS), and the table's type mismatches among them."""
     query = facts.query(
-        bounds(
-            inputs.table_read, bool(inputs.unseen), settings, snapshot, join_mode, now_ms, options
-        )
+        bounds(inputs.table_read, bool(inputs.unseen), topics, snapshot, join_mode, now_ms, options)
     )
     tables = {view: getattr(inputs, field_name) for field_name, view in facts.VIEWS.items()}
     return with_type_mismatches(

@@ -30,14 +30,16 @@ from pyspark.sql import functions as F
 
 from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.joins.member_table import JoinOptions
+from boardstream.joins.topics import JoinTopics
 from boardstream.locations import checkpoint_uri
 from boardstream.reconcile.checks import facts as facts_query
-from boardstream.reconcile.checks import liveness, positions, sql, table_checks
+from boardstream.reconcile.checks import liveness, positions, sql
 from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.expired import EXPIRED
 from boardstream.reconcile.reads.readers import TableRead
 from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.reconcile.reads.waiting import waiting_lines
+from boardstream.reconcile.target import DEAD_LETTERED, JOINED, UNMATCHED, ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_files import CheckpointFiles
@@ -211,7 +213,7 @@ class Records:
     members: pa.Table
 
     @classmethod
-    def of(cls, inputs: CheckInputs, settings: Settings) -> Records:
+    def of(cls, inputs: CheckInputs, target: ReconcileTarget) -> Records:
         """A full run's inputs, every record of them."""
 
         def refused(topic: str, frame: DataFrame) -> DataFrame:
@@ -229,8 +231,8 @@ class Records:
             details=read(inputs.details),
             unmatched=read(inputs.unmatched),
             dead_letters=read(inputs.board_dead_letters),
-            refused=refused(settings.board_detail_topic, inputs.sink_dead_letters)
-            .unionByName(refused(settings.member_topic, inputs.refused_members))
+            refused=refused(target.topics.joined, inputs.sink_dead_letters)
+            .unionByName(refused(target.topics.table, inputs.refused_members))
             .toArrow(),
             members=inputs.members.toArrow(),
         )
@@ -238,7 +240,7 @@ class Records:
 
 def read_inputs(
     spark: SparkSession,
-    settings: Settings,
+    target: ReconcileTarget,
     snapshot: Snapshot,
     join_checkpoint: str,
     table_read: TableRead,
@@ -263,30 +265,25 @@ def read_inputs(
             return flagged
         return flagged.unionByName(spark.createDataFrame(found))
 
-    table = spark.createDataFrame(table_read.rows).select(
-        # SQLite lets a NULL into a non-integer primary key: such a row is named, not lost.
-        F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
-        "detail_partition",
-        "detail_offset",
-        readers.content_digest().alias("digest"),
-        "typed",
-    )
-    detail_topic = settings.board_detail_topic
+    topics, layout = target.topics, target.layout
+    table = readers.table_rows(spark, table_read, layout)
     loaded_from = expired.table_details(
         spark,
+        layout,
         table_read.rows,
-        snapshot.earliest.get(detail_topic, {}),
-        snapshot.earliest.get(settings.board_topic, {}),
-        _positions(kept.outputs["joined"], ("detail_partition", "detail_offset")),
+        snapshot.earliest.get(topics.joined, {}),
+        snapshot.earliest.get(topics.stream, {}),
+        _positions(kept.outputs[JOINED], ("detail_partition", "detail_offset")),
     )
-    dead_letters = topic(settings.dlq_topic).cache()  # three readers of it
-    details = with_evidence(readers.details(topic(detail_topic)), "joined", loaded_from).cache()
+    dead_letters = topic(topics.dead_letters).cache()  # three readers of it
+    joined = readers.details(topic(topics.joined), layout)
+    details = with_evidence(joined, JOINED, loaded_from).cache()
     # Cached: the checks read it three times and the summary once more.
-    waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).cache()
-    sources = readers.sources(topic(settings.board_topic)).cache()
-    unmatched = with_evidence(readers.unmatched(topic(settings.unmatched_topic)), "unmatched")
+    waiting = readers.pending(spark, layout, join_checkpoint, snapshot.join.batch_id).cache()
+    sources = readers.sources(topic(topics.stream), layout).cache()
+    unmatched = with_evidence(readers.unmatched(topic(topics.unmatched), layout), UNMATCHED)
     unmatched = unmatched.cache()
-    members = readers.members(topic(settings.member_topic)).cache()
+    members = readers.members(topic(topics.table), layout).cache()
 
     def refused(source_topic: str, prefix: str) -> DataFrame:
         # What an earlier run read of a dead letter the DLQ has deleted since, too.
@@ -308,10 +305,10 @@ def read_inputs(
         details=details,
         unmatched=unmatched,
         board_dead_letters=with_evidence(
-            readers.dead_letters(dead_letters, settings.board_topic), "dead_lettered"
+            readers.dead_letters(dead_letters, topics.stream), DEAD_LETTERED
         ),
-        sink_dead_letters=refused(detail_topic, "detail"),
-        refused_members=refused(settings.member_topic, "member"),
+        sink_dead_letters=refused(topics.joined, "detail"),
+        refused_members=refused(topics.table, "member"),
         members=members,
         table=table,
         waiting=waiting,
@@ -339,6 +336,7 @@ def release(inputs: CheckInputs) -> None:
 def reconcile(
     spark: SparkSession,
     settings: Settings,
+    target: ReconcileTarget,
     snapshot: Snapshot,
     join_checkpoint: str,
     kept: expired.Kept,
@@ -355,7 +353,7 @@ def reconcile(
     # Arrow for this session's pandas conversions (repair's toPandas too): row by row is minutes.
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     now_ms = int(time.time() * 1000)
-    inputs = read_inputs(spark, settings, snapshot, join_checkpoint, table_read, kept, read)
+    inputs = read_inputs(spark, target, snapshot, join_checkpoint, table_read, kept, read)
     in_process = readers.in_process(settings, snapshot, table_read)
     engine = "DuckDB, in process" if in_process else "Spark"
     logger.info(
@@ -369,6 +367,7 @@ def reconcile(
         found = evaluate(
             inputs,
             settings,
+            target.topics,
             snapshot,
             join_mode(spark, join_checkpoint),
             now_ms,
@@ -377,16 +376,17 @@ def reconcile(
         )
     waiting = waiting_now(inputs.waiting, now_ms, options)
     with phase("reconcile: the records for the digest ledger"):
-        records = Records.of(inputs, settings)
+        records = Records.of(inputs, target)
     release(inputs)
     return conclude(
         fact_counts(found),
         lambda kind: fact_examples(found, kind, options.examples),
         settings,
+        target.topics,
         snapshot,
         now_ms,
         options,
-        table_read.rows.select(["board_id", "member_id"]).to_pandas(),
+        readers.table_keys(table_read, target.layout),
         waiting,
         found,
         records,
@@ -397,6 +397,7 @@ def conclude(
     counted: Mapping[tuple[str, int | None], int],
     examples: Callable[[str], list[str]],
     settings: Settings,
+    topics: JoinTopics,
     snapshot: Snapshot,
     now_ms: int,
     options: ReconcileOptions,
@@ -410,7 +411,7 @@ def conclude(
     run concludes from its own facts and an incremental run from the fact store's."""
     found, balance = summarize(counted, examples)
     with phase("reconcile: liveness"):
-        stalls = _stalls(settings, snapshot, now_ms, options.stall_after_ms)
+        stalls = _stalls(settings, topics, snapshot, now_ms, options.stall_after_ms)
     found["stalled"] = Finding(len(stalls), stalls)
     unbalanced = _unbalanced(balance)
     found["unbalanced"] = Finding(len(unbalanced), unbalanced)
@@ -441,6 +442,7 @@ def waiting_now(waiting: DataFrame, now_ms: int, options: ReconcileOptions) -> l
 def evaluate(
     inputs: CheckInputs,
     settings: Settings,
+    topics: JoinTopics,
     snapshot: Snapshot,
     join_mode: str | None,
     now_ms: int,
@@ -452,7 +454,7 @@ def evaluate(
     query in one action; ``in_process``, DuckDB runs it over the inputs collected as Arrow,
     without Spark's fixed cost per job and stage, which is most of a small run's time."""
     query_bounds = bounds(
-        inputs.table_read, bool(inputs.unseen), settings, snapshot, join_mode, now_ms, options
+        inputs.table_read, bool(inputs.unseen), topics, snapshot, join_mode, now_ms, options
     )
     if in_process:
         tables = {view: getattr(inputs, name).toArrow() for name, view in facts_query.VIEWS.items()}
@@ -470,7 +472,7 @@ def evaluate(
 def bounds(
     table_read: TableRead,
     unseen: bool,
-    settings: Settings,
+    topics: JoinTopics,
     snapshot: Snapshot,
     join_mode: str | None,
     now_ms: int,
@@ -478,7 +480,7 @@ def bounds(
 ) -> facts_query.Bounds:
     """What the checks' query needs of a run besides its inputs."""
     return facts_query.Bounds.of(
-        settings,
+        topics,
         snapshot,
         table_read.detail_end,
         unseen,
@@ -569,12 +571,14 @@ def join_mode(spark: SparkSession, checkpoint: str) -> str | None:
     return recorded_identity(CheckpointFiles(spark), checkpoint_uri(checkpoint)).get("join_mode")
 
 
-def _stalls(settings: Settings, snapshot: Snapshot, now_ms: int, stall_after_ms: int) -> list[str]:
+def _stalls(
+    settings: Settings, topics: JoinTopics, snapshot: Snapshot, now_ms: int, stall_after_ms: int
+) -> list[str]:
     """The join and the sink, each against the topic it reads."""
     lines = []
     for job, progress, topic in (
-        (JOIN, snapshot.join, settings.board_topic),
-        (SINK, snapshot.sink, settings.board_detail_topic),
+        (JOIN, snapshot.join, topics.stream),
+        (SINK, snapshot.sink, topics.joined),
     ):
         waiting = liveness.first_unread(settings, topic, progress.of(topic), snapshot.latest[topic])
         lines += liveness.stalled(job, progress, waiting, now_ms, stall_after_ms, snapshot.earlier)

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import admin_client
-from boardstream.reconcile.checks import arrow_checks, table_checks
+from boardstream.reconcile.checks import arrow_checks
 from boardstream.reconcile.checks import spark_checks as checks
 from boardstream.reconcile.checks.arrow_checks import ArrowInputs
 from boardstream.reconcile.checks.spark_checks import Records
@@ -40,6 +40,7 @@ from boardstream.reconcile.incremental import (
 from boardstream.reconcile.incremental.affected import Keys, Position
 from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.snapshot import Offsets, Snapshot, retained
+from boardstream.reconcile.target import DEAD_LETTERED, UNMATCHED, ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.timing import phase
 
@@ -66,7 +67,11 @@ SETTLED = (
 
 
 def read_new(
-    spark: SparkSession, settings: Settings, snapshot: Snapshot, cursor: Offsets
+    spark: SparkSession,
+    settings: Settings,
+    target: ReconcileTarget,
+    snapshot: Snapshot,
+    cursor: Offsets,
 ) -> tuple[Records, Snapshot]:
     """Each topic from the ledger's cursor to the snapshot's end, in one read by the driver's
     consumer (:func:`readers.consume_topics`), and the snapshot with the start offsets listed
@@ -74,15 +79,11 @@ def read_new(
     in memory (a local relation, for a run's usual few thousand), so each reader's job reads
     them from there: nothing to cache, and Spark evaluates a reader of an empty topic without
     a job."""
-    names = (
-        settings.board_topic,
-        settings.board_detail_topic,
-        settings.unmatched_topic,
-        settings.dlq_topic,
-        settings.member_topic,
-    )
+    topics, layout = target.topics, target.layout
     every = readers.consume_topics(
-        spark, settings, {name: (cursor.get(name, {}), snapshot.latest[name]) for name in names}
+        spark,
+        settings,
+        {name: (cursor.get(name, {}), snapshot.latest[name]) for name in target.read},
     )
 
     after = retained(admin_client(settings), settings, snapshot)
@@ -94,20 +95,20 @@ def read_new(
             snapshot.earliest.get(name, {}),
         )
 
-    dlq = topic(settings.dlq_topic)
+    dlq = topic(topics.dead_letters)
     refused = [
         readers.dead_letters(dlq, name).select(
             F.lit(name).alias("source_topic"), "source_partition", "source_offset"
         )
-        for name in (settings.board_detail_topic, settings.member_topic)
+        for name in (topics.joined, topics.table)
     ]
     records = Records(
-        sources=readers.sources(topic(settings.board_topic)).toArrow(),
-        details=readers.details(topic(settings.board_detail_topic)).toArrow(),
-        unmatched=readers.unmatched(topic(settings.unmatched_topic)).toArrow(),
-        dead_letters=readers.dead_letters(dlq, settings.board_topic).toArrow(),
+        sources=readers.sources(topic(topics.stream), layout).toArrow(),
+        details=readers.details(topic(topics.joined), layout).toArrow(),
+        unmatched=readers.unmatched(topic(topics.unmatched), layout).toArrow(),
+        dead_letters=readers.dead_letters(dlq, topics.stream).toArrow(),
         refused=refused[0].unionByName(refused[1]).toArrow(),
-        members=readers.members(topic(settings.member_topic)).toArrow(),
+        members=readers.members(topic(topics.table), layout).toArrow(),
     )
     return records, after
 
@@ -124,7 +125,7 @@ def seeds(new: Records, carried: Keys) -> Keys:
 
 
 def carried(
-    connection: Connection, settings: Settings, snapshot: Snapshot, waiting: pa.Table
+    connection: Connection, target: ReconcileTarget, snapshot: Snapshot, waiting: pa.Table
 ) -> Keys:
     """The keys checked again though no new record names them: open at the last run
     (:func:`fact_store.open_keys`); every waiting board, by position and by board (its
@@ -136,10 +137,10 @@ def carried(
     )
     earliest = snapshot.earliest
     gone = [
-        digest_ledger.below(connection, "source", earliest.get(settings.board_topic, {})),
+        digest_ledger.below(connection, "source", earliest.get(target.topics.stream, {})),
         *(
             digest_ledger.below(connection, holder, earliest.get(topic, {}))
-            for holder, topic in expired.holder_topics(settings).items()
+            for holder, topic in target.holders.items()
         ),
     ]
     return keys | Keys.of(
@@ -170,7 +171,7 @@ def lookups(
 def inputs_for(
     spark: SparkSession,
     connection: Connection,
-    settings: Settings,
+    target: ReconcileTarget,
     snapshot: Snapshot,
     keys: Keys,
     new: Records,
@@ -189,8 +190,9 @@ def inputs_for(
     def holder(name: str) -> pa.Table:
         return held.filter(pc.equal(held["holder"], name))
 
-    board = earliest.get(settings.board_topic, {})
-    detail_earliest = earliest.get(settings.board_detail_topic, {})
+    topics, layout = target.topics, target.layout
+    board = earliest.get(topics.stream, {})
+    detail_earliest = earliest.get(topics.joined, {})
     details = _kept(
         [
             digest_ledger.as_details(holder("joined")),
@@ -203,7 +205,7 @@ def inputs_for(
         board,
     )
     loaded_from = expired.table_details(
-        spark, table.rows, detail_earliest, board, _positions(details, DETAIL)
+        spark, layout, table.rows, detail_earliest, board, _positions(details, DETAIL)
     )
     details = pa.concat_tables([details, loaded_from.cast(details.schema)])
     member_ids = {
@@ -216,12 +218,15 @@ def inputs_for(
             digest_ledger.members_at(connection, named_versions),
             digest_ledger.members_of(connection, member_ids),
             new.members.filter(
-                pc.is_in(new.members["member_id"], pa.array(sorted(member_ids), pa.int64()))
+                pc.is_in(
+                    new.members["member_id"],
+                    pa.array(sorted(member_ids), new.members.schema.field("member_id").type),
+                )
             ),
             _at(new.members, MEMBER, named_versions),
         ],
         MEMBER,
-        earliest.get(settings.member_topic, {}),
+        earliest.get(topics.table, {}),
     )
     outputs = {
         name: _kept(
@@ -231,14 +236,14 @@ def inputs_for(
             board,
         )
         for name, new_table, topic in (
-            ("unmatched", new.unmatched, settings.unmatched_topic),
-            ("dead_lettered", new.dead_letters, settings.dlq_topic),
+            (UNMATCHED, new.unmatched, topics.unmatched),
+            (DEAD_LETTERED, new.dead_letters, topics.dead_letters),
         )
     }
     sources = _kept(
         [digest_ledger.sources_at(connection, positions), _at(new.sources, SOURCE, positions)],
         SOURCE,
-        earliest.get(settings.board_topic, {}),
+        board,
     )
 
     def refused(topic: str, at: set[Position], prefix: str) -> pa.Table:
@@ -255,21 +260,12 @@ def inputs_for(
     return ArrowInputs(
         sources=sources,
         details=details,
-        unmatched=outputs["unmatched"],
-        board_dead_letters=outputs["dead_lettered"],
-        sink_dead_letters=refused(
-            settings.board_detail_topic, set(_positions(details, DETAIL)), "detail"
-        ),
-        refused_members=refused(settings.member_topic, set(_positions(members, MEMBER)), "member"),
+        unmatched=outputs[UNMATCHED],
+        board_dead_letters=outputs[DEAD_LETTERED],
+        sink_dead_letters=refused(topics.joined, set(_positions(details, DETAIL)), "detail"),
+        refused_members=refused(topics.table, set(_positions(members, MEMBER)), "member"),
         members=members,
-        table=spark.createDataFrame(table.rows)
-        .select(
-            F.coalesce("board_id", F.lit(table_checks.NULL_BOARD_ID)).alias("board_id"),
-            *DETAIL,
-            readers.content_digest().alias("digest"),
-            "typed",
-        )
-        .toArrow(),
+        table=readers.table_rows(spark, table, layout).toArrow(),
         waiting=waiting,
         table_read=table,
         unseen=unseen,
@@ -349,6 +345,7 @@ def check(
     spark: SparkSession,
     connection: Connection,
     settings: Settings,
+    target: ReconcileTarget,
     snapshot: Snapshot,
     join_checkpoint: str,
     options: checks.ReconcileOptions,
@@ -380,11 +377,13 @@ def check(
 
     def checked(keys: Keys) -> tuple[ArrowInputs, pa.Table]:
         with phase("reconcile: their records, rows and checks"):
-            table = readers.read_live_table(settings, snapshot, sorted(keys.boards))
+            table = readers.read_live_table(settings, target, snapshot, sorted(keys.boards))
             inputs = inputs_for(
-                spark, connection, settings, snapshot, keys, new, table, waiting, unseen
+                spark, connection, target, snapshot, keys, new, table, waiting, unseen
             )
-            return inputs, arrow_checks.evaluate(inputs, settings, snapshot, mode, now_ms, options)
+            return inputs, arrow_checks.evaluate(
+                inputs, settings, target.topics, snapshot, mode, now_ms, options
+            )
 
     # The table's bucket digests are the run's one pass over a slice of the table (all of it,
     # up to reconcile_watch_rows rows): the database computes them on a connection of its own
@@ -396,13 +395,15 @@ def check(
     with ThreadPoolExecutor(1, thread_name_prefix="bucket-digests") as pool:
         table_look = pool.submit(_look, connection.engine, settings.reconcile_watch_rows)
         with phase("reconcile: the new records"):
-            new, snapshot = read_new(spark, settings, snapshot, cursor)
-        found_unseen = expired.new_unseen(settings, cursor, snapshot.earliest)
+            new, snapshot = read_new(spark, settings, target, snapshot, cursor)
+        found_unseen = expired.new_unseen(target, cursor, snapshot.earliest)
         unseen = expired.describe([*digest_ledger.unseen(connection), *found_unseen])
-        waiting = readers.pending(spark, join_checkpoint, snapshot.join.batch_id).toArrow()
+        waiting = readers.pending(
+            spark, target.layout, join_checkpoint, snapshot.join.batch_id
+        ).toArrow()
         relations = lookups(connection, new)
         with phase("reconcile: the keys to re-check"):
-            seeded = seeds(new, carried(connection, settings, snapshot, waiting))
+            seeded = seeds(new, carried(connection, target, snapshot, waiting))
             keys = affected.close(seeded, *relations)
         inputs, found = checked(keys)
         with phase("reconcile: the boards whose rows changed"):
@@ -423,7 +424,7 @@ def check(
         new,
         found_unseen,
         seen,
-        inputs.table_read.rows.select(["board_id", "member_id"]).to_pandas(),
+        readers.table_keys(inputs.table_read, target.layout),
         pc.sum(pc.is_in(found["kind"], pa.array(checks.TABLE_ROWS))).as_py() or 0,
         arrow_checks.waiting_now(waiting, now_ms, options),
         ledger.covered(cursor, snapshot.latest),

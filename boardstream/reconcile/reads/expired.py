@@ -22,14 +22,15 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection
 
 from boardstream.reconcile.incremental import digest_ledger
+from boardstream.reconcile.layout import ReconcileLayout
 from boardstream.reconcile.reads import readers
 from boardstream.reconcile.reads.snapshot import Offsets, Snapshot
-from boardstream.settings import Settings
+from boardstream.reconcile.target import JOINED, ReconcileTarget
 
 log = logging.getLogger(__name__)
 
@@ -75,20 +76,20 @@ class Kept:
     new_unseen: tuple[Range, ...]
 
 
-def kept(connection: Connection, settings: Settings, snapshot: Snapshot) -> Kept:
+def kept(connection: Connection, target: ReconcileTarget, snapshot: Snapshot) -> Kept:
     """A full run's evidence from the ledger: every output record below its topic's earliest
-    offset whose source ``board`` still holds."""
-    board = snapshot.earliest.get(settings.board_topic, {})
+    offset whose source the stream still holds."""
+    board = snapshot.earliest.get(target.topics.stream, {})
     outputs = {}
-    for holder, topic in holder_topics(settings).items():
+    for holder, topic in target.holders.items():
         earliest = snapshot.earliest.get(topic, {})
         rows = digest_ledger.below(connection, holder, earliest)
-        if holder == "joined":
+        if holder == JOINED:
             rows = digest_ledger.as_details(rows)
         rows = rows.select(list(HOLDER_COLUMNS[holder]))
-        own = ("detail_partition", "detail_offset") if holder == "joined" else RECORD
+        own = ("detail_partition", "detail_offset") if holder == JOINED else RECORD
         outputs[holder] = flagged(rows.filter(accountable(rows, own, earliest, board)), True)
-    found = new_unseen(settings, digest_ledger.cursor(connection), snapshot.earliest)
+    found = new_unseen(target, digest_ledger.cursor(connection), snapshot.earliest)
     return Kept(
         outputs,
         digest_ledger.refused(connection),
@@ -97,21 +98,12 @@ def kept(connection: Connection, settings: Settings, snapshot: Snapshot) -> Kept
     )
 
 
-def holder_topics(settings: Settings) -> dict[str, str]:
-    """The join's output holders and the topic each is read from."""
-    return {
-        "joined": settings.board_detail_topic,
-        "unmatched": settings.unmatched_topic,
-        "dead_lettered": settings.dlq_topic,
-    }
-
-
-def new_unseen(settings: Settings, cursor: Offsets, earliest: Offsets) -> list[Range]:
+def new_unseen(target: ReconcileTarget, cursor: Offsets, earliest: Offsets) -> list[Range]:
     """The output records between how far the ledger has read (``cursor``; nothing before the
     first run) and where each topic now starts: deleted before any run read them."""
     found = [
         (topic, p, cursor.get(topic, {}).get(p, 0), start)
-        for topic in sorted(settings.output_topics)
+        for topic in sorted(target.holders.values())
         for p, start in sorted(earliest.get(topic, {}).items())
         if start > cursor.get(topic, {}).get(p, 0)
     ]
@@ -150,51 +142,54 @@ def flagged(rows: pa.Table, expired: bool | pa.Array | pa.ChunkedArray) -> pa.Ta
 
 def table_details(
     spark: SparkSession,
+    layout: ReconcileLayout,
     rows: pa.Table,
     earliest: dict[int, int],
     board: dict[int, int],
     known: Iterable[tuple[int, int]],
 ) -> pa.Table:
-    """The ``board-detail`` records the typed table ``rows`` (:func:`readers.read_table`'s)
-    were loaded from, where the topic deleted them and no ledger copy is ``known`` (their
+    """The joined records the typed table ``rows`` (:func:`readers.read_table`'s) were
+    loaded from, where the topic deleted them and no ledger copy is ``known`` (their
     positions): in ``readers.details``' columns, flagged expired. Digests as Spark computes
     them, so they equal a record's."""
-    named = rows.rename_columns(
-        [
-            {"board_partition": "source_partition", "board_offset": "source_offset"}.get(n, n)
-            for n in rows.column_names
-        ]
-    )
+    roles = layout.roles
+    named = rows.rename_columns([roles.get(n, n) for n in rows.column_names])
     # Vectorized over the whole table first: almost always no row names a deleted record.
     gone = pc.and_(
         rows["typed"], accountable(named, ("detail_partition", "detail_offset"), earliest, board)
     )
-    chosen = rows.filter(gone)
+    chosen = named.filter(gone)
     have = {(p, o) for p, o in known}
     positions = zip(
         chosen["detail_partition"].to_pylist(), chosen["detail_offset"].to_pylist(), strict=True
     )
-    chosen = chosen.filter(pa.array([at not in have for at in positions], pa.bool_()))
+    chosen = rows.filter(gone).filter(pa.array([at not in have for at in positions], pa.bool_()))
     if chosen.num_rows == 0:
         return empty_details()
-    return _as_details(spark.createDataFrame(chosen)).toArrow()
+    return _as_details(spark.createDataFrame(chosen), layout).toArrow()
 
 
-def _as_details(rows: DataFrame) -> DataFrame:
+def _as_details(rows: DataFrame, layout: ReconcileLayout) -> DataFrame:
     """Table rows as ``readers.details`` records, flagged expired."""
     record = rows.select(F.struct(*[F.col(c) for c in rows.columns]).alias("r"), "*")
+    roles = layout.roles
+    board_id, member_id = F.col(layout.id_column), F.col(layout.table_key_column)
+
+    def role(name: str) -> Column:
+        return F.col(next(column for column, its in roles.items() if its == name)).alias(name)
+
     return record.select(
-        "board_id",
-        "member_id",
-        F.col("board_partition").alias("source_partition"),
-        F.col("board_offset").alias("source_offset"),
-        "detail_partition",
-        "detail_offset",
-        readers.content_digest().alias("digest"),
-        readers.board_digest(F.col("board_id"), "r").alias("board_digest"),
-        "member_partition",
-        "member_offset",
-        readers.member_digest(F.col("member_id"), "r").alias("member_digest"),
+        board_id.alias("board_id"),
+        member_id.alias("member_id"),
+        role("source_partition"),
+        role("source_offset"),
+        role("detail_partition"),
+        role("detail_offset"),
+        readers.content_digest(layout).alias("digest"),
+        readers.board_digest(layout, board_id, "r").alias("board_digest"),
+        role("member_partition"),
+        role("member_offset"),
+        readers.member_digest(layout, member_id, "r").alias("member_digest"),
         F.lit(True).alias(EXPIRED),
     )
 

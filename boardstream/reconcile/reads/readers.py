@@ -1,5 +1,5 @@
 """What a reconciliation run reads: the topics as of a snapshot, the join's waiting boards, and
-the whole ``board_detail`` table, each as a Spark frame with readable column names.
+the whole sink table, each as a Spark frame with readable column names.
 
 Every output and every table row is compared through :func:`content_digest`: SHA-256 of the
 record's typed columns as canonical JSON with explicit nulls, so moving text across a separator,
@@ -16,6 +16,7 @@ import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+import pandas as pd
 import pyarrow as pa
 import sqlalchemy as sa
 from confluent_kafka import Message
@@ -29,27 +30,18 @@ from boardstream.joins.job import JVM
 from boardstream.kafka import replay
 from boardstream.kafka.clients import admin_client
 from boardstream.locations import checkpoint_uri
-from boardstream.pipelines import Pipeline, shipped
 from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 from boardstream.reconcile.layout import Parts, ReconcileLayout
 from boardstream.reconcile.reads import strict
 from boardstream.reconcile.reads.snapshot import Snapshot, ends_now, retained
 from boardstream.reconcile.reads.strict import TypeMismatch
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
-from boardstream.sink import table as sink_table
-from boardstream.sink.table import SinkTable
 from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import recorded_identity
 from boardstream.timing import phase
 
-TABLE_CHUNK = 50_000  # rows per fetch from board_detail
-# The shipped pipeline's layouts, derived from its declaration.
-LAYOUT = ReconcileLayout.of(shipped("board_detail"))
-# The typed columns a board-detail record and its table row must agree on (provenance included).
-CONTENT = LAYOUT.content_names
-# The CONTENT columns as Spark DDL: the types a record and its row are compared in.
-CONTENT_DDL = schema.ddl(LAYOUT.content)
-DETAIL_SCHEMA = schema.ddl(LAYOUT.record)
+TABLE_CHUNK = 50_000  # rows per fetch from the sink table
 KAFKA_COLUMNS = (
     "key binary, value binary, topic string, `partition` int, `offset` bigint, timestamp timestamp"
 )
@@ -112,13 +104,13 @@ def read_topics(
 
 
 def read_run(
-    spark: SparkSession, settings: Settings, snapshot: Snapshot
+    spark: SparkSession, settings: Settings, target: ReconcileTarget, snapshot: Snapshot
 ) -> tuple[dict[str, DataFrame], Snapshot, TableRead]:
     """A full run's reads, in this order: the table first (a live sink goes on loading rows of
     records past the snapshot, which the table checks would take for foreign), then every
     topic (:func:`read_snapshot`)."""
-    with phase("reconcile: read board_detail"):
-        table_read = read_live_table(settings, snapshot)
+    with phase(f"reconcile: read {target.table.table.name}"):
+        table_read = read_live_table(settings, target, snapshot)
     with phase("reconcile: read the topics"):
         by_driver = in_process(settings, snapshot, table_read)
         read, snapshot = read_snapshot(spark, settings, snapshot, by_driver)
@@ -214,95 +206,107 @@ def digest(columns: list[Column]) -> Column:
     return F.conv(F.substring(F.sha2(canonical, 256), 1, 15), 16, 10).cast("bigint")
 
 
-def content_digest(*, prefix: str = "") -> Column:
-    """The digest of the CONTENT columns: what a board-detail record and its row must share."""
-    return digest([F.col(f"{prefix}{name}").alias(name) for name in CONTENT])
+def content_digest(layout: ReconcileLayout, *, prefix: str = "") -> Column:
+    """The digest of the layout's content: what a joined record and its row must share."""
+    return digest([F.col(f"{prefix}{name}").alias(name) for name in layout.content_names])
 
 
-def board_digest(board_id: Column, record: str, parts: Parts = LAYOUT.stream_in_output) -> Column:
-    """The digest of a board's own fields (``parts`` of struct column ``record``, the id
-    given as ``board_id``): the same for a source board (:attr:`ReconcileLayout.stream_in_source`)
-    and every output the join made of it (its default)."""
+def board_digest(
+    layout: ReconcileLayout, board_id: Column, record: str, parts: Parts | None = None
+) -> Column:
+    """The digest of a stream record's own fields (``parts`` of struct column ``record``, the
+    id given as ``board_id``): the same for a source record
+    (:attr:`ReconcileLayout.stream_in_source`) and every output the join made of it
+    (:attr:`ReconcileLayout.stream_in_output`, when ``parts`` is None)."""
+    parts = layout.stream_in_output if parts is None else parts
     return digest(
         [
-            (board_id if name == LAYOUT.id_column else F.col(f"{record}.{source}")).alias(name)
+            (board_id if name == layout.id_column else F.col(f"{record}.{source}")).alias(name)
             for name, source in parts
         ]
     )
 
 
-def member_digest(member_id: Column, record: str, parts: Parts = LAYOUT.table_in_output) -> Column:
-    """The digest of a member version's profile (``parts`` of struct column ``record``, the
-    key given as ``member_id``): the same for the member record
-    (:attr:`ReconcileLayout.table_fields`) and every board-detail record joined with it (its
-    default)."""
+def member_digest(
+    layout: ReconcileLayout, member_id: Column, record: str, parts: Parts | None = None
+) -> Column:
+    """The digest of a table version's fields (``parts`` of struct column ``record``, the key
+    given as ``member_id``): the same for the table record (its fields under their own names)
+    and every joined record that used it (:attr:`ReconcileLayout.table_in_output`, when
+    ``parts`` is None)."""
+    parts = layout.table_in_output if parts is None else parts
     return digest(
         [
-            member_id.alias(LAYOUT.table_key),
+            member_id.alias(layout.table_key),
             *[F.col(f"{record}.{source}").alias(name) for name, source in parts],
         ]
     )
 
 
-_IN_TABLE_RECORD = tuple((name, name) for name, _ in LAYOUT.table_fields)
-
-
-def members(raw: DataFrame) -> DataFrame:
-    """member records: each version's position, its profile's digest (a tombstone's too) and
+def members(raw: DataFrame, layout: ReconcileLayout) -> DataFrame:
+    """Table records: each version's position, its fields' digest (a tombstone's too) and
     whether it is a tombstone."""
-    record = F.from_json(F.col("value").cast("string"), schema.ddl(LAYOUT.table_fields))
-    member_id = F.col("key").cast("string").try_cast(LAYOUT.key_type)
+    record = F.from_json(F.col("value").cast("string"), schema.ddl(layout.table_fields))
+    member_id = F.col("key").cast("string").try_cast(layout.key_type)
+    in_record = tuple((name, name) for name, _ in layout.table_fields)
     return raw.select(
         member_id.alias("member_id"), record.alias("d"), "partition", "offset", "value"
     ).select(
         "member_id",
         F.col("partition").alias("member_partition"),
         F.col("offset").alias("member_offset"),
-        member_digest(F.col("member_id"), "d", _IN_TABLE_RECORD).alias("member_digest"),
+        member_digest(layout, F.col("member_id"), "d", in_record).alias("member_digest"),
         F.col("value").isNull().alias("tombstone"),
     )
 
 
-def sources(raw: DataFrame) -> DataFrame:
-    """board records: the board id (the key) at each source position, and its fields' digest."""
-    record = F.from_json(F.col("value").cast("string"), schema.ddl(LAYOUT.stream_fields))
+def sources(raw: DataFrame, layout: ReconcileLayout) -> DataFrame:
+    """Stream records: the id (the key) at each source position, and its fields' digest."""
+    record = F.from_json(F.col("value").cast("string"), schema.ddl(layout.stream_fields))
     board_id = F.col("key").cast("string")
     return raw.select(board_id.alias("board_id"), record.alias("d"), "partition", "offset").select(
         "board_id",
         F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),
-        board_digest(F.col("board_id"), "d", LAYOUT.stream_in_source).alias("board_digest"),
+        board_digest(layout, F.col("board_id"), "d", layout.stream_in_source).alias("board_digest"),
     )
 
 
-def details(raw: DataFrame) -> DataFrame:
-    """board-detail records: the source position they name, their own position, the member
+def details(raw: DataFrame, layout: ReconcileLayout) -> DataFrame:
+    """Joined records: the source position they name, their own position, the table version
     they used and their content digest."""
-    record = F.from_json(F.col("value").cast("string"), DETAIL_SCHEMA)
+    record = F.from_json(F.col("value").cast("string"), schema.ddl(layout.record))
+    board_id, member_id = F.col(f"d.{layout.id_column}"), F.col(f"d.{layout.table_key_column}")
+    (board_partition, board_offset), (member_partition, member_offset) = (
+        layout.stream_position,
+        layout.table_position,
+    )
     return raw.select(record.alias("d"), "partition", "offset").select(
-        F.col("d.board_id").alias("board_id"),
-        F.col("d.member_id").alias("member_id"),
-        F.col("d.board_partition").alias("source_partition"),
-        F.col("d.board_offset").alias("source_offset"),
+        board_id.alias("board_id"),
+        member_id.alias("member_id"),
+        F.col(f"d.{board_partition}").alias("source_partition"),
+        F.col(f"d.{board_offset}").alias("source_offset"),
         F.col("partition").alias("detail_partition"),
         F.col("offset").alias("detail_offset"),
-        content_digest(prefix="d.").alias("digest"),
-        board_digest(F.col("d.board_id"), "d").alias("board_digest"),
-        F.col("d.member_partition").alias("member_partition"),
-        F.col("d.member_offset").alias("member_offset"),
-        member_digest(F.col("d.member_id"), "d").alias("member_digest"),
+        content_digest(layout, prefix="d.").alias("digest"),
+        board_digest(layout, board_id, "d").alias("board_digest"),
+        F.col(f"d.{member_partition}").alias("member_partition"),
+        F.col(f"d.{member_offset}").alias("member_offset"),
+        member_digest(layout, member_id, "d").alias("member_digest"),
     )
 
 
-def unmatched(raw: DataFrame) -> DataFrame:
-    """board-unmatched records: the board, the source position they name, its fields' digest,
-    and their own position (the digest ledger keys them by it)."""
-    record = F.from_json(F.col("value").cast("string"), DETAIL_SCHEMA)
+def unmatched(raw: DataFrame, layout: ReconcileLayout) -> DataFrame:
+    """Unmatched records: the stream record, the source position they name, its fields'
+    digest, and their own position (the digest ledger keys them by it)."""
+    record = F.from_json(F.col("value").cast("string"), schema.ddl(layout.record))
+    board_id = F.col(f"d.{layout.id_column}")
+    partition, offset = layout.stream_position
     return raw.select(record.alias("d"), *_record_position()).select(
-        F.col("d.board_id").alias("board_id"),
-        F.col("d.board_partition").alias("source_partition"),
-        F.col("d.board_offset").alias("source_offset"),
-        board_digest(F.col("d.board_id"), "d").alias("board_digest"),
+        board_id.alias("board_id"),
+        F.col(f"d.{partition}").alias("source_partition"),
+        F.col(f"d.{offset}").alias("source_offset"),
+        board_digest(layout, board_id, "d").alias("board_digest"),
         "record_partition",
         "record_offset",
     )
@@ -331,13 +335,17 @@ def dead_letters(raw: DataFrame, source_topic: str) -> DataFrame:
     )
 
 
-def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataFrame:
-    """Boards the join has read and holds, waiting for their member (its RocksDB state, as of
-    ``batch_id``), with the member and when each arrived. The state's layout is the one its
-    engine wrote (the checkpoint's identity says which): the JVM engine's variable ``waiting``
-    holds only them, so reading them costs what they are, not what the member table is."""
+def pending(
+    spark: SparkSession, layout: ReconcileLayout, checkpoint: str, batch_id: int | None
+) -> DataFrame:
+    """Stream records the join has read and holds, waiting for their table row (its RocksDB
+    state, as of ``batch_id``), with the table key and when each arrived. The state's layout is
+    the one its engine wrote (the checkpoint's identity says which): the JVM engine's variable
+    ``waiting`` holds only them, so reading them costs what they are, not what the table is."""
     if batch_id is None:
-        return spark.createDataFrame([], f"{POSITIONS}, member_id bigint, arrived_ms bigint")
+        return spark.createDataFrame(
+            [], f"{POSITIONS}, member_id {layout.key_type}, arrived_ms bigint"
+        )
     identity = recorded_identity(CheckpointFiles(spark), checkpoint_uri(checkpoint))
     jvm = identity.get("engine") == JVM
     if jvm and "waiting" not in identity.get("state_variables", ()):
@@ -353,19 +361,22 @@ def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataF
         .option("batchId", str(batch_id))
         .load(checkpoint)
     )
-    if jvm:  # one member per key: its waiting boards in an array of structs
+    if jvm:  # one table row per key: its waiting records in the variable's one array
+        (records,) = state.schema["value"].dataType.fieldNames()  # named after the stream
         waiting = state.select(
-            F.col("key.value").alias("member_id"), F.explode("value.boards").alias("w")
+            F.col("key.value").alias("member_id"), F.explode(f"value.`{records}`").alias("w")
         )
         member_id = F.col("member_id")
         prefix = "w."
+        board_id = F.col(f"w.{layout.id_column}")
     else:  # a bucket of members per key: column-wise arrays, each row led by its member id
         zipped = F.arrays_zip(*(f"value.pending_{c}" for c in _PENDING_COLUMNS))
         waiting = state.select(F.explode(zipped).alias("w"))
         member_id = F.col("w.pending_member_id")
         prefix = "w.pending_"
+        board_id = F.col("w.pending_board_id")
     return waiting.select(
-        F.col(f"{prefix}board_id").alias("board_id"),
+        board_id.alias("board_id"),
         F.col(f"{prefix}partition").alias("source_partition"),
         F.col(f"{prefix}offset").alias("source_offset"),
         member_id.alias("member_id"),
@@ -374,6 +385,28 @@ def pending(spark: SparkSession, checkpoint: str, batch_id: int | None) -> DataF
 
 
 _PENDING_COLUMNS = ("board_id", "partition", "offset", "member_id", "arrived_ms")
+
+
+def table_rows(spark: SparkSession, table_read: TableRead, layout: ReconcileLayout) -> DataFrame:
+    """The table's rows as the checks read them: the stream record's id (a NULL one named,
+    :data:`NULL_BOARD_ID`: SQLite lets a NULL into a non-integer primary key), the joined
+    record's position they were loaded from, their content digest and whether they are typed."""
+    roles = layout.roles
+    partition, offset = layout.joined_position
+    return spark.createDataFrame(table_read.rows).select(
+        F.coalesce(layout.id_column, F.lit(NULL_BOARD_ID)).alias("board_id"),
+        F.col(partition).alias(roles[partition]),
+        F.col(offset).alias(roles[offset]),
+        content_digest(layout).alias("digest"),
+        "typed",
+    )
+
+
+def table_keys(table_read: TableRead, layout: ReconcileLayout) -> pd.DataFrame:
+    """Each row's stream id and table key (``board_id``, ``member_id``): what the Great
+    Expectations suite checks of the table."""
+    names = [layout.id_column, layout.table_key_column]
+    return table_read.rows.select(names).rename_columns(["board_id", "member_id"]).to_pandas()
 
 
 @dataclass(frozen=True)
@@ -391,26 +424,28 @@ class TableRead:
 
 
 def read_live_table(
-    settings: Settings, snapshot: Snapshot, board_ids: Iterable[str] | None = None
+    settings: Settings,
+    target: ReconcileTarget,
+    snapshot: Snapshot,
+    board_ids: Iterable[str] | None = None,
 ) -> TableRead:
     """:func:`read_table`, then board-detail's end offsets listed (``TableRead.detail_end``):
     a live sink goes on loading rows of records written after the snapshot, which only that
     later listing tells from rows naming positions no record has."""
-    read = read_table(settings, board_ids)
-    ends = ends_now(admin_client(settings), settings, settings.board_detail_topic, snapshot)
+    read = read_table(settings, target, board_ids)
+    ends = ends_now(admin_client(settings), settings, target.topics.joined, snapshot)
     return replace(read, detail_end=ends)
 
 
 def read_table(
-    settings: Settings, board_ids: Iterable[str] | None = None, pipeline: Pipeline | None = None
+    settings: Settings, target: ReconcileTarget, board_ids: Iterable[str] | None = None
 ) -> TableRead:
-    """All of ``pipeline``'s table (board_detail if None), whatever positions its rows claim,
+    """All of ``target``'s table, whatever positions its rows claim,
     or only the rows of ``board_ids`` (an incremental run's boards, by primary key;
     :data:`NULL_BOARD_ID` names the rows without one), type-strictly (:mod:`.strict`). Read
     with the DB driver's own cursor, in chunks straight into Arrow (SQLAlchemy's row objects
     added about a tenth)."""
-    target = sink_table.BOARD_DETAIL if pipeline is None else SinkTable.of(pipeline)
-    layout = LAYOUT if pipeline is None else ReconcileLayout.of(pipeline)
+    layout = target.layout
     types = layout.types
     names = [*layout.content_names, *layout.joined_position]
     arrow = pa.schema(
@@ -418,8 +453,8 @@ def read_table(
     )
     engine = database.engine(settings.database)
     sqlite = engine.dialect.name == "sqlite"
-    target.create(engine)
-    c = target.table.c
+    target.table.create(engine)
+    c = target.table.table.c
     key = c[layout.id_column]
     query = sa.select(*(c[name] for name in names))
     if board_ids is None:

@@ -221,20 +221,14 @@ def take_snapshot(
     files: CheckpointFiles,
     admin: AdminClient,
     settings: Settings,
+    topics: list[str],
     join_checkpoint: str,
     sink_checkpoint: str,
 ) -> Snapshot:
-    """What the topics hold and how far the jobs of ``join_checkpoint`` and ``sink_checkpoint``
+    """What ``topics`` hold and how far the jobs of ``join_checkpoint`` and ``sink_checkpoint``
     (URIs) got, read so that every output counted is accounted for."""
     join = committed_progress(files, join_checkpoint)
     sink = committed_progress(files, sink_checkpoint)
-    topics = [
-        settings.member_topic,
-        settings.board_topic,
-        settings.board_detail_topic,
-        settings.unmatched_topic,
-        settings.dlq_topic,
-    ]
     metadata = require_topics(admin, settings, topics)
     partitions = [
         TopicPartition(topic, p) for topic in topics for p in metadata.topics[topic].partitions

@@ -19,6 +19,7 @@ from boardstream.joins.job import (
 )
 from boardstream.joins.layout import JoinLayout
 from boardstream.pipelines import Pipeline, shipped
+from boardstream.reconcile.layout import ReconcileLayout
 from boardstream.reconcile.reads import readers
 from boardstream.spark.checkpoint_files import CheckpointFiles
 from boardstream.spark.checkpoint_guard import (
@@ -161,4 +162,4 @@ def test_the_reader_of_waiting_boards_refuses_the_first_jvm_layout(
     checkpoint = (tmp_path / "ckpt").as_uri()
     guard_checkpoint(checkpoint_files, checkpoint, {"query": "board-detail-join", "engine": JVM})
     with pytest.raises(BoardstreamError, match="written by an older version of its JVM engine"):
-        readers.pending(spark, checkpoint, 3)
+        readers.pending(spark, ReconcileLayout.of(shipped("board_detail")), checkpoint, 3)

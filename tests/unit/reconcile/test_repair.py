@@ -14,9 +14,11 @@ import sqlalchemy as sa
 from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins.member_table import JoinOptions
+from boardstream.joins.topics import JoinTopics
 from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.reconcile.repair import _rejoin, _repair_table, stored_snapshot
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink import table
 from tests.fixtures import detail_row
@@ -72,12 +74,12 @@ def test_foreign_rows_are_deleted_and_the_rest_kept(settings: Settings) -> None:
             detail_row("b3", 3, member_id=1),
         ],
     )
-    _repair_table(None, settings, set(), {"b2", "ghost"})  # type: ignore[arg-type]
+    _repair_table(None, settings, ReconcileTarget.shipped(settings), set(), {"b2", "ghost"})  # type: ignore[arg-type]
     assert _board_ids(settings) == ["b1", "b3"]
-    _repair_table(None, settings, set(), set())  # type: ignore[arg-type]
+    _repair_table(None, settings, ReconcileTarget.shipped(settings), set(), set())  # type: ignore[arg-type]
     assert _board_ids(settings) == ["b1", "b3"]
 
 
 def test_no_missing_boards_is_nothing_to_rejoin(settings: Settings) -> None:
-    rejoined = _rejoin(None, settings, SNAPSHOT, set(), JoinOptions())  # type: ignore[arg-type]
+    rejoined = _rejoin(None, settings, JoinTopics.of(settings), SNAPSHOT, set(), JoinOptions())  # type: ignore[arg-type]
     assert rejoined == set()
