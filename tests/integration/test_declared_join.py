@@ -18,14 +18,21 @@ import sqlalchemy as sa
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from boardstream import joins
+from boardstream import database, joins
 from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.topics import Deployed, JoinTopics
 from boardstream.kafka.clients import admin_client
+from boardstream.locations import checkpoint_uri
 from boardstream.pipelines import Pipeline, shipped
+from boardstream.reconcile.checks.spark_checks import BALANCE, Reconciliation, reconcile
+from boardstream.reconcile.incremental import digest_ledger
+from boardstream.reconcile.reads import expired, readers
+from boardstream.reconcile.reads.snapshot import take_snapshot
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, SinkTarget
+from boardstream.spark.checkpoint_files import CheckpointFiles
 from tests.fixtures import cli
 from tests.pipeline import consume_all, run_sink
 from tests.unit.pipelines.declarations import changed, write
@@ -177,6 +184,34 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     }
     joined_keys = {key for key, _ in consume_all(kafka, topics.joined)}
     assert joined_keys == {b"o1", b"o2", b"o5", b"junk"}  # nothing joined since
+
+    # The reconciliation's checks, from the declaration alone: every order in one outcome, and
+    # the table against the joined records. (A run's store is next: the digest ledger's table
+    # keys are still the shipped pipeline's integers.)
+    found = checked(spark, settings, ReconcileTarget.of(Deployed(ORDERS, topics)), tmp_path)
+    assert found.passed, {k: f for k, f in found.findings.items() if f.count}
+    counts = {kind: found.counts[kind] for kind in BALANCE if found.counts[kind]}
+    assert counts == {"source": 6, "read": 6, "joined": 3, "unmatched": 2, "dead_lettered": 1}
+    assert (found.counts["expected_table_rows"], found.counts["sink_dead_lettered"]) == (3, 1)
+    assert sorted(found.table_snapshot.itertuples(index=False, name=None)) == [
+        ("o1", "c1"),
+        ("o2", "c1"),
+        ("o5", "c2"),
+    ]
+
+
+def checked(spark, settings: Settings, target: ReconcileTarget, tmp_path: Path) -> Reconciliation:
+    """A full run's checks of ``target`` as of now: its snapshot, its reads, the ledger's
+    evidence (none yet) and every check, stored nowhere."""
+    join, sink = (checkpoint_uri(tmp_path / name) for name in ("join", "sink"))
+    files = CheckpointFiles(spark)
+    snapshot = take_snapshot(files, admin_client(settings), settings, list(target.read), join, sink)
+    read, snapshot, table_read = readers.read_run(spark, settings, target, snapshot)
+    engine = database.engine(settings.database)
+    digest_ledger.create(engine)
+    with engine.connect() as connection:
+        kept = expired.kept(connection, target, snapshot)
+    return reconcile(spark, settings, target, snapshot, join, kept, read, table_read)
 
 
 def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:

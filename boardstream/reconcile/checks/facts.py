@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from boardstream.joins.member_table import LATEST
+from boardstream.joins.topics import JoinTopics
 from boardstream.reconcile.checks import liveness, positions, table_checks
 from boardstream.reconcile.checks.sql import below, explode_kinds, same_position
 from boardstream.reconcile.reads.snapshot import Snapshot
-from boardstream.settings import Settings
 
 # The views the query reads, as :class:`.spark_checks.CheckInputs` names its fields.
 VIEWS = {
@@ -44,7 +44,7 @@ class Bounds:
     """Where the snapshot stands, as the checks need it: its offsets, the table's listed end,
     whether output records were deleted unread, the join's mode and the overdue cutoff."""
 
-    settings: Settings
+    topics: JoinTopics
     snapshot: Snapshot
     detail_end: dict[int, int]  # board-detail's end, listed after the table was read
     unseen: bool  # output records deleted before any run read them (:mod:`.expired`)
@@ -54,7 +54,7 @@ class Bounds:
     @classmethod
     def of(
         cls,
-        settings: Settings,
+        topics: JoinTopics,
         snapshot: Snapshot,
         detail_end: dict[int, int],
         unseen: bool,
@@ -66,15 +66,15 @@ class Bounds:
         cutoff = liveness.overdue_cutoff_ms(
             now_ms, unmatched_timeout_ms, stall_after_ms, snapshot.join.began_at_ms
         )
-        return cls(settings, snapshot, detail_end, unseen, join_mode, cutoff)
+        return cls(topics, snapshot, detail_end, unseen, join_mode, cutoff)
 
 
 def steps(bounds: Bounds) -> dict[str, str]:
     """The query's named steps, in order, each reading the views and the steps before it:
     the holdings of every source position, their classes, and the per-board frame (read by two
     checks: Spark caches it)."""
-    settings, snapshot = bounds.settings, bounds.snapshot
-    board, detail_topic = settings.board_topic, settings.board_detail_topic
+    snapshot = bounds.snapshot
+    board, detail_topic = bounds.topics.stream, bounds.topics.joined
     queries = (
         positions.holdings(),
         positions.classed(
@@ -90,8 +90,8 @@ def steps(bounds: Bounds) -> dict[str, str]:
 def found(bounds: Bounds) -> str:
     """Every check that holds, one row each (kind, partition, offset, board_id), over the
     views and :func:`steps`."""
-    settings, snapshot = bounds.settings, bounds.snapshot
-    detail_topic = settings.board_detail_topic
+    snapshot = bounds.snapshot
+    detail_topic = bounds.topics.joined
     parts = [
         f"SELECT {explode_kinds(positions.checks(bounds.unseen))} AS kind, "
         "source_partition AS `partition`, source_offset AS `offset`, board_id FROM classed",
@@ -107,7 +107,7 @@ def found(bounds: Bounds) -> str:
         f"WHERE arrived_ms < {int(bounds.overdue_before_ms)}",
     ]
     if bounds.join_mode == LATEST:
-        parts.append(_board_facts(_stuck(snapshot.join.of(settings.member_topic))))
+        parts.append(_board_facts(_stuck(snapshot.join.of(bounds.topics.table))))
     union = "\nUNION ALL\n".join(f"SELECT * FROM ({part}) AS p{i}" for i, part in enumerate(parts))
     return f"""
         SELECT CAST(kind AS STRING) AS kind, CAST(`partition` AS INT) AS `partition`,
@@ -131,7 +131,8 @@ def _board_facts(kinds: str) -> str:
 def _member_checks() -> str:
     """Each board-detail record against the member version it names: a profile other than
     that version's is ``altered_output``; a version compaction has removed cannot be compared,
-    but its member must still exist (else ``referential``)."""
+    but its member must still exist (else ``referential``). A record the sink dead-lettered
+    (not one the join wrote: it names no member) is the sink's ``sink_dead_lettered``."""
     return f"""
         SELECT
             CASE
@@ -148,6 +149,11 @@ def _member_checks() -> str:
             ON {same_position("details", "versions", "member")}
         LEFT JOIN (SELECT DISTINCT member_id, TRUE AS known FROM members) AS existing
             ON details.member_id = existing.member_id
+        LEFT JOIN (
+            SELECT detail_partition, detail_offset, TRUE AS refused FROM sink_dead_letters
+        ) AS refused
+            ON {same_position("details", "refused", "detail")}
+        WHERE refused.refused IS NULL
     """
 
 
