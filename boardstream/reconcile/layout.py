@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from boardstream.joins import schema
 from boardstream.joins.layout import Columns, JoinLayout
 from boardstream.pipelines import POSITIONS, Pipeline
-from boardstream.reconcile.checks.table_checks import ID_ROLE, KEY_ROLE
 
+# The checks' names for a stream record's id and the table's key, whatever a pipeline calls them
+# (:attr:`ReconcileLayout.roles`): the shipped pipeline's, which its ledgers were written in.
+ID_ROLE, KEY_ROLE = "board_id", "member_id"
 # A digest's parts: (its name in the digest, the record's field or column it is read from).
 Parts = tuple[tuple[str, str], ...]
 

@@ -23,9 +23,6 @@ from __future__ import annotations
 
 from boardstream.reconcile.checks.sql import below, position_order, same_position
 
-# The checks' names for a stream record's id and the table's key, whatever a pipeline calls
-# them (:attr:`ReconcileLayout.roles`).
-ID_ROLE, KEY_ROLE = "board_id", "member_id"
 NULL_BOARD_ID = "(null board_id)"
 _POSITION = ("detail_partition", "detail_offset")
 # What a board's newest record is taken with: its position, digest and whether the sink
