@@ -40,6 +40,7 @@ from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
 from boardstream.reconcile.incremental import digest_ledger, table_buckets
 from boardstream.reconcile.incremental.table_buckets import IdRange
 from boardstream.settings import Settings
+from boardstream.sink import table as sink_table
 from boardstream.spark.session import spark_session
 
 NAME = "bench-inc"
@@ -148,7 +149,9 @@ def main() -> None:
     # slice, consecutive runs look at a full slice and at the rows after it, in turn.
     looked = result.table_slice or {}
     within = IdRange(looked.get("after"), looked.get("through"))
-    digests, buckets_s = timed(lambda: table_buckets.bucket_digests(engine, within=within))
+    digests, buckets_s = timed(
+        lambda: table_buckets.bucket_digests(engine, sink_table.BOARD_DETAIL, within=within)
+    )
     floor_s = consume_s + count_s
     watch_floor_s = consume_s + buckets_s
 

@@ -51,6 +51,7 @@ from boardstream.stack.postgres import Postgres
 
 BATCH = 50_000
 COLUMNS = sink_table.COLUMNS
+TABLE = sink_table.BOARD_DETAIL
 
 
 def free_port() -> int:
@@ -187,10 +188,10 @@ def watch_slice(engine: Engine, count: int, watch_rows: int) -> float:
     with engine.begin() as connection:
         connection.execute(table_watch.reconcile_table_slice.delete())
         if count > watch_rows:
-            cursor = tb.id_after(connection, None, count // 3)
+            cursor = tb.id_after(connection, TABLE, None, count // 3)
             connection.execute(table_watch.reconcile_table_slice.insert().values(through=cursor))
     start = time.perf_counter()
-    seen = table_watch.look(engine, watch_rows)
+    seen = table_watch.look(engine, TABLE, watch_rows)
     seconds = time.perf_counter() - start
     expected = count if count <= watch_rows else min(watch_rows, count - count // 3)
     assert sum(d.rows for d in seen.digests.values()) == expected
@@ -209,9 +210,11 @@ def measure(engine: Engine, count: int, repeat: int, watch_rows: int) -> dict[st
     figures["full read"], read = timed(lambda: full_read(engine), repeat)
     figures["canonical JSON only"], _ = timed(lambda: json_only(engine), repeat)
     figures["canonical JSON + row digest"], _ = timed(lambda: canonical_hashed(engine), repeat)
-    figures["bucket_digests"], digests = timed(lambda: tb.bucket_digests(engine), repeat)
-    figures["row_digests (1 %)"], picked = timed(lambda: tb.row_digests(engine, ids), repeat)
-    figures["rows_in_buckets (1)"], drilled = timed(lambda: tb.rows_in_buckets(engine, [7]), repeat)
+    figures["bucket_digests"], digests = timed(lambda: tb.bucket_digests(engine, TABLE), repeat)
+    figures["row_digests (1 %)"], picked = timed(lambda: tb.row_digests(engine, TABLE, ids), repeat)
+    figures["rows_in_buckets (1)"], drilled = timed(
+        lambda: tb.rows_in_buckets(engine, TABLE, [7]), repeat
+    )
     figures["watch slice"] = statistics.median(
         watch_slice(engine, count, watch_rows) for _ in range(repeat)
     )

@@ -20,7 +20,8 @@ from boardstream.stack.kafka_broker import KafkaBroker
 from boardstream.stack.postgres import Postgres
 from tests.fixtures import isolated_settings, world_readable_dir
 
-pytest_plugins = ["tests.airflow_fixtures"]
+# Fixtures more than one module takes: Airflow's, and the orders table's (orders_url).
+pytest_plugins = ["tests.airflow_fixtures", "tests.integration.orders_table"]
 
 TIERS = ("unit", "integration", "faults", "dags")
 # The tier of each test folder: the adversarial suite runs on the integration tests' stack.

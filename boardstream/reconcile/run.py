@@ -434,7 +434,7 @@ def _full(
     with phase("reconcile: stage the facts, the records' digests and the table's rows"):
         staged_facts = fact_store.stage(engine, facts)
         staged_records = baseline.stage(engine, records)
-        staged_rows = table_watch.stage_all(engine)
+        staged_rows = table_watch.stage_all(engine, target.table)
 
     def store(connection: Connection) -> _Outcome:
         with phase("reconcile: the digest ledger, the facts and the rows as checked"):
@@ -445,7 +445,7 @@ def _full(
             with phase("reconcile: store the records' digests"):
                 baseline.record_staged(connection, staged_records, snapshot.latest)
             with phase("reconcile: remember the table's rows"):
-                table_watch.remember_all(connection, staged_rows)
+                table_watch.remember_all(connection, target.table, staged_rows)
         return outcome
 
     return outcome, store

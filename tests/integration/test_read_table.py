@@ -4,8 +4,6 @@ pipeline's table, its decimals, booleans and dates read as loaded."""
 
 from __future__ import annotations
 
-from datetime import date
-from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +13,6 @@ import sqlalchemy as sa
 
 from boardstream import database
 from boardstream.joins.topics import Deployed
-from boardstream.pipelines import shipped
 from boardstream.reconcile.checks.table_checks import NULL_BOARD_ID
 from boardstream.reconcile.reads import readers
 from boardstream.reconcile.target import ReconcileTarget
@@ -23,6 +20,7 @@ from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.sink.table import SinkTable
 from tests.fixtures import sqlite_or_postgres_url
+from tests.integration.orders_table import ORDERS, order_row
 from tests.integration.test_table_buckets import board, make_row
 
 ROWS = 2_000
@@ -95,40 +93,7 @@ def test_rows_without_a_board_id_are_read_by_their_stand_in(tmp_path: Path) -> N
     assert readers.read_table(settings, SHIPPED, [board(4)]).rows.num_rows == 1
 
 
-ORDERS = shipped("orders")
 ORDERS_TARGET = ReconcileTarget.of(Deployed.declared(ORDERS))
-
-
-def order_row(i: int) -> dict[str, object]:
-    return {
-        "order_id": f"o{i:04d}",
-        "customer_id": f"c{i % 7}",
-        "customer_name": None if i % 5 == 0 else f"customer {i % 7}",
-        "amount": Decimal(f"{i}.{i % 100:02d}"),
-        "credit_limit": Decimal("99999999999.99") if i % 2 else None,
-        "vip": i % 3 == 0,
-        "customer_since": date(2020, 1, 1 + i % 28),
-        "gift": None if i % 4 == 0 else i % 4 == 1,
-        "placed_at": 1_735_689_600_000_000 + i,
-        "stream_partition": 0,
-        "stream_offset": i,
-        "table_partition": 0,
-        "table_offset": i % 7,
-        "joined_partition": 0,
-        "joined_offset": i,
-    }
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def orders_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """orders' table (issue #64) loaded with ``order_row`` 0-299 in a database of its own."""
-    url = sqlite_or_postgres_url(request, tmp_path)
-    engine = database.engine(url)
-    target = SinkTable.of(ORDERS)
-    target.create(engine)
-    assert target.upsert(engine, [order_row(i) for i in range(300)]) == 300
-    engine.dispose()
-    return url
 
 
 def test_a_declared_tables_decimals_booleans_and_dates_are_read_as_loaded(

@@ -41,16 +41,20 @@ def filled(path: Path) -> sa.Engine:
 
 def test_an_engine_over_a_file_folds_apart_with_the_same_digests(tmp_path, folds) -> None:
     engine = filled(tmp_path / "t.db")
-    apart = tb.bucket_digests(engine, BUCKETS)
+    apart = tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS)
     assert folds == [str(tmp_path / "t.db")]
     with engine.connect() as connection:
-        here = tb.bucket_digests(connection, BUCKETS)
+        here = tb.bucket_digests(connection, sink_table.BOARD_DETAIL, BUCKETS)
     assert folds == [str(tmp_path / "t.db")]  # a Connection: in this process
-    assert apart == here == tb.totals(tb.every_row(engine, BUCKETS).values())
+    assert (
+        apart == here == tb.totals(tb.every_row(engine, sink_table.BOARD_DETAIL, BUCKETS).values())
+    )
     assert sum(d.rows for d in apart.values()) == ROWS + 1
     within = tb.IdRange(board(10), board(99))
-    assert tb.bucket_digests(engine, BUCKETS, within) == tb.totals(
-        tb.row_digests(engine, [board(i) for i in range(11, 100)], BUCKETS).values()
+    assert tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS, within) == tb.totals(
+        tb.row_digests(
+            engine, sink_table.BOARD_DETAIL, [board(i) for i in range(11, 100)], BUCKETS
+        ).values()
     )
     assert len(folds) == 2
 
@@ -58,14 +62,14 @@ def test_an_engine_over_a_file_folds_apart_with_the_same_digests(tmp_path, folds
 def test_a_connections_uncommitted_write_is_in_its_digests_not_the_engines(tmp_path) -> None:
     """The fold apart reads committed rows; a caller's transaction keeps its own view."""
     engine = filled(tmp_path / "t.db")
-    was = tb.bucket_digests(engine, BUCKETS)
+    was = tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS)
     table = sink_table.board_detail
     with engine.connect() as connection, connection.begin() as transaction:
         connection.execute(table.update().where(table.c.board_id == board(7)).values(title="x"))
-        assert tb.differing_buckets(was, tb.bucket_digests(connection, BUCKETS)) == [
-            tb.bucket_of(board(7), BUCKETS)
-        ]
-        assert tb.bucket_digests(engine, BUCKETS) == was
+        assert tb.differing_buckets(
+            was, tb.bucket_digests(connection, sink_table.BOARD_DETAIL, BUCKETS)
+        ) == [tb.bucket_of(board(7), BUCKETS)]
+        assert tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS) == was
         transaction.rollback()
 
 

@@ -16,7 +16,9 @@ from sqlalchemy.engine import Engine
 from boardstream import database
 from boardstream.reconcile.incremental import table_buckets as tb
 from boardstream.sink import table as sink_table
+from boardstream.sink.table import SinkTable
 from tests.fixtures import sqlite_or_postgres_url
+from tests.integration.orders_table import ORDERS
 
 BUCKETS = 32  # about ten rows a bucket: a drill-down has neighbours to tell apart
 ROWS = 300
@@ -68,8 +70,8 @@ class Before:
 
 def before(engine: Engine) -> Before:
     return Before(
-        tb.bucket_digests(engine, BUCKETS),
-        tb.row_digests(engine, [board(i) for i in range(ROWS)], BUCKETS),
+        tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS),
+        tb.row_digests(engine, sink_table.BOARD_DETAIL, [board(i) for i in range(ROWS)], BUCKETS),
     )
 
 
@@ -191,46 +193,53 @@ def test_each_tampering_changes_exactly_its_buckets_and_the_drill_down_names_its
     was = before(engine)
     tampered = tamper(engine)
 
-    now = tb.bucket_digests(engine, BUCKETS)
+    now = tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS)
     differing = tb.differing_buckets(was.buckets, now)
     assert differing == sorted({tb.bucket_of(b, BUCKETS) for b in tampered})
     # The ledger's running totals (row digests summed) see the same.
     assert tb.differing_buckets(tb.totals(was.rows.values()), now) == differing
-    drilled = tb.rows_in_buckets(engine, differing, BUCKETS)
+    drilled = tb.rows_in_buckets(engine, sink_table.BOARD_DETAIL, differing, BUCKETS)
     expected = {b: row for b, row in was.rows.items() if row.bucket in differing}
     assert len(expected) > len(tampered)  # the tampered rows had neighbours in their buckets
     assert tb.differing_rows(expected, drilled) == sorted(tampered)
 
 
 def test_the_same_table_digests_alike_twice_and_as_its_row_digests_summed(engine: Engine) -> None:
-    first_call = tb.bucket_digests(engine, BUCKETS)
-    assert tb.bucket_digests(engine, BUCKETS) == first_call
+    first_call = tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS)
+    assert tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS) == first_call
     assert sorted(first_call) == list(range(BUCKETS))
     assert sum(digest.rows for digest in first_call.values()) == ROWS
-    rows = tb.row_digests(engine, [board(i) for i in range(ROWS)], BUCKETS)
+    rows = tb.row_digests(engine, sink_table.BOARD_DETAIL, [board(i) for i in range(ROWS)], BUCKETS)
     assert len(rows) == ROWS
     assert tb.totals(rows.values()) == first_call
-    assert tb.rows_in_buckets(engine, range(BUCKETS), BUCKETS) == rows
+    assert tb.rows_in_buckets(engine, sink_table.BOARD_DETAIL, range(BUCKETS), BUCKETS) == rows
 
 
 def test_default_bucket_count(engine: Engine) -> None:
-    digests = tb.bucket_digests(engine)
+    digests = tb.bucket_digests(engine, sink_table.BOARD_DETAIL)
     assert all(0 <= bucket < tb.DEFAULT_BUCKETS for bucket in digests)
     assert sum(digest.rows for digest in digests.values()) == ROWS
-    assert tb.totals(tb.row_digests(engine, [board(i) for i in range(ROWS)]).values()) == digests
+    assert (
+        tb.totals(
+            tb.row_digests(
+                engine, sink_table.BOARD_DETAIL, [board(i) for i in range(ROWS)]
+            ).values()
+        )
+        == digests
+    )
 
 
 def test_buckets_follow_the_board_id_alone_as_python_computes_them(engine: Engine) -> None:
-    rows = tb.row_digests(engine, [board(i) for i in range(ROWS)], BUCKETS)
+    rows = tb.row_digests(engine, sink_table.BOARD_DETAIL, [board(i) for i in range(ROWS)], BUCKETS)
     assert {b: row.bucket for b, row in rows.items()} == {
         board(i): tb.bucket_of(board(i), BUCKETS) for i in range(ROWS)
     }
     unicode_id = "게시판-é-🙂"
     sink_table.upsert(engine, [make_row(0) | {"board_id": unicode_id}])
-    (row,) = tb.row_digests(engine, [unicode_id], BUCKETS).values()
+    (row,) = tb.row_digests(engine, sink_table.BOARD_DETAIL, [unicode_id], BUCKETS).values()
     assert row.bucket == tb.bucket_of(unicode_id, BUCKETS)
     update(engine, unicode_id, title="another title", member_id=5, detail_offset=99)
-    (moved,) = tb.row_digests(engine, [unicode_id], BUCKETS).values()
+    (moved,) = tb.row_digests(engine, sink_table.BOARD_DETAIL, [unicode_id], BUCKETS).values()
     assert moved.bucket == row.bucket and moved.digest != row.digest
 
 
@@ -245,19 +254,21 @@ def test_rewriting_identical_values_keeps_every_digest(engine: Engine) -> None:
     with engine.begin() as connection:
         connection.execute(TABLE.update().values(loaded_at=datetime(2001, 2, 3, tzinfo=UTC)))
         assert connection.execute(sa.select(TABLE.c.loaded_at)).scalars().first() != loaded_at
-    assert tb.bucket_digests(engine, BUCKETS) == was.buckets
-    assert tb.row_digests(engine, list(was.rows), BUCKETS) == was.rows
+    assert tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS) == was.buckets
+    assert tb.row_digests(engine, sink_table.BOARD_DETAIL, list(was.rows), BUCKETS) == was.rows
 
 
 def test_row_digests_in_chunks_skip_absent_boards(engine: Engine, monkeypatch) -> None:
-    everything = tb.row_digests(engine, [board(i) for i in range(ROWS)], BUCKETS)
+    everything = tb.row_digests(
+        engine, sink_table.BOARD_DETAIL, [board(i) for i in range(ROWS)], BUCKETS
+    )
     monkeypatch.setattr(tb, "ID_CHUNK", 7)
     wanted = [board(i) for i in range(0, ROWS, 2)] + ["no-such-board", board(0)]
-    assert tb.row_digests(engine, wanted, BUCKETS) == {
+    assert tb.row_digests(engine, sink_table.BOARD_DETAIL, wanted, BUCKETS) == {
         board(i): everything[board(i)] for i in range(0, ROWS, 2)
     }
-    assert tb.row_digests(engine, [], BUCKETS) == {}
-    assert tb.rows_in_buckets(engine, [], BUCKETS) == {}
+    assert tb.row_digests(engine, sink_table.BOARD_DETAIL, [], BUCKETS) == {}
+    assert tb.rows_in_buckets(engine, sink_table.BOARD_DETAIL, [], BUCKETS) == {}
 
 
 def test_through_a_connection_the_digests_are_of_what_its_transaction_sees(
@@ -270,22 +281,28 @@ def test_through_a_connection_the_digests_are_of_what_its_transaction_sees(
         connection.execute(
             TABLE.update().where(TABLE.c.board_id == board(5)).values(title="changed")
         )
-        inside = tb.row_digests(connection, [board(5)], BUCKETS)
+        inside = tb.row_digests(connection, sink_table.BOARD_DETAIL, [board(5)], BUCKETS)
         assert inside[board(5)] != was.rows[board(5)]
-        assert tb.differing_buckets(was.buckets, tb.bucket_digests(connection, BUCKETS)) == [
-            was.rows[board(5)].bucket
-        ]
-        assert board(5) in tb.rows_in_buckets(connection, [was.rows[board(5)].bucket], BUCKETS)
-        assert tb.row_digests(engine, [board(5)], BUCKETS) == {board(5): was.rows[board(5)]}
+        assert tb.differing_buckets(
+            was.buckets, tb.bucket_digests(connection, sink_table.BOARD_DETAIL, BUCKETS)
+        ) == [was.rows[board(5)].bucket]
+        assert board(5) in tb.rows_in_buckets(
+            connection, sink_table.BOARD_DETAIL, [was.rows[board(5)].bucket], BUCKETS
+        )
+        assert tb.row_digests(engine, sink_table.BOARD_DETAIL, [board(5)], BUCKETS) == {
+            board(5): was.rows[board(5)]
+        }
         transaction.rollback()
-    assert tb.bucket_digests(engine, BUCKETS) == was.buckets
+    assert tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS) == was.buckets
 
 
 def test_an_empty_table_has_no_buckets(engine: Engine) -> None:
     with engine.begin() as connection:
         connection.execute(TABLE.delete())
-    assert tb.bucket_digests(engine, BUCKETS) == {}
-    assert tb.differing_buckets({}, tb.bucket_digests(engine, BUCKETS)) == []
+    assert tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS) == {}
+    assert (
+        tb.differing_buckets({}, tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS)) == []
+    )
 
 
 def digest_of(engine: Engine, *expressions: str) -> int:
@@ -323,7 +340,7 @@ def test_sqlite_blob_digests_apart_from_text_without_an_error(tmp_path) -> None:
     engine = database.engine(f"sqlite:///{tmp_path / 'blob.db'}")
     sink_table.create(engine)
     sink_table.upsert(engine, [make_row(i) for i in range(3)])
-    was = tb.row_digests(engine, [board(i) for i in range(3)], BUCKETS)
+    was = tb.row_digests(engine, sink_table.BOARD_DETAIL, [board(i) for i in range(3)], BUCKETS)
     with engine.begin() as connection:
         connection.execute(
             sa.text("UPDATE board_detail SET title = CAST(title AS BLOB) WHERE board_id = :b"),
@@ -331,11 +348,11 @@ def test_sqlite_blob_digests_apart_from_text_without_an_error(tmp_path) -> None:
         )
         kinds = connection.execute(sa.text("SELECT typeof(title) FROM board_detail ORDER BY 1"))
         assert list(kinds.scalars()) == ["blob", "text", "text"]
-    now = tb.row_digests(engine, [board(i) for i in range(3)], BUCKETS)
+    now = tb.row_digests(engine, sink_table.BOARD_DETAIL, [board(i) for i in range(3)], BUCKETS)
     assert tb.differing_rows(was, now) == [board(1)]
-    assert tb.totals(now.values()) == tb.bucket_digests(engine, BUCKETS)
-    assert tb.every_row(engine, BUCKETS) == now
-    assert tb.rows_in_buckets(engine, range(BUCKETS), BUCKETS) == now
+    assert tb.totals(now.values()) == tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS)
+    assert tb.every_row(engine, sink_table.BOARD_DETAIL, BUCKETS) == now
+    assert tb.rows_in_buckets(engine, sink_table.BOARD_DETAIL, range(BUCKETS), BUCKETS) == now
     as_text = {
         digest_of(engine, value)
         for value in ("X'616263'", "'abc'", "'616263'", '\'["blob","616263"]\'')
@@ -347,7 +364,8 @@ def tagged_row_digests(engine: Engine) -> dict[str, tb.RowDigest]:
     """Every row's digest with each value tested for a BLOB: the definition in full."""
     with engine.connect() as connection:
         tb._prepare(connection)
-        sql = tb._digests_select("sqlite", BUCKETS, tagged=True)
+        named = tb._Named.of(connection, sink_table.BOARD_DETAIL)
+        sql = tb._digests_select("sqlite", named, BUCKETS, tagged=True)
         return {
             board_id: tb.RowDigest(bucket, digest & (2**64 - 1))
             for board_id, bucket, digest in connection.execute(sa.text(sql))
@@ -363,10 +381,10 @@ def test_sqlite_digests_untagged_while_no_blob_is_stored_are_the_tagged_ones(tmp
     sink_table.upsert(engine, [make_row(i) for i in range(ROWS)])
     tagged = tagged_row_digests(engine)
     assert len(tagged) == ROWS
-    assert tb.every_row(engine, BUCKETS) == tagged
-    assert tb.row_digests(engine, list(tagged), BUCKETS) == tagged
-    assert tb.rows_in_buckets(engine, range(BUCKETS), BUCKETS) == tagged
-    assert tb.bucket_digests(engine, BUCKETS) == tb.totals(tagged.values())
+    assert tb.every_row(engine, sink_table.BOARD_DETAIL, BUCKETS) == tagged
+    assert tb.row_digests(engine, sink_table.BOARD_DETAIL, list(tagged), BUCKETS) == tagged
+    assert tb.rows_in_buckets(engine, sink_table.BOARD_DETAIL, range(BUCKETS), BUCKETS) == tagged
+    assert tb.bucket_digests(engine, sink_table.BOARD_DETAIL, BUCKETS) == tb.totals(tagged.values())
 
 
 def test_row_digests_are_pinned(engine: Engine) -> None:
@@ -376,5 +394,37 @@ def test_row_digests_are_pinned(engine: Engine) -> None:
         "sqlite": {board(0): 165383341839165246, board(1): 5857129121483283564},
         "postgresql": {board(0): 13612082682650900536, board(1): 1772434322068664171},
     }
-    digests = tb.row_digests(engine, [board(0), board(1)], BUCKETS)
+    digests = tb.row_digests(engine, sink_table.BOARD_DETAIL, [board(0), board(1)], BUCKETS)
     assert {b: d.digest for b, d in digests.items()} == pinned[engine.dialect.name]
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["amount = amount + 0.01", "vip = NOT vip", "customer_since = NULL", "gift = NULL"],
+)
+def test_a_declared_tables_rows_digest_and_a_changed_value_is_found(
+    orders_url: str, change: str
+) -> None:
+    """orders' table (issue #64: text ids under another name, decimals, booleans, a date):
+    every row digested by its own key and columns, the buckets their rows' sum, and a changed
+    decimal, boolean or date found in exactly its row's bucket, then its row."""
+    engine = database.engine(orders_url)
+    table = SinkTable.of(ORDERS)
+    rows = tb.every_row(engine, table, BUCKETS)
+    assert sorted(rows) == [f"o{i:04d}" for i in range(300)]
+    buckets = tb.bucket_digests(engine, table, BUCKETS)
+    assert buckets == tb.totals(rows.values())
+    assert tb.row_digests(engine, table, ["o0003", "absent"], BUCKETS) == {"o0003": rows["o0003"]}
+    assert tb.id_after(engine, table, None, 2) == "o0001"
+    with engine.connect() as connection, connection.begin() as transaction:
+        connection.execute(
+            sa.text(f"UPDATE order_customer SET {change} WHERE order_id IN ('o0003', 'o0005')")
+        )
+        changed = tb.bucket_digests(connection, table, BUCKETS)
+        wanted = {tb.bucket_of("o0003", BUCKETS), tb.bucket_of("o0005", BUCKETS)}
+        assert set(tb.differing_buckets(buckets, changed)) == wanted
+        drilled = tb.rows_in_buckets(connection, table, wanted, BUCKETS)
+        expected = {record_id: rows[record_id] for record_id in drilled}
+        assert tb.differing_rows(expected, drilled) == ["o0003", "o0005"]
+        transaction.rollback()
+    engine.dispose()

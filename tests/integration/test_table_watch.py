@@ -28,16 +28,16 @@ def engine(request, tmp_path) -> Iterator[Engine]:
     sink_table.create(created)
     table_watch.create(created)
     assert sink_table.upsert(created, [make_row(i) for i in range(ROWS)]) == ROWS
-    staged = table_watch.stage_all(created)
+    staged = table_watch.stage_all(created, sink_table.BOARD_DETAIL)
     with created.begin() as connection:
-        table_watch.remember_all(connection, staged)
+        table_watch.remember_all(connection, sink_table.BOARD_DETAIL, staged)
     yield created
     created.dispose()
 
 
 def suspects(engine: Engine) -> set[str]:
     with engine.connect() as connection:
-        return table_watch.suspects(connection)
+        return table_watch.suspects(connection, sink_table.BOARD_DETAIL)
 
 
 def execute(engine: Engine, *statements: str) -> None:
@@ -56,9 +56,9 @@ def rebuilt_without_key(engine: Engine) -> None:
         "DROP TABLE board_detail",
         "ALTER TABLE copy RENAME TO board_detail",
     )
-    staged = table_watch.stage_all(engine)
+    staged = table_watch.stage_all(engine, sink_table.BOARD_DETAIL)
     with engine.begin() as connection:
-        table_watch.remember_all(connection, staged)
+        table_watch.remember_all(connection, sink_table.BOARD_DETAIL, staged)
 
 
 def test_an_untouched_table_has_no_suspects(engine: Engine) -> None:
@@ -82,13 +82,13 @@ def test_digests_taken_beforehand_find_earlier_changes_and_leave_later_ones_to_t
     reads (``actual``): a change made before them is found; one made after them is not found
     by this run, but stays a suspect for the next, as the remembered digests did not move."""
     execute(engine, f"UPDATE board_detail SET city = 'early' WHERE board_id = '{board(2)}'")
-    seen = table_watch.look(engine, ROWS)
+    seen = table_watch.look(engine, sink_table.BOARD_DETAIL, ROWS)
     assert seen.within == table_buckets.WHOLE
     execute(engine, f"UPDATE board_detail SET city = 'late' WHERE board_id = '{board(7)}'")
     with engine.connect() as connection:
-        assert table_watch.suspects(connection, (), seen) == {board(2)}
+        assert table_watch.suspects(connection, sink_table.BOARD_DETAIL, (), seen) == {board(2)}
     with engine.begin() as connection:
-        table_watch.remember(connection, {board(2)})
+        table_watch.remember(connection, sink_table.BOARD_DETAIL, {board(2)})
     assert suspects(engine) == {board(7)}
 
 
@@ -96,12 +96,14 @@ def test_remembering_the_re_checked_boards_clears_them(engine: Engine) -> None:
     execute(engine, f"UPDATE board_detail SET title = 'y' WHERE board_id = '{board(5)}'")
     sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "new"}])
     with engine.begin() as connection:
-        table_watch.remember(connection, {board(5), "new"})
+        table_watch.remember(connection, sink_table.BOARD_DETAIL, {board(5), "new"})
     assert suspects(engine) == set()
     execute(engine, "DELETE FROM board_detail WHERE board_id = 'new'")
     assert suspects(engine) == {"new"}
     with engine.begin() as connection:
-        table_watch.remember(connection, {"new"})  # gone: forgotten, its bucket's totals moved
+        table_watch.remember(
+            connection, sink_table.BOARD_DETAIL, {"new"}
+        )  # gone: forgotten, its bucket's totals moved
     assert suspects(engine) == set()
 
 
@@ -136,19 +138,21 @@ def test_rows_of_boards_re_checked_anyway_are_not_suspects(engine: Engine) -> No
     execute(engine, f"UPDATE board_detail SET title = 'newer' WHERE board_id = '{board(5)}'")
     sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "new"}])
     with engine.connect() as connection:
-        assert table_watch.suspects(connection, {board(5), "new"}) == set()
+        assert table_watch.suspects(connection, sink_table.BOARD_DETAIL, {board(5), "new"}) == set()
     execute(engine, f"DELETE FROM board_detail WHERE board_id = '{board(6)}'")
     with engine.connect() as connection:
-        assert table_watch.suspects(connection, {board(5), "new"}) == {board(6)}
+        assert table_watch.suspects(connection, sink_table.BOARD_DETAIL, {board(5), "new"}) == {
+            board(6)
+        }
 
 
 def watch_once(engine: Engine, rows: int, known: set[str] = frozenset()) -> tuple[set[str], int]:
     """One incremental run's watch with slices of ``rows`` rows: its suspects, remembered as
     re-checked, and how many rows its slice held."""
-    seen = table_watch.look(engine, rows)
+    seen = table_watch.look(engine, sink_table.BOARD_DETAIL, rows)
     with engine.begin() as connection:
-        found = table_watch.suspects(connection, known, seen)
-        table_watch.remember(connection, found | known)
+        found = table_watch.suspects(connection, sink_table.BOARD_DETAIL, known, seen)
+        table_watch.remember(connection, sink_table.BOARD_DETAIL, found | known)
         table_watch.advance(connection, seen.within)
     return found, seen.rows
 
@@ -182,7 +186,7 @@ def test_a_table_larger_than_a_slice_is_watched_one_slice_per_run(
     for i in range(6):
         caplog.clear()
         runs.append(watch_once(engine, 70, {ids[1], ids[200]} if i == 0 else set()))
-        drilled.append([int(r.args[0]) for r in caplog.records if "buckets differ" in r.msg])
+        drilled.append([int(r.args[1]) for r in caplog.records if "buckets differ" in r.msg])
     assert runs == [
         ({first}, 70),
         (set(), 70),
@@ -210,9 +214,11 @@ def test_a_slices_expected_digests_walk_its_range_not_every_remembered_row(
     sink_table.create(created)
     table_watch.create(created)
     sink_table.upsert(created, [make_row(i) for i in range(2_000)])
-    staged = table_watch.stage_all(created)
+    staged = table_watch.stage_all(created, sink_table.BOARD_DETAIL)
     with created.begin() as connection:
-        table_watch.remember_all(connection, staged)  # bulk loaded, then analysed
+        table_watch.remember_all(
+            connection, sink_table.BOARD_DETAIL, staged
+        )  # bulk loaded, then analysed
         connection.execute(  # a row without a board id, remembered: in every slice, once
             table_watch.reconcile_row.insert().values(
                 board_id=table_checks.NULL_BOARD_ID, bucket=0, rows=1, high=0, low=0
@@ -270,10 +276,14 @@ def test_a_look_says_which_ids_its_slice_spanned(engine: Engine) -> None:
                 sa.text("SELECT board_id FROM board_detail ORDER BY board_id")
             ).scalars()
         )
-    assert table_watch.look(engine, 300).as_json() == {"after": None, "through": None, "rows": 300}
+    assert table_watch.look(engine, sink_table.BOARD_DETAIL, 300).as_json() == {
+        "after": None,
+        "through": None,
+        "rows": 300,
+    }
     records = []
     for _ in range(3):
-        seen = table_watch.look(engine, 200)
+        seen = table_watch.look(engine, sink_table.BOARD_DETAIL, 200)
         with engine.begin() as connection:
             table_watch.advance(connection, seen.within)
         records.append(seen.as_json())
@@ -329,9 +339,9 @@ def test_remembered_rows_of_a_rowid_table_move_into_board_id_order(tmp_path) -> 
         "CREATE INDEX ix_reconcile_row_bucket ON reconcile_row (bucket)",
     )
     table_watch.metadata.create_all(engine)  # the other tables, beside the old reconcile_row
-    staged = table_watch.stage_all(engine)
+    staged = table_watch.stage_all(engine, sink_table.BOARD_DETAIL)
     with engine.begin() as connection:
-        table_watch.remember_all(connection, staged)
+        table_watch.remember_all(connection, sink_table.BOARD_DETAIL, staged)
         remembered = connection.execute(sa.text("SELECT * FROM reconcile_row")).all()
     assert "WITHOUT ROWID" not in ddl(engine, "reconcile_row")
 

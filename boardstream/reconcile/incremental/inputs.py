@@ -42,6 +42,7 @@ from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.snapshot import Offsets, Snapshot, retained
 from boardstream.reconcile.target import DEAD_LETTERED, UNMATCHED, ReconcileTarget
 from boardstream.settings import Settings
+from boardstream.sink.table import SinkTable
 from boardstream.timing import phase
 
 log = logging.getLogger(__name__)
@@ -272,9 +273,9 @@ def inputs_for(
     )
 
 
-def _look(engine: Engine, rows: int) -> table_watch.Look:
+def _look(engine: Engine, table: SinkTable, rows: int) -> table_watch.Look:
     with phase("reconcile: the table's bucket digests"):
-        return table_watch.look(engine, rows)
+        return table_watch.look(engine, table, rows)
 
 
 def _positions(table: pa.Table, columns: tuple[str, str]) -> list[Position]:
@@ -338,7 +339,8 @@ class Checked:
     expected_rows: int  # how many of those rows the checks expect
     waiting: list[str]  # the oldest waiting boards, as the summary lists them
     covered: dict[str, dict[str, list[int]]]  # per topic and partition, the offsets read
-    table_slice: dict[str, object]  # the rows of board_detail looked at (Look.as_json)
+    table_slice: dict[str, object]  # the rows of the table looked at (Look.as_json)
+    table: SinkTable  # the table whose rows it re-checked, remembered once stored
 
 
 def check(
@@ -393,7 +395,9 @@ def check(
     # none, or already among the keys, whose closure is then the same: only when they add a
     # board are the checks run again.
     with ThreadPoolExecutor(1, thread_name_prefix="bucket-digests") as pool:
-        table_look = pool.submit(_look, connection.engine, settings.reconcile_watch_rows)
+        table_look = pool.submit(
+            _look, connection.engine, target.table, settings.reconcile_watch_rows
+        )
         with phase("reconcile: the new records"):
             new, snapshot = read_new(spark, settings, target, snapshot, cursor)
         found_unseen = expired.new_unseen(target, cursor, snapshot.earliest)
@@ -408,7 +412,7 @@ def check(
         inputs, found = checked(keys)
         with phase("reconcile: the boards whose rows changed"):
             seen = table_look.result()
-            changed = table_watch.suspects(connection, seeded.boards, seen)
+            changed = table_watch.suspects(connection, target.table, seeded.boards, seen)
     if not changed <= keys.boards:
         log.info(
             "%d boards whose rows changed unasked: the checks again with them",
@@ -429,6 +433,7 @@ def check(
         arrow_checks.waiting_now(waiting, now_ms, options),
         ledger.covered(cursor, snapshot.latest),
         seen.as_json(),
+        target.table,
     )
 
 
@@ -448,7 +453,7 @@ def store(connection: Connection, checked: Checked, wait_s: float) -> None:
     with phase("reconcile: the facts, the rows as checked and the ledger"):
         digest_ledger.add_unseen(connection, checked.found_unseen)
         fact_store.replace(connection, checked.keys, checked.found)
-        table_watch.remember(connection, checked.keys.boards)
+        table_watch.remember(connection, checked.table, checked.keys.boards)
         table_watch.advance(connection, checked.seen.within)
         baseline.record(connection, checked.new, checked.latest)
     log.info(

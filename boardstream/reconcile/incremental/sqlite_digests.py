@@ -21,7 +21,7 @@ import subprocess
 import sys
 from typing import Any
 
-NULL_BUCKET = -1  # the rows without a board id
+NULL_BUCKET = -1  # the rows without an id
 MASK_64 = 2**64 - 1  # a signed 64-bit digest as the unsigned row digest
 DIGEST = "boardstream_digest64"
 BUCKET = "boardstream_bucket"
@@ -39,14 +39,14 @@ def digest64(canonical: bytes | None) -> int | None:
     return _SIGNED_64.unpack_from(hashlib.sha256(canonical).digest())[0]
 
 
-def bucket_of_bytes(board_id: bytes, buckets: int) -> int:
-    """The first 32 bits of SHA-256 of the board id's bytes, unsigned, modulo ``buckets``."""
-    return _UNSIGNED_32.unpack_from(hashlib.sha256(board_id).digest())[0] % buckets
+def bucket_of_bytes(record_id: bytes, buckets: int) -> int:
+    """The first 32 bits of SHA-256 of the id's bytes, unsigned, modulo ``buckets``."""
+    return _UNSIGNED_32.unpack_from(hashlib.sha256(record_id).digest())[0] % buckets
 
 
-def _bucket(board_id: bytes | None, buckets: int) -> int | None:
+def _bucket(record_id: bytes | None, buckets: int) -> int | None:
     """:func:`bucket_of_bytes` as an SQL function: NULL for NULL."""
-    return None if board_id is None else bucket_of_bytes(board_id, buckets)
+    return None if record_id is None else bucket_of_bytes(record_id, buckets)
 
 
 def register(dbapi_connection: Any, buckets: int | None = None) -> None:
@@ -67,8 +67,8 @@ def _bucket_folder(buckets: int) -> type:
         def __init__(self) -> None:
             self.folded: dict[int, list[int]] = {}
 
-        def step(self, board_id: bytes | None, canonical: bytes) -> None:
-            bucket = NULL_BUCKET if board_id is None else bucket_of_bytes(board_id, buckets)
+        def step(self, record_id: bytes | None, canonical: bytes) -> None:
+            bucket = NULL_BUCKET if record_id is None else bucket_of_bytes(record_id, buckets)
             digest = digest64(canonical) & MASK_64  # the row digest, as rows are read
             totals = self.folded.get(bucket)
             if totals is None:

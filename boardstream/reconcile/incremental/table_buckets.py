@@ -1,4 +1,4 @@
-"""``board_detail``'s per-bucket digests, computed by the database (issue #22).
+"""A sink table's per-bucket digests, computed by the database (issue #22).
 
 An incremental reconciliation verifies each row once, against the record it names, and keeps a
 running digest per bucket of the rows it verified. Tampering with a row verified long ago is then
@@ -8,7 +8,7 @@ and only the buckets that differ are drilled into (:func:`rows_in_buckets`).
 
 Definitions (per dialect; digests of one database are comparable with that database's only):
 
-- **canonical row**: every stored column but ``loaded_at`` (``sink_table.COLUMNS``, in order) as
+- **canonical row**: every stored column but ``loaded_at`` (:attr:`SinkTable.columns`, in order) as
   one JSON array: strings quoted and escaped, numbers bare, NULL as ``null``. Moving text across
   columns, NULL against ``''`` or ``'null'``, 1 against ``'1'`` never give the same text.
   PostgreSQL: ``json_build_array(...)::text``; SQLite: ``json_array(...)``, a BLOB (SQLite stores
@@ -19,9 +19,10 @@ Definitions (per dialect; digests of one database are comparable with that datab
   query's connection (:mod:`.sqlite_digests`). A sum of digests is a checksum, not a
   seal: it finds accidental or careless changes, not a forger who knows the scheme (who could
   as well write the ledger).
-- **bucket**: the first 32 bits of SHA-256 of ``board_id`` (UTF-8), unsigned, modulo the bucket
-  count: a board's row stays in its bucket whatever its content, and :func:`bucket_of` gives the
-  same bucket in Python and in either database.
+- **bucket**: the first 32 bits of SHA-256 of the row's key (:attr:`SinkTable.key`, the stream
+  record's id, UTF-8), unsigned, modulo the bucket count: a record's row stays in its bucket
+  whatever its content, and :func:`bucket_of` gives the same bucket in Python and in either
+  database.
 - **bucket digest**: its row count and the exact sum of its rows' digests. PostgreSQL sums the
   digests' two 32-bit halves apart, each below 2**32 per row, so a bucket of even 2**31 rows
   cannot overflow a 64-bit SUM; Python recombines them (``2**32 * high + low``). SQLite folds
@@ -47,7 +48,7 @@ from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.reconcile.incremental import sqlite_digests
 from boardstream.reconcile.incremental.sqlite_digests import MASK_64, NULL_BUCKET
-from boardstream.sink import table as sink_table
+from boardstream.sink.table import SinkTable
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +81,10 @@ EMPTY = BucketDigest(0, 0)
 
 @dataclass(frozen=True)
 class IdRange:
-    """The rows whose board id is above ``after`` and at most ``through`` (None: unbounded on
-    that side), and the rows without a board id: a slice of the table that the primary key's
-    index reaches without a scan of the rest, ordered as the database orders the ids."""
+    """The rows whose key (the stream record's id) is above ``after`` and at most ``through``
+    (None: unbounded on that side), and the rows without one: a slice of the table that the
+    primary key's index reaches without a scan of the rest, ordered as the database orders the
+    ids."""
 
     after: str | None = None
     through: str | None = None
@@ -91,16 +93,16 @@ class IdRange:
     def whole(self) -> bool:
         return self.after is None and self.through is None
 
-    def where(self, missing: str | None = "board_id IS NULL") -> tuple[str, dict[str, str]]:
-        """The SQL condition on ``board_id`` and its parameters; ``missing`` is how a row
-        without a board id is told (a ledger stores one under a name of its own), None where
-        no such row can be."""
+    def where(self, missing: str | None, key: str) -> tuple[str, dict[str, str]]:
+        """The SQL condition on the column ``key`` and its parameters; ``missing`` is how a row
+        without an id is told (a ledger stores one under a name of its own), None where no such
+        row can be."""
         bounds, params = [], {}
         if self.after is not None:
-            bounds.append("board_id > :range_after")
+            bounds.append(f"{key} > :range_after")
             params["range_after"] = self.after
         if self.through is not None:
-            bounds.append("board_id <= :range_through")
+            bounds.append(f"{key} <= :range_through")
             params["range_through"] = self.through
         if not bounds:
             return "1 = 1", params
@@ -119,9 +121,9 @@ class RowDigest:
     digest: int
 
 
-def bucket_of(board_id: str, buckets: int = DEFAULT_BUCKETS) -> int:
-    """The bucket of ``board_id``, as both databases compute it."""
-    return sqlite_digests.bucket_of_bytes(board_id.encode("utf-8"), buckets)
+def bucket_of(record_id: str, buckets: int = DEFAULT_BUCKETS) -> int:
+    """The bucket of ``record_id``, as both databases compute it."""
+    return sqlite_digests.bucket_of_bytes(record_id.encode("utf-8"), buckets)
 
 
 def totals(rows: Iterable[RowDigest]) -> dict[int, BucketDigest]:
@@ -148,17 +150,20 @@ def differing_rows(expected: Mapping[str, RowDigest], actual: Mapping[str, RowDi
     """The board ids, in order, whose rows differ: changed, missing or not expected. The last
     step of a drill-down, given what the drilled buckets' rows should be."""
     return sorted(
-        board_id
-        for board_id in expected.keys() | actual.keys()
-        if expected.get(board_id) != actual.get(board_id)
+        record_id
+        for record_id in expected.keys() | actual.keys()
+        if expected.get(record_id) != actual.get(record_id)
     )
 
 
 def bucket_digests(
-    engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS, within: IdRange = WHOLE
+    engine: Engine | Connection,
+    table: SinkTable,
+    buckets: int = DEFAULT_BUCKETS,
+    within: IdRange = WHOLE,
 ) -> dict[int, BucketDigest]:
-    """Every non-empty bucket's digest, from one query over the table's rows ``within`` a range
-    of board ids (the whole table by default): the database reads and hashes those rows, and
+    """Every non-empty bucket's digest, from one query over ``table``'s rows ``within`` a range
+    of ids (the whole table by default): the database reads and hashes those rows, and
     only one small row per bucket crosses the wire. PostgreSQL groups them (``GROUP BY``);
     SQLite folds each row into its bucket in one registered aggregate (one Python call a row
     instead of a bucket call, a digest call and a sort); given an Engine (a connection of its
@@ -166,16 +171,18 @@ def bucket_digests(
     _check_buckets(buckets)
     with connected(engine) as connection:
         dialect = _prepare(connection)
-        condition, params = _where(connection, within)
+        named = _Named.of(connection, table)
+        condition, params = _where(connection, named, within)
         if dialect == "sqlite":
             apart = _file_of(engine)
-            result = _sqlite_bucket_digests(connection, buckets, condition, params, apart)
+            result = _sqlite_bucket_digests(connection, named, buckets, condition, params, apart)
         else:
             rows = connection.execute(
                 sa.text(
                     "SELECT bucket, count(*), sum((digest >> 32) & 4294967295), "
                     f"sum(digest & 4294967295) FROM ("
-                    f"{_digests_select(dialect, buckets, where=condition)}) AS d GROUP BY bucket"
+                    f"{_digests_select(dialect, named, buckets, where=condition)}) AS d "
+                    "GROUP BY bucket"
                 ),
                 params,
             )
@@ -183,12 +190,13 @@ def bucket_digests(
                 int(bucket): BucketDigest(int(count), _HALF * int(high) + int(low))
                 for bucket, count, high, low in rows
             }
-    logger.debug("board_detail: %d buckets of %d hold rows", len(result), buckets)
+    logger.debug("%s: %d buckets of %d hold rows", table.table.name, len(result), buckets)
     return result
 
 
 def _sqlite_bucket_digests(
     connection: Connection,
+    named: _Named,
     buckets: int,
     condition: str,
     params: dict[str, str],
@@ -199,10 +207,10 @@ def _sqlite_bucket_digests(
     this interpreter's lock."""
 
     def fold(tagged: bool) -> str | None:
-        canonical = _canonical_sql("sqlite", sink_table.COLUMNS, tagged)
+        canonical = _canonical_sql("sqlite", named.columns, tagged)
         query = (
-            f"SELECT {sqlite_digests.BUCKET_DIGESTS}(CAST(board_id AS BLOB), "
-            f"CAST({canonical} AS BLOB)) FROM {sink_table.board_detail.name} WHERE {condition}"
+            f"SELECT {sqlite_digests.BUCKET_DIGESTS}(CAST({named.key} AS BLOB), "
+            f"CAST({canonical} AS BLOB)) FROM {named.table} WHERE {condition}"
         )
         if apart is not None:
             return sqlite_digests.fold_apart(apart, query, params, buckets)
@@ -231,50 +239,57 @@ def _file_of(bind: Engine | Connection) -> str | None:
 
 def row_digests(
     engine: Engine | Connection,
-    board_ids: Iterable[str],
+    table: SinkTable,
+    record_ids: Iterable[str],
     buckets: int = DEFAULT_BUCKETS,
     within: IdRange = WHOLE,
 ) -> dict[str, RowDigest]:
-    """The digests of just these boards' rows, by primary-key lookups of ``ID_CHUNK`` ids: what an
-    incremental run adds to its running totals for the rows it has just verified. Given the
-    Connection the rows were verified through, the digests are of the rows it read (same
-    transaction, same snapshot), not of a later write. A board without a row, or outside
+    """The digests of just these records' rows, by primary-key lookups of ``ID_CHUNK`` ids:
+    what an incremental run adds to its running totals for the rows it has just verified.
+    Given the Connection the rows were verified through, the digests are of the rows it read
+    (same transaction, same snapshot), not of a later write. An id without a row, or outside
     ``within``, is absent."""
     _check_buckets(buckets)
     result: dict[str, RowDigest] = {}
     with connected(engine) as connection:
         dialect = _prepare(connection)
-        condition, params = _where(connection, within)
+        named = _Named.of(connection, table)
+        condition, params = _where(connection, named, within)
 
         def statement(tagged: bool) -> sa.TextClause:
             return sa.text(
-                f"{_digests_select(dialect, buckets, fence=False, tagged=tagged)} "
-                f"WHERE board_id IN :ids AND {condition}"
+                f"{_digests_select(dialect, named, buckets, fence=False, tagged=tagged)} "
+                f"WHERE {named.key} IN :ids AND {condition}"
             ).bindparams(sa.bindparam("ids", expanding=True))
 
-        for chunk in database.chunks(sorted(set(board_ids)), ID_CHUNK):
+        for chunk in database.chunks(sorted(set(record_ids)), ID_CHUNK):
             result.update(_row_digests(connection, statement, {"ids": chunk, **params}))
     return result
 
 
-def every_row(engine: Engine | Connection, buckets: int = DEFAULT_BUCKETS) -> dict[str, RowDigest]:
-    """Every row's digest, by board (one of a board's duplicate rows; a row without a board id
-    under None, in :data:`NULL_BUCKET`): what a full run remembers."""
+def every_row(
+    engine: Engine | Connection, table: SinkTable, buckets: int = DEFAULT_BUCKETS
+) -> dict[str, RowDigest]:
+    """Every row's digest, by id (one of an id's duplicate rows; a row without an id under
+    None, in :data:`NULL_BUCKET`): what a full run remembers."""
     _check_buckets(buckets)
     with connected(engine) as connection:
         dialect = _prepare(connection)
+        named = _Named.of(connection, table)
         return _row_digests(
-            connection, lambda tagged: sa.text(_digests_select(dialect, buckets, tagged=tagged))
+            connection,
+            lambda tagged: sa.text(_digests_select(dialect, named, buckets, tagged=tagged)),
         )
 
 
 def rows_in_buckets(
     engine: Engine | Connection,
+    table: SinkTable,
     buckets_wanted: Iterable[int],
     buckets: int = DEFAULT_BUCKETS,
     within: IdRange = WHOLE,
 ) -> dict[str, RowDigest]:
-    """Every row of the wanted buckets (``within`` a range of board ids), with its digest: the
+    """Every row of the wanted buckets (``within`` a range of ids), with its digest: the
     drill-down into buckets that differ. One scan of the range (the bucket is computed, not
     stored), hashing only the rows of the wanted buckets."""
     _check_buckets(buckets)
@@ -283,43 +298,49 @@ def rows_in_buckets(
         return {}
     with connected(engine) as connection:
         dialect = _prepare(connection)
-        condition, params = _where(connection, within)
+        named = _Named.of(connection, table)
+        condition, params = _where(connection, named, within)
 
         def statement(tagged: bool) -> sa.TextClause:
             return sa.text(
-                f"{_digests_select(dialect, buckets, fence=False, tagged=tagged)} "
-                f"WHERE {condition} AND {_bucket_sql(dialect, buckets)} IN :wanted"
+                f"{_digests_select(dialect, named, buckets, fence=False, tagged=tagged)} "
+                f"WHERE {condition} AND {_bucket_sql(dialect, named, buckets)} IN :wanted"
             ).bindparams(sa.bindparam("wanted", expanding=True))
 
         return _row_digests(connection, statement, {"wanted": wanted, **params})
 
 
-def id_after(engine: Engine | Connection, after: str | None, rows: int) -> str | None:
-    """The ``rows``-th board id above ``after`` (from the first when None), in the database's
+def id_after(
+    engine: Engine | Connection, table: SinkTable, after: str | None, rows: int
+) -> str | None:
+    """The ``rows``-th id above ``after`` (from the first when None), in the database's
     order, by a walk of the primary key's index; None when fewer rows follow: where a slice of
     ``rows`` rows starting after ``after`` ends."""
     if rows < 1:
         raise BoardstreamError(f"a slice holds at least one row, not {rows}")
-    condition = "board_id IS NOT NULL" if after is None else "board_id > :after"
     with connected(engine) as connection:
+        named = _Named.of(connection, table)
+        key = named.key
+        condition = f"{key} IS NOT NULL" if after is None else f"{key} > :after"
         return connection.execute(
             sa.text(
-                f"SELECT board_id FROM {sink_table.board_detail.name} WHERE {condition} "
-                "ORDER BY board_id LIMIT 1 OFFSET :skip"
+                f"SELECT {key} FROM {named.table} WHERE {condition} "
+                f"ORDER BY {key} LIMIT 1 OFFSET :skip"
             ),
             {"after": after, "skip": rows - 1},
         ).scalar()
 
 
-def _where(connection: Connection, within: IdRange) -> tuple[str, dict[str, str]]:
-    """``within``'s condition on the table. Rows without a board id only where the table lets
-    them in: a key (or NOT NULL) keeps them out, and a test for them would scan the table
-    instead of walking the key's index."""
+def _where(connection: Connection, named: _Named, within: IdRange) -> tuple[str, dict[str, str]]:
+    """``within``'s condition on the table. Rows without an id only where the table lets them
+    in: a key (or NOT NULL) keeps them out, and a test for them would scan the table instead of
+    walking the key's index."""
+    missing = f"{named.key} IS NULL"
     if within.whole:
-        return within.where()
-    columns = sa.inspect(connection).get_columns(sink_table.board_detail.name)
-    nullable = next(c["nullable"] for c in columns if c["name"] == "board_id")
-    return within.where("board_id IS NULL" if nullable else None)
+        return within.where(missing, named.key)
+    columns = sa.inspect(connection).get_columns(named.name)
+    nullable = next(c["nullable"] for c in columns if c["name"] == named.key_name)
+    return within.where(missing if nullable else None, named.key)
 
 
 def connected(bind: Engine | Connection) -> AbstractContextManager[Connection]:
@@ -334,29 +355,33 @@ def _row_digests(
     statement: Callable[[bool], sa.TextClause],
     params: Mapping[str, Any] | None = None,
 ) -> dict[str, RowDigest]:
-    """The rows (board_id, bucket, digest) ``statement`` selects, by board; BLOBs tagged only
+    """The rows (record_id, bucket, digest) ``statement`` selects, by board; BLOBs tagged only
     when the table holds one (:func:`_blob_tagged_if_needed`)."""
 
     def read(tagged: bool) -> dict[str, RowDigest]:
         return {
-            board_id: RowDigest(int(bucket), int(digest) & MASK_64)
-            for board_id, bucket, digest in connection.execute(statement(tagged), params)
+            record_id: RowDigest(int(bucket), int(digest) & MASK_64)
+            for record_id, bucket, digest in connection.execute(statement(tagged), params)
         }
 
     return _blob_tagged_if_needed(read)
 
 
 def _digests_select(
-    dialect: str, buckets: int, fence: bool = True, where: str = "", tagged: bool = False
+    dialect: str,
+    named: _Named,
+    buckets: int,
+    fence: bool = True,
+    where: str = "",
+    tagged: bool = False,
 ) -> str:
-    """``SELECT board_id, bucket, digest FROM board_detail [WHERE where]``, the digest a signed
-    64-bit integer (its two's complement is the row digest). ``fence`` keeps the database from
+    """``SELECT key, bucket, digest FROM table [WHERE where]``, the digest a signed 64-bit
+    integer (its two's complement is the row digest). ``fence`` keeps the database from
     inlining it into an outer query, which would hash each row twice (once per half);
     ``tagged``: see :func:`_canonical_sql`."""
-    columns = list(sink_table.COLUMNS)
     select = (
-        f"SELECT board_id, {_bucket_sql(dialect, buckets)} AS bucket, "
-        f"{_digest_sql(dialect, columns, tagged)} AS digest FROM {sink_table.board_detail.name}"
+        f"SELECT {named.key}, {_bucket_sql(dialect, named, buckets)} AS bucket, "
+        f"{_digest_sql(dialect, named.columns, tagged)} AS digest FROM {named.table}"
     )
     if where:
         select = f"{select} WHERE {where}"
@@ -398,17 +423,18 @@ def _blob_tagged_if_needed(read: Callable[[bool], T]) -> T:
     except (sa.exc.OperationalError, sqlite3.OperationalError) as error:
         if _JSON_BLOB not in str(getattr(error, "orig", error)):
             raise
-    logger.info("board_detail holds a BLOB value: its rows digested with BLOBs tagged")
+    logger.info("the table holds a BLOB value: its rows digested with BLOBs tagged")
     return read(True)
 
 
-def _bucket_sql(dialect: str, buckets: int) -> str:
-    """The bucket of the row's board id; :data:`NULL_BUCKET` for a row without one (SQLite
-    lets a NULL into a non-integer primary key)."""
+def _bucket_sql(dialect: str, named: _Named, buckets: int) -> str:
+    """The bucket of the row's id; :data:`NULL_BUCKET` for a row without one (SQLite lets a
+    NULL into a non-integer primary key)."""
+    key = named.key
     if dialect == "postgresql":
-        bucket = f"(('x' || left({_pg_sha256_hex('board_id')}, 8))::bit(32)::bigint % {buckets})"
+        bucket = f"(('x' || left({_pg_sha256_hex(key)}, 8))::bit(32)::bigint % {buckets})"
     else:
-        bucket = f"{sqlite_digests.BUCKET}(CAST(board_id AS BLOB), {buckets})"
+        bucket = f"{sqlite_digests.BUCKET}(CAST({key} AS BLOB), {buckets})"
     return f"coalesce({bucket}, {NULL_BUCKET})"
 
 
@@ -422,8 +448,30 @@ def _prepare(connection: Connection) -> str:
     if dialect == "sqlite":
         sqlite_digests.register(connection.connection.dbapi_connection)
     elif dialect != "postgresql":
-        raise BoardstreamError(f"board_detail digests support PostgreSQL and SQLite, not {dialect}")
+        raise BoardstreamError(f"table digests support PostgreSQL and SQLite, not {dialect}")
     return dialect
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A sink table's names as this dialect's SQL writes them (quoted where it must)."""
+
+    name: str  # the table's, unquoted
+    table: str
+    key_name: str  # the key column's, unquoted
+    key: str
+    columns: tuple[str, ...]  # every stored column but the load time, in order
+
+    @classmethod
+    def of(cls, connection: Connection, table: SinkTable) -> _Named:
+        quote = connection.dialect.identifier_preparer.quote
+        return cls(
+            table.table.name,
+            quote(table.table.name),
+            table.key,
+            quote(table.key),
+            tuple(quote(column) for column in table.columns),
+        )
 
 
 def _check_buckets(buckets: int) -> None:

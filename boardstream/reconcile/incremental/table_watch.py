@@ -1,6 +1,6 @@
-"""Old rows still watched (#22): ``board_detail`` as each run last checked it, per board and per
-bucket, so an incremental run finds the boards whose rows changed since without re-reading a
-topic.
+"""Old rows still watched (#22): the sink table as each run last checked it, per record id (a
+board) and per bucket, so an incremental run finds the boards whose rows changed since without
+re-reading a topic.
 
 After a run checks some boards it remembers their rows' digests (:func:`remember`; a full run
 all of them, staged ahead of its transaction, :func:`stage_all` and :func:`remember_all`) and
@@ -43,7 +43,7 @@ from boardstream.reconcile.incremental.table_buckets import (
     IdRange,
     RowDigest,
 )
-from boardstream.sink import table as sink_table
+from boardstream.sink.table import SinkTable
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +86,9 @@ reconcile_table_slice = sa.Table(
     sa.Column("through", sa.Text, nullable=False),
 )
 _HALF = 2**32
-# The ledger's name for rows without a board id, as a condition of IdRange.where.
-_MISSING = "board_id = :null_board_id"
+# The remembered rows' id column, and its name for rows without an id (IdRange.where's).
+_ID = "board_id"
+_MISSING = f"{_ID} = :null_board_id"
 
 
 @dataclass(frozen=True)
@@ -119,16 +120,16 @@ def create(engine: Engine) -> None:
     metadata.create_all(engine)
 
 
-def look(bind: Engine | Connection, rows: int) -> Look:
-    """The next slice of at most ``rows`` rows after where the last run's ended (the whole
-    table when it holds no more), and its bucket digests computed by the database."""
+def look(bind: Engine | Connection, table: SinkTable, rows: int) -> Look:
+    """The next slice of at most ``rows`` rows of ``table`` after where the last run's ended
+    (the whole table when it holds no more), and its bucket digests computed by the database."""
     with table_buckets.connected(bind) as connection:
         after = connection.execute(sa.select(reconcile_table_slice.c.through)).scalar()
-        through = table_buckets.id_after(connection, after, rows)
-        if through is not None and table_buckets.id_after(connection, through, 1) is None:
+        through = table_buckets.id_after(connection, table, after, rows)
+        if through is not None and table_buckets.id_after(connection, table, through, 1) is None:
             through = None  # the slice ends with the last id: it runs to the end
     within = WHOLE if after is None and through is None else IdRange(after, through)
-    return Look(within, table_buckets.bucket_digests(bind, within=within))
+    return Look(within, table_buckets.bucket_digests(bind, table, within=within))
 
 
 def advance(connection: Connection, within: IdRange) -> None:
@@ -140,7 +141,7 @@ def advance(connection: Connection, within: IdRange) -> None:
 
 
 def suspects(
-    connection: Connection, known: Iterable[str] = (), seen: Look | None = None
+    connection: Connection, table: SinkTable, known: Iterable[str] = (), seen: Look | None = None
 ) -> set[str]:
     """The boards whose rows changed since they were last checked: in the buckets whose digests
     differ from the remembered ones, each board whose row digest differs, is new or is gone,
@@ -154,26 +155,27 @@ def suspects(
     ``seen``: the slice the run looks at and its bucket digests (:func:`look`), when the caller
     took them already, on a connection of its own while it did other work; default: the whole
     table, now."""
+    name = table.table.name
     remembered_schema = connection.execute(sa.select(reconcile_table_schema.c.signature)).scalar()
-    if remembered_schema != _signature(connection):
+    if remembered_schema != _signature(connection, table):
         r = reconcile_row.c
         every = set(connection.execute(sa.select(r.board_id)).scalars())
-        every |= {b or NULL_BOARD_ID for b in table_buckets.every_row(connection)}
-        log.info("board_detail: its columns' types changed; all %d boards re-checked", len(every))
+        every |= {b or NULL_BOARD_ID for b in table_buckets.every_row(connection, table)}
+        log.info("%s: its columns' types changed; all %d ids re-checked", name, len(every))
         return every
     if seen is None:
-        seen = Look(WHOLE, table_buckets.bucket_digests(connection))
+        seen = Look(WHOLE, table_buckets.bucket_digests(connection, table))
     within, actual = seen.within, seen.digests
     expected = _expected(connection, within)
     known = sorted(set(known))
     for row in _remembered(connection, known, within).values():
         expected[row.bucket] = expected.get(row.bucket, EMPTY).minus(row.digest)
-    for row in table_buckets.row_digests(connection, known, within=within).values():
+    for row in table_buckets.row_digests(connection, table, known, within=within).values():
         expected[row.bucket] = expected.get(row.bucket, EMPTY).plus(row.digest)
     differ = table_buckets.differing_buckets(expected, actual)
     if not differ:
         return set()
-    condition, params = within.where(_MISSING)
+    condition, params = within.where(_MISSING, _ID)
     remembered = {
         board_id: RowDigest(bucket, _HALF * high + low)
         for board_id, bucket, high, low in connection.execute(
@@ -187,7 +189,7 @@ def suspects(
     present = {
         NULL_BOARD_ID if board_id is None else board_id: row
         for board_id, row in table_buckets.rows_in_buckets(
-            connection, differ, within=within
+            connection, table, differ, within=within
         ).items()
     }
     changed = set(table_buckets.differing_rows(remembered, present))
@@ -203,12 +205,13 @@ def suspects(
         if actual.get(bucket, EMPTY).rows != present_per_bucket.get(bucket, 0):
             changed |= boards_in.get(bucket, set())
     log.info(
-        "board_detail: %d of %d buckets differ from the last checks (%s); %d boards re-checked",
+        "%s: %d of %d buckets differ from the last checks (%s); %d ids re-checked",
+        name,
         len(differ),
         table_buckets.DEFAULT_BUCKETS,
         "the whole table"
         if within.whole
-        else f"board ids above {within.after!r} through {within.through!r}",
+        else f"ids above {within.after!r} through {within.through!r}",
         len(changed),
     )
     return changed
@@ -223,7 +226,7 @@ def _expected(connection: Connection, within: IdRange) -> dict[int, BucketDigest
         b = reconcile_bucket.c
         rows = connection.execute(sa.select(b.bucket, b.rows, b.high, b.low))
     else:
-        condition, params = within.where(None)
+        condition, params = within.where(None, _ID)
         columns = f"SELECT bucket, rows, high, low FROM {reconcile_row.name}"
         rows = connection.execute(
             sa.text(
@@ -237,12 +240,12 @@ def _expected(connection: Connection, within: IdRange) -> dict[int, BucketDigest
     }
 
 
-def remember(connection: Connection, board_ids: Iterable[str]) -> None:
-    """The rows of ``board_ids`` as the table holds them now, in place of what was remembered
+def remember(connection: Connection, table: SinkTable, board_ids: Iterable[str]) -> None:
+    """The rows of ``board_ids`` as ``table`` holds them now, in place of what was remembered
     of them; the bucket totals moved by the difference. In the caller's transaction."""
     wanted = sorted(set(board_ids))
-    _remember_schema(connection)
-    now = table_buckets.row_digests(connection, wanted)
+    _remember_schema(connection, table)
+    now = table_buckets.row_digests(connection, table, wanted)
     r = reconcile_row.c
     delta: dict[int, list[int]] = {}
     for chunk in database.chunks(wanted):
@@ -277,28 +280,31 @@ def remember(connection: Connection, board_ids: Iterable[str]) -> None:
         connection.execute(statement, moved)
 
 
-def stage_all(engine: Engine) -> sa.Table:
+def stage_all(engine: Engine, table: SinkTable) -> sa.Table:
     """Every row as the table holds it now, staged ahead of a full run's transaction
     (:mod:`boardstream.staging`) for :func:`remember_all`: read and hashed before it, not while
     it holds SQLite's write lock (which also narrows the window in which a write between the
     run's read of the rows and their remembering goes unseen)."""
     rows = sorted(
-        (_row(board_id, digest) for board_id, digest in table_buckets.every_row(engine).items()),
+        (
+            _row(board_id, digest)
+            for board_id, digest in table_buckets.every_row(engine, table).items()
+        ),
         key=lambda row: row["board_id"],
     )
     schema = pa.schema(
         [("board_id", pa.string())] + [(c, pa.int64()) for c in ("bucket", "rows", "high", "low")]
     )
     staged = staging.stage(engine, reconcile_row, pa.Table.from_pylist(rows, schema))
-    log.info("board_detail: %d boards' rows staged", len(rows))
+    log.info("%s: %d ids' rows staged", table.table.name, len(rows))
     return staged
 
 
-def remember_all(connection: Connection, staged: sa.Table) -> None:
-    """Every row as :func:`stage_all` read it, in place of everything remembered: a full
-    run's. In the caller's transaction."""
+def remember_all(connection: Connection, table: SinkTable, staged: sa.Table) -> None:
+    """Every row of ``table`` as :func:`stage_all` read it, in place of everything remembered:
+    a full run's. In the caller's transaction."""
     connection.execute(reconcile_bucket.delete())
-    _remember_schema(connection)
+    _remember_schema(connection, table)
     staging.move_in(connection, staged, reconcile_row, replace=True)
     r = reconcile_row.c
     connection.execute(
@@ -314,7 +320,7 @@ def remember_all(connection: Connection, staged: sa.Table) -> None:
 def _remembered(
     connection: Connection, board_ids: list[str], within: IdRange = WHOLE
 ) -> dict[str, RowDigest]:
-    condition, params = within.where(_MISSING)
+    condition, params = within.where(_MISSING, _ID)
     query = sa.text(
         f"SELECT board_id, bucket, high, low FROM {reconcile_row.name} "
         f"WHERE board_id IN :ids AND {condition}"
@@ -327,15 +333,16 @@ def _remembered(
     return found
 
 
-def _signature(connection: Connection) -> str:
-    """board_detail's columns and their types, as the database describes them."""
-    columns = sa.inspect(connection).get_columns(sink_table.board_detail.name)
+def _signature(connection: Connection, table: SinkTable) -> str:
+    """``table``'s columns and their types, as the database describes them."""
+    columns = sa.inspect(connection).get_columns(table.table.name)
     return json.dumps([[c["name"], str(c["type"])] for c in columns])
 
 
-def _remember_schema(connection: Connection) -> None:
+def _remember_schema(connection: Connection, table: SinkTable) -> None:
     connection.execute(reconcile_table_schema.delete())
-    connection.execute(reconcile_table_schema.insert().values(signature=_signature(connection)))
+    signature = _signature(connection, table)
+    connection.execute(reconcile_table_schema.insert().values(signature=signature))
 
 
 def _row(board_id: str | None, digest: RowDigest) -> dict[str, int | str]:
