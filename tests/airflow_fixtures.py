@@ -200,7 +200,10 @@ def assert_data_docs_offline(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from boardstream.reconcile.evidence.expectations import TABLE
+    from boardstream.reconcile.evidence.expectations import Subject
+    from boardstream.reconcile.target import ReconcileTarget
+
+    table = Subject.of(ReconcileTarget.shipped(Settings())).table
 
     base = f"{api_server}/boardstream/data-docs/{site.name}"
     requested_urls(browser)  # drop what the login and the health page requested
@@ -225,7 +228,7 @@ def assert_data_docs_offline(
     assert {cell[3] for cell in cells} <= targets and len(cells) == min(10, len(targets))
     assert browser.save_screenshot(str(ARTIFACTS / f"{screenshots}-index.png"))
 
-    (page,) = (site / "validations").rglob(f"*-{TABLE}.html")
+    (page,) = (site / "validations").rglob(f"*-{table}.html")
     browser.get(f"{base}/{page.relative_to(site).as_posix()}")
     style = browser.execute_script(
         "return [getComputedStyle(document.querySelector('nav.navbar')).display,"

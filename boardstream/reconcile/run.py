@@ -39,7 +39,11 @@ from boardstream.reconcile.checks.spark_checks import (
 from boardstream.reconcile.checks.vocabulary import SUMMARY_ORDER
 from boardstream.reconcile.evidence import docs_store
 from boardstream.reconcile.evidence import run_ledger as ledger
-from boardstream.reconcile.evidence.expectations import ValidationReport, validate_reconciliation
+from boardstream.reconcile.evidence.expectations import (
+    Subject,
+    ValidationReport,
+    validate_reconciliation,
+)
 from boardstream.reconcile.evidence.heartbeat import Heartbeat
 from boardstream.reconcile.evidence.run_ledger import (
     FULL,
@@ -261,7 +265,7 @@ def _run(
             # A full run's outcome is known before it stores: Great Expectations runs before the
             # transaction, which on SQLite holds the one write lock (a live sink's lease renews
             # meanwhile); an incremental run's verdict is the fact store's once stored.
-            validation = _validate(known, settings, run_id) if known else None
+            validation = _validate(known, settings, target, run_id) if known else None
             failpoint("reconcile.before_store")
             # The ledger, the facts, the cursor and the verdict in one transaction, written
             # only while this run is open and holds the ledger's lease: a run closed as
@@ -272,7 +276,7 @@ def _run(
                 ledger.hold_open(connection, run_id)
                 Leases.of(settings).fence(connection, held)
                 outcome = store(connection)
-                validation = validation or _validate(outcome, settings, run_id)
+                validation = validation or _validate(outcome, settings, target, run_id)
                 result = RunResult(
                     run_id,
                     outcome.reconciliation,
@@ -494,10 +498,13 @@ def _incremental(
     return None, store
 
 
-def _validate(outcome: _Outcome, settings: Settings, run_id: int) -> ValidationReport:
+def _validate(
+    outcome: _Outcome, settings: Settings, target: ReconcileTarget, run_id: int
+) -> ValidationReport:
     """The Great Expectations suite over the rows the run read (all of them in a full run)."""
     with phase("reconcile: Great Expectations"):
         report = validate_reconciliation(
+            Subject.of(target),
             outcome.reconciliation.table_snapshot,
             outcome.validated_rows,
             outcome.reconciliation.difference_sets(),

@@ -40,7 +40,6 @@ STILL_NAMING = {
     "reconcile/checks/positions.py",
     "reconcile/checks/spark_checks.py",
     "reconcile/checks/table_checks.py",
-    "reconcile/evidence/expectations.py",
     "reconcile/evidence/run_ledger.py",
     "reconcile/incremental/digest_ledger.py",
     "reconcile/incremental/fact_store.py",

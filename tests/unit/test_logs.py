@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 
 from boardstream.logs import LOG4J2, VERBOSE_ENV, spark_conf
-from boardstream.reconcile.evidence.expectations import validate_reconciliation
-from boardstream.settings import PROJECT_ROOT
+from boardstream.reconcile.evidence.expectations import Subject, validate_reconciliation
+from boardstream.reconcile.target import ReconcileTarget
+from boardstream.settings import PROJECT_ROOT, Settings
 
 
 def test_a_passing_validation_logs_nothing_from_great_expectations(
@@ -27,6 +28,7 @@ def test_a_passing_validation_logs_nothing_from_great_expectations(
     table = pd.DataFrame({"board_id": ["b1", "b2"], "member_id": [1, 2]})
     empty = pd.DataFrame({"board_id": pd.Series(dtype=object)})
     report = validate_reconciliation(
+        Subject.of(ReconcileTarget.shipped(Settings())),
         table,
         2,
         {"missing": empty, "mismatched": pd.DataFrame()},

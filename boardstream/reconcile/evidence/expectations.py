@@ -41,13 +41,35 @@ from great_expectations.data_context.types.resource_identifiers import (
 )
 from great_expectations.expectations.expectation import Expectation
 
+from boardstream.joins.schema import plural
 from boardstream.reconcile.evidence import data_docs
-
-TABLE = "board_detail"
-"""Target name of the snapshot table in outcomes and Data Docs."""
+from boardstream.reconcile.layout import ID_ROLE, KEY_ROLE
+from boardstream.reconcile.target import ReconcileTarget
 
 _SITE = "reconciliation"
 _EXPECTED_ROWS = "expected_rows"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The table a run validates, in its declaration's names: the table (the target name in
+    outcomes and Data Docs), the stream record's id column, the table key's column, and what
+    its records are called (the stream's plural: ``boards``)."""
+
+    table: str
+    id_column: str
+    key_column: str
+    records: str
+
+    @classmethod
+    def of(cls, target: ReconcileTarget) -> Subject:
+        layout = target.layout
+        return cls(
+            target.table.table.name,
+            layout.id_column,
+            layout.table_key_column,
+            plural(target.pipeline.stream.topic),
+        )
 
 
 @dataclass(frozen=True)
@@ -55,7 +77,7 @@ class ExpectationOutcome:
     """One expectation's verdict on one frame.
 
     ``expectation`` is the GX expectation type, with the column appended for column
-    expectations (``expect_column_values_to_not_be_null(member_id)``) so that two checks of the
+    expectations (``expect_column_values_to_not_be_null(order_id)``) so that two checks of the
     same type on one frame stay distinguishable.
     """
 
@@ -75,31 +97,32 @@ class ValidationReport:
 
 
 def _table_expectations(
-    rows: int, expected_rows: int, rechecked_boards: int | None
+    subject: Subject, rows: int, expected_rows: int, rechecked_boards: int | None
 ) -> list[Expectation]:
     """The table's suite: of the whole table (``rechecked_boards`` None), or of the rows of
-    the boards an incremental run re-checked, which its Data Docs say in each expectation's
-    words (GX's own sentence would call them "board_detail", the whole table). Column checks of
-    no rows are left out: GX renders them as "NaN% not null"."""
+    the records an incremental run re-checked, which its Data Docs say in each expectation's
+    words (GX's own sentence would name the whole table). Column checks of no rows are left
+    out: GX renders them as "NaN% not null"."""
+    ids, keys = subject.id_column, subject.key_column
     count = gxe.ExpectTableRowCountToEqual(value={"$PARAMETER": _EXPECTED_ROWS})
     columns: list[Expectation] = [
-        gxe.ExpectColumnValuesToBeUnique(column="board_id"),
-        gxe.ExpectColumnValuesToNotBeNull(column="board_id"),
-        gxe.ExpectColumnValuesToNotBeNull(column="member_id"),
+        gxe.ExpectColumnValuesToBeUnique(column=ids),
+        gxe.ExpectColumnValuesToNotBeNull(column=ids),
+        gxe.ExpectColumnValuesToNotBeNull(column=keys),
     ]
     if rechecked_boards is None:
         return [count, *columns]
     scope = (
-        f"the {rows:,} rows of {TABLE} of the {rechecked_boards:,} boards this incremental run "
-        "re-checked (the daily full run validates the whole table)"
+        f"the {rows:,} rows of {subject.table} of the {rechecked_boards:,} {subject.records} "
+        "this incremental run re-checked (the daily full run validates the whole table)"
     )
     count.description = (
         f"Row count of {scope}: exactly {expected_rows:,}, as their records call for"
     )
     descriptions = (
-        f"board_id unique among {scope}",
-        f"board_id never null in {scope}",
-        f"member_id never null in {scope}",
+        f"{ids} unique among {scope}",
+        f"{ids} never null in {scope}",
+        f"{keys} never null in {scope}",
     )
     for expectation, description in zip(columns, descriptions, strict=True):
         expectation.description = description
@@ -150,6 +173,7 @@ def _outcome(target: str, result: ExpectationValidationResult) -> ExpectationOut
 
 
 def validate_reconciliation(
+    subject: Subject,
     table: pd.DataFrame,
     expected_rows: int,
     differences: dict[str, pd.DataFrame],
@@ -160,20 +184,24 @@ def validate_reconciliation(
 ) -> ValidationReport:
     """Validate the snapshot and every difference set, render Data Docs, and summarise.
 
-    The snapshot must hold exactly ``expected_rows`` rows with unique, non-null ``board_id`` and
-    non-null ``member_id``; every difference set must be empty. An incremental run's snapshot is
-    the rows of the ``rechecked_boards`` boards it re-checked, and its Data Docs say so. Data
-    Docs go to ``docs_dir/run_name/``; the sites of all but the newest ``keep_runs`` runs there
-    are deleted.
+    The snapshot (the rows' ids and keys under the checks' role names, shown under the
+    ``subject``'s) must hold exactly ``expected_rows`` rows with unique, non-null ids and
+    non-null keys; every difference set must be empty. An incremental run's snapshot is the rows
+    of the ``rechecked_boards`` records it re-checked, and its Data Docs say so. Data Docs go to
+    ``docs_dir/run_name/``; the sites of all but the newest ``keep_runs`` runs there are
+    deleted.
     """
-    if TABLE in differences:
-        raise ValueError(f"difference set may not be named {TABLE!r}: that is the table")
+    name = subject.table
+    if name in differences:
+        raise ValueError(f"difference set may not be named {name!r}: that is the table")
+    table = table.rename(columns={ID_ROLE: subject.id_column, KEY_ROLE: subject.key_column})
     site = docs_dir / run_name
     context = _context(site)
     datasource = context.data_sources.add_pandas("reconciliation")
     run_id = RunIdentifier(run_name=run_name, run_time=dt.datetime.now(dt.UTC))
 
-    frames = {TABLE: (table, _table_expectations(len(table), expected_rows, rechecked_boards))}
+    table_suite = _table_expectations(subject, len(table), expected_rows, rechecked_boards)
+    frames = {name: (table, table_suite)}
     for name, frame in differences.items():
         frames[name] = (frame, [gxe.ExpectTableRowCountToEqual(value=0)])
 

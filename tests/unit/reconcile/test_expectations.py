@@ -12,12 +12,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from boardstream.joins.topics import Deployed
+from boardstream.pipelines import shipped
 from boardstream.reconcile.evidence.expectations import (
-    TABLE,
     ExpectationOutcome,
+    Subject,
     ValidationReport,
     validate_reconciliation,
 )
+from boardstream.reconcile.target import ReconcileTarget
+from boardstream.settings import Settings
+
+SUBJECT = Subject.of(ReconcileTarget.shipped(Settings()))
+TABLE = SUBJECT.table
 
 ROW_COUNT = "expect_table_row_count_to_equal"
 UNIQUE_BOARD = "expect_column_values_to_be_unique(board_id)"
@@ -47,6 +54,7 @@ def _run(
     tmp_path: Path, table: pd.DataFrame, expected_rows: int, **non_empty: pd.DataFrame
 ) -> ValidationReport:
     return validate_reconciliation(
+        SUBJECT,
         table,
         expected_rows,
         _differences(**non_empty),
@@ -122,7 +130,7 @@ def test_data_docs_load_nothing_from_the_internet(tmp_path: Path) -> None:
 def test_each_run_keeps_its_own_site_up_to_the_retention(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     for run in ("reconciliation-1", "reconciliation-2", "reconciliation-3"):
-        validate_reconciliation(_table(), 5, _differences(), docs, run, keep_runs=2)
+        validate_reconciliation(SUBJECT, _table(), 5, _differences(), docs, run, keep_runs=2)
     assert sorted(path.name for path in docs.iterdir()) == ["reconciliation-2", "reconciliation-3"]
     validations = docs / "reconciliation-2" / "validations" / "reconcile" / "board_detail"
     assert [path.name for path in validations.iterdir()] == ["reconciliation-2"]
@@ -162,13 +170,13 @@ def test_non_empty_difference_set_fails_only_itself(tmp_path: Path) -> None:
 def test_difference_set_may_not_shadow_the_table(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="board_detail"):
         validate_reconciliation(
-            _table(), 5, {TABLE: pd.DataFrame()}, tmp_path, "clash", keep_runs=1
+            SUBJECT, _table(), 5, {TABLE: pd.DataFrame()}, tmp_path, "clash", keep_runs=1
         )
 
 
-def _table_page(report: ValidationReport) -> str:
+def _table_page(report: ValidationReport, table: str = TABLE) -> str:
     site = report.data_docs_index.parent
-    (page,) = (site / "validations" / "reconcile" / TABLE).rglob("*.html")
+    (page,) = (site / "validations" / "reconcile" / table).rglob("*.html")
     return page.read_text()
 
 
@@ -177,7 +185,7 @@ def test_an_incremental_run_says_its_rows_are_not_the_whole_table(tmp_path: Path
     Observed 0" and "NaN% not null" while the table held thousands of rows."""
     empty = _table().iloc[0:0]
     report = validate_reconciliation(
-        empty, 0, _differences(), tmp_path / "a", "run-a", keep_runs=1, rechecked_boards=0
+        SUBJECT, empty, 0, _differences(), tmp_path / "a", "run-a", keep_runs=1, rechecked_boards=0
     )
     page = _table_page(report)
     assert "the 0 rows of board_detail of the 0 boards this incremental run re-checked" in page
@@ -185,7 +193,14 @@ def test_an_incremental_run_says_its_rows_are_not_the_whole_table(tmp_path: Path
     assert [o.expectation for o in report.outcomes if o.target == TABLE] == [ROW_COUNT]
 
     report = validate_reconciliation(
-        _table(), 5, _differences(), tmp_path / "b", "run-b", keep_runs=1, rechecked_boards=4
+        SUBJECT,
+        _table(),
+        5,
+        _differences(),
+        tmp_path / "b",
+        "run-b",
+        keep_runs=1,
+        rechecked_boards=4,
     )
     page = _table_page(report)
     assert "the 5 rows of board_detail of the 4 boards this incremental run re-checked" in page
@@ -200,3 +215,20 @@ def test_a_full_run_states_the_rule_for_the_whole_table(tmp_path: Path) -> None:
     report = _run(tmp_path, _table().iloc[0:0], 0)
     page = _table_page(report)
     assert "exactly" in page and "re-checked" not in page and "NaN" in page
+
+
+def test_a_declared_pipelines_suite_names_its_own_table_and_columns(tmp_path: Path) -> None:
+    """orders (issue #64): the suite checks order_customer's order_id and customer_id, read
+    from the checks' role columns, and its Data Docs call the records orders."""
+    orders = Subject.of(ReconcileTarget.of(Deployed.declared(shipped("orders"))))
+    assert orders == Subject("order_customer", "order_id", "customer_id", "orders")
+    rows = pd.DataFrame({"board_id": ["o1", "o1", "o2"], "member_id": ["c1", None, "c2"]})
+    report = validate_reconciliation(
+        orders, rows, 3, _differences(), tmp_path, "run-o", keep_runs=1, rechecked_boards=2
+    )
+    assert _failing(report) == {
+        ("expect_column_values_to_be_unique(order_id)", "order_customer"),
+        ("expect_column_values_to_not_be_null(customer_id)", "order_customer"),
+    }
+    page = _table_page(report, orders.table)
+    assert "the 3 rows of order_customer of the 2 orders this incremental run re-checked" in page
