@@ -158,13 +158,28 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         "labels": [str(run_id) for run_id in runs],
         "stacked": [True, True],
         "axes": ["reconciliation run", "source positions"],
-        "datasets": [[part, [run["counts"][part] for run in recorded]] for part in PARTS],
+        # A part of 0 is null: no bar, not a bar of minBarLength.
+        "datasets": [[part, [run["counts"][part] or None for run in recorded]] for part in PARTS],
         # Each part's count in the newest run, readable however thin its bar.
         "legend": [f"{part} {recorded[-1]['counts'][part]:,}" for part in PARTS],
     }
     bar_floor = browser.execute_script(f"return {CHART}.data.datasets.map(d => d.minBarLength)")
     assert bar_floor == [4] * len(PARTS)
-    assert [dataset[1] for dataset in drawn["datasets"][1:3]] == [[30, 41, 6, 6], [3, 4, 0, 0]]
+    joined_unmatched = [dataset[1] for dataset in drawn["datasets"][1:3]]
+    assert joined_unmatched == [[30, 41, 6, 6], [3, 4, None, None]]
+    lengths = browser.execute_script(
+        f"const chart = {CHART};"
+        "return chart.data.datasets.map((d, i) => chart.getDatasetMeta(i).data.map("
+        " bar => Math.abs(bar.y - bar.base) || 0));"
+    )
+    drawn_parts = [
+        [run_id for run_id, length in zip(runs, row, strict=True) if length > 0] for row in lengths
+    ]
+    counted = [
+        [run_id for run_id, run in zip(runs, recorded, strict=True) if run["counts"][part]]
+        for part in PARTS
+    ]
+    assert drawn_parts == counted
 
     # Hovering the failed earlier run's bar: its verdict, finish time and every part's count.
     finished = browser.find_element(

@@ -22,6 +22,8 @@
   // As the table shows it: 2026-11-23 08:35:53.
   const when = (iso) => (iso || "").slice(0, 19).replace("T", " ");
   const number = (n) => n.toLocaleString("en-US");
+  // A part's count in a run (the chart's data holds null for 0: see below).
+  const count = (datasetIndex, runIndex) => chart.series[datasetIndex].counts[runIndex];
 
   new Chart(canvas, {
     type: "bar",
@@ -29,7 +31,8 @@
       labels: runs.map((run) => String(run.run_id)),
       datasets: chart.series.map((series) => ({
         label: series.part,
-        data: series.counts,
+        // A part of 0 is no bar: minBarLength (below) would draw one of 0 too.
+        data: series.counts.map((n) => (n === 0 ? null : n)),
         backgroundColor: COLORS[series.part] || "#57606a",
         borderColor: "#ffffff",
         borderWidth: { top: 1 },
@@ -66,8 +69,8 @@
             boxHeight: 12,
             generateLabels: (c) =>
               Chart.defaults.plugins.legend.labels.generateLabels(c).map((label) => {
-                const counts = c.data.datasets[label.datasetIndex].data;
-                return { ...label, text: `${label.text} ${number(counts[counts.length - 1])}` };
+                const newest = count(label.datasetIndex, runs.length - 1);
+                return { ...label, text: `${label.text} ${number(newest)}` };
               }),
           },
         },
@@ -77,8 +80,12 @@
               const run = runs[items[0].dataIndex];
               return [`run ${run.run_id} · ${run.status}`, when(run.finished_at)];
             },
-            label: (item) => `${item.dataset.label}: ${number(item.raw)}`,
-            footer: (items) => `source: ${number(items.reduce((sum, item) => sum + item.raw, 0))}`,
+            label: (item) =>
+              `${item.dataset.label}: ${number(count(item.datasetIndex, item.dataIndex))}`,
+            footer: (items) =>
+              `source: ${number(
+                items.reduce((sum, item) => sum + count(item.datasetIndex, item.dataIndex), 0),
+              )}`,
           },
         },
       },
