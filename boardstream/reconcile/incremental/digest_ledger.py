@@ -38,12 +38,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database, staging
 from boardstream.errors import BoardstreamError
+from boardstream.reconcile.target import DEAD_LETTERED, JOINED, UNMATCHED
 
 log = logging.getLogger(__name__)
 
 metadata = sa.MetaData()
 
-HOLDERS = ("joined", "unmatched", "dead_lettered")
+HOLDERS = (JOINED, UNMATCHED, DEAD_LETTERED)
 CHUNK_PARAMETERS = 900  # bound parameters per lookup statement, under SQLite's 999
 # PostgreSQL appends of at least this many rows go through COPY into a temporary table.
 COPY_THRESHOLD = 1_000
