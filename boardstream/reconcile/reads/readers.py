@@ -411,13 +411,13 @@ def table_keys(table_read: TableRead, layout: ReconcileLayout) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class TableRead:
-    """Every row of board_detail, typed like board-detail's records; values of another type
+    """Every row of the sink table, typed like the joined records; values of another type
     are nulled here, listed in ``mismatches`` and their rows marked ``typed`` false, so they
     are reported as such rather than compared."""
 
     rows: pa.Table
     mismatches: list[TypeMismatch]
-    # board-detail's end offsets listed once the rows were read (empty: not listed). The sink
+    # The joined topic's end offsets listed once the rows were read (empty: not listed). The sink
     # loads a row after its record is written, so no row it loaded names a position at or past
     # them; one between the snapshot's end and them is a live sink's, loaded ahead of the run.
     detail_end: dict[int, int] = field(default_factory=dict)
@@ -429,7 +429,7 @@ def read_live_table(
     snapshot: Snapshot,
     board_ids: Iterable[str] | None = None,
 ) -> TableRead:
-    """:func:`read_table`, then board-detail's end offsets listed (``TableRead.detail_end``):
+    """:func:`read_table`, then the joined topic's end offsets listed (``TableRead.detail_end``):
     a live sink goes on loading rows of records written after the snapshot, which only that
     later listing tells from rows naming positions no record has."""
     read = read_table(settings, target, board_ids)
