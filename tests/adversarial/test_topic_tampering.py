@@ -228,6 +228,23 @@ def test_output_with_an_altered_member_profile(fresh: Pipeline) -> None:
     assert failures(reconcile(fresh)) == expected
 
 
+def test_a_forged_sink_dead_letter_does_not_hide_an_altered_profile(fresh: Pipeline) -> None:
+    """The member checks leave out a record the sink dead-lettered only when it names no member
+    version (it did not parse): a dead letter forged for a well-formed joined record whose
+    member fields were altered leaves it checked, and caught."""
+    (b7,) = detail_records(fresh.settings, "b7")
+    forged = {k: v for k, v in b7.items() if k not in ("detail_partition", "detail_offset")}
+    settings = fresh.settings
+    forge(settings, settings.board_detail_topic, b"b7", {**forged, "city": "Busan"})
+    partition, offset, _ = records_of(settings, settings.board_detail_topic, "b7")[-1]
+    refused = {
+        **dead_letter(settings, partition, offset),
+        "source_topic": settings.board_detail_topic,
+    }
+    forge(settings, settings.dlq_topic, b"b7", refused)
+    assert failures(reconcile(fresh))["altered_output"] == ["b7"]
+
+
 def test_rows_whose_records_retention_deleted_are_unverifiable(fresh: Pipeline) -> None:
     """After retention (here: delete_records) every board-detail record and its source are
     gone: the table's rows can no longer be checked, which is reported, not called extra."""

@@ -132,7 +132,8 @@ def _member_checks() -> str:
     """Each board-detail record against the member version it names: a profile other than
     that version's is ``altered_output``; a version compaction has removed cannot be compared,
     but its member must still exist (else ``referential``). A record the sink dead-lettered
-    (not one the join wrote: it names no member) is the sink's ``sink_dead_lettered``."""
+    that names no member version (it did not parse: not one the join wrote) is the sink's
+    ``sink_dead_lettered``; a dead letter for one that does name a version exempts nothing."""
     return f"""
         SELECT
             CASE
@@ -153,7 +154,7 @@ def _member_checks() -> str:
             SELECT detail_partition, detail_offset, TRUE AS refused FROM sink_dead_letters
         ) AS refused
             ON {same_position("details", "refused", "detail")}
-        WHERE refused.refused IS NULL
+        WHERE refused.refused IS NULL OR details.member_partition IS NOT NULL
     """
 
 
