@@ -25,12 +25,11 @@ from boardstream.joins.processor import OUTPUT_COLUMNS, OUTPUT_DDL, input_rows
 from boardstream.joins.topics import JoinTopics
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import describe_topics
-from boardstream.reconcile.checks.spark_checks import ReconcileOptions, reconcile
+from boardstream.reconcile.checks.spark_checks import ReconcileOptions
 from boardstream.reconcile.evidence import run_ledger as ledger
-from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.readers import read_topic
 from boardstream.reconcile.reads.snapshot import Snapshot
-from boardstream.reconcile.run import checkpoints
+from boardstream.reconcile.run import check_snapshot, checkpoints
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink.job import BatchWriter, detail_rows
@@ -64,14 +63,9 @@ def repair(
     options = JoinOptions(mode=join_mode)
     engine = database.engine(settings.database)
     target = ReconcileTarget.shipped(settings)
-    read, snapshot, table_read = readers.read_run(
-        spark, settings, target, stored_snapshot(engine, run_id)
-    )
-    with engine.connect() as connection:
-        kept = expired.kept(connection, target, snapshot)
     every = ReconcileOptions(examples=None)  # every id of each finding, not a few examples
-    found = reconcile(
-        spark, settings, target, snapshot, join_checkpoint, kept, read, table_read, every
+    found, snapshot, _ = check_snapshot(
+        spark, engine, settings, target, stored_snapshot(engine, run_id), join_checkpoint, every
     )
     ids = {kind: f.examples for kind, f in found.findings.items()}
     # A board whose output expired unread is joined again: its record is then evidence anew.

@@ -420,11 +420,8 @@ def _full(
 ) -> Found:
     """Today's run over everything; stored: its facts, records and rows as the next
     incremental run's baseline."""
-    read, snapshot, table_read = readers.read_run(spark, settings, target, snapshot)
-    with engine.connect() as connection:
-        kept = expired.kept(connection, target, snapshot)
-    result = reconcile(
-        spark, settings, target, snapshot, join_checkpoint, kept, read, table_read, options
+    result, snapshot, kept = check_snapshot(
+        spark, engine, settings, target, snapshot, join_checkpoint, options
     )
     assert result.facts is not None and result.records is not None  # a full run keeps them
     facts, records = result.facts, result.records
@@ -453,6 +450,27 @@ def _full(
         return outcome
 
     return outcome, store
+
+
+def check_snapshot(
+    spark: SparkSession,
+    engine: Engine,
+    settings: Settings,
+    target: ReconcileTarget,
+    snapshot: Snapshot,
+    join_checkpoint: str,
+    options: ReconcileOptions | None = None,
+) -> tuple[Reconciliation, Snapshot, expired.Kept]:
+    """A full run's checks of ``snapshot``, stored nowhere: its reads (the table, then the
+    topics: :func:`readers.read_run`, which moves its start offsets), the ledger's evidence of
+    what the outputs deleted, and every check. A full run's and repair's."""
+    read, snapshot, table_read = readers.read_run(spark, settings, target, snapshot)
+    with engine.connect() as connection:
+        kept = expired.kept(connection, target, snapshot)
+    found = reconcile(
+        spark, settings, target, snapshot, join_checkpoint, kept, read, table_read, options
+    )
+    return found, snapshot, kept
 
 
 def _incremental(

@@ -25,10 +25,10 @@ from boardstream.joins.topics import Deployed, JoinTopics
 from boardstream.kafka.clients import admin_client
 from boardstream.locations import checkpoint_uri
 from boardstream.pipelines import Pipeline, shipped
-from boardstream.reconcile.checks.spark_checks import BALANCE, Reconciliation, reconcile
+from boardstream.reconcile.checks.spark_checks import BALANCE, Reconciliation
 from boardstream.reconcile.incremental import digest_ledger
-from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.snapshot import take_snapshot
+from boardstream.reconcile.run import check_snapshot
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, SinkTarget
@@ -206,12 +206,9 @@ def checked(spark, settings: Settings, target: ReconcileTarget, tmp_path: Path) 
     join, sink = (checkpoint_uri(tmp_path / name) for name in ("join", "sink"))
     files = CheckpointFiles(spark)
     snapshot = take_snapshot(files, admin_client(settings), settings, list(target.read), join, sink)
-    read, snapshot, table_read = readers.read_run(spark, settings, target, snapshot)
     engine = database.engine(settings.database)
     digest_ledger.create(engine)
-    with engine.connect() as connection:
-        kept = expired.kept(connection, target, snapshot)
-    return reconcile(spark, settings, target, snapshot, join, kept, read, table_read)
+    return check_snapshot(spark, engine, settings, target, snapshot, join)[0]
 
 
 def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
