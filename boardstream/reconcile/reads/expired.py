@@ -172,15 +172,15 @@ def table_details(
 def _as_details(rows: DataFrame, layout: ReconcileLayout) -> DataFrame:
     """Table rows as ``readers.details`` records, flagged expired."""
     record = rows.select(F.struct(*[F.col(c) for c in rows.columns]).alias("r"), "*")
-    roles = layout.roles
-    board_id, member_id = F.col(layout.id_column), F.col(layout.table_key_column)
+    column_of = {role: column for column, role in layout.roles.items()}
 
     def role(name: str) -> Column:
-        return F.col(next(column for column, its in roles.items() if its == name)).alias(name)
+        return F.col(column_of[name]).alias(name)
 
+    board_id, member_id = F.col(layout.id_column), F.col(layout.table_key_column)
     return record.select(
-        board_id.alias("board_id"),
-        member_id.alias("member_id"),
+        role("board_id"),
+        role("member_id"),
         role("source_partition"),
         role("source_offset"),
         role("detail_partition"),
