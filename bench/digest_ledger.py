@@ -33,8 +33,11 @@ from sqlalchemy.engine import Connection, Engine
 
 from boardstream import database
 from boardstream.reconcile.incremental import digest_ledger as ledger
+from boardstream.reconcile.incremental.digest_ledger import DigestLedger
 from boardstream.settings import Settings
 from boardstream.stack.postgres import Postgres
+
+LEDGER = DigestLedger.of("board_detail", "bigint")  # the shipped pipeline's
 
 BOARDS, MEMBERS = 447_017, 442_128
 PARTITIONS = 6
@@ -95,7 +98,7 @@ def synthetic(scale: float, seed: int, first: int = 0, n: int | None = None) -> 
     )
     return {
         "reconcile_source": sources,
-        "reconcile_output": ledger.outputs("joined", details),
+        "reconcile_output": LEDGER.outputs("joined", details),
         "reconcile_member": members_table,
     }
 
@@ -150,7 +153,7 @@ def backend(name: str) -> Iterator[Engine]:
             server.start()
             url = server.url
         engine = database.engine(url)
-        ledger.create(engine)
+        LEDGER.create(engine)
         yield engine
         engine.dispose()
     finally:
@@ -170,15 +173,15 @@ def run(name: str, scale: float, keys: int, repeat: int, executemany: bool) -> d
                 threshold, ledger.COPY_THRESHOLD = ledger.COPY_THRESHOLD, 1 << 62
                 try:
                     figures["baseline append, executemany"], _ = timed(
-                        lambda: ledger.append(
+                        lambda: LEDGER.append(
                             connection, "reconcile_source", baseline["reconcile_source"]
                         )
                     )
                 finally:
                     ledger.COPY_THRESHOLD = threshold
-                connection.execute(sa.delete(ledger.reconcile_source))
+                connection.execute(sa.delete(LEDGER.source_table))
                 figures["baseline append, COPY"], _ = timed(
-                    lambda: ledger.append(
+                    lambda: LEDGER.append(
                         connection, "reconcile_source", baseline["reconcile_source"]
                     )
                 )
@@ -186,7 +189,7 @@ def run(name: str, scale: float, keys: int, repeat: int, executemany: bool) -> d
         for table, rows in baseline.items():
             with engine.begin() as connection:
                 figures[f"append {table} ({rows.num_rows:,})"], _ = timed(
-                    lambda c=connection, t=table, r=rows: ledger.append(c, t, r)
+                    lambda c=connection, t=table, r=rows: LEDGER.append(c, t, r)
                 )
         with engine.begin() as connection:
             connection.execute(sa.text("ANALYZE"))  # as autovacuum or a later run would have
@@ -207,28 +210,28 @@ def run(name: str, scale: float, keys: int, repeat: int, executemany: bool) -> d
         ]
         member_ids = sorted({members["member_id"][i].as_py() for i in member_picks})
         lookups = {
-            "sources_at": lambda c: ledger.sources_at(c, positions),
-            "outputs_at": lambda c: ledger.outputs_at(c, positions),
-            "outputs_of": lambda c: ledger.outputs_of(c, board_ids),
-            "details_at": lambda c: ledger.details_at(c, positions),
-            "members_at": lambda c: ledger.members_at(c, member_positions),
-            "members_of": lambda c: ledger.members_of(c, member_ids),
+            "sources_at": lambda c: LEDGER.sources_at(c, positions),
+            "outputs_at": lambda c: LEDGER.outputs_at(c, positions),
+            "outputs_of": lambda c: LEDGER.outputs_of(c, board_ids),
+            "details_at": lambda c: LEDGER.details_at(c, positions),
+            "members_at": lambda c: LEDGER.members_at(c, member_positions),
+            "members_of": lambda c: LEDGER.members_of(c, member_ids),
             "sources_at, temp table": lambda c: temp_table_lookup(
-                c, ledger.reconcile_source, ("source_partition", "source_offset"), positions
+                c, LEDGER.source_table, ("source_partition", "source_offset"), positions
             ),
             "members_of, temp table": lambda c: temp_table_lookup(
-                c, ledger.reconcile_member, ("member_id",), member_ids
+                c, LEDGER.member_table, ("member_id",), member_ids
             ),
         }
         with engine.begin() as connection:
             for label, lookup in lookups.items():
                 seconds, found = timed(lambda f=lookup, c=connection: f(c), repeat)
                 figures[f"{label} ({found.num_rows:,} rows)"] = seconds
-            ledger.advance(connection, {"board": {0: 1}})
+            LEDGER.advance(connection, {"board": {0: 1}})
         for table, rows in extra.items():
             with engine.begin() as connection:
                 figures[f"append new {table} ({rows.num_rows:,})"], _ = timed(
-                    lambda c=connection, t=table, r=rows: ledger.append(c, t, r)
+                    lambda c=connection, t=table, r=rows: LEDGER.append(c, t, r)
                 )
     return figures
 

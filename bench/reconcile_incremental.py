@@ -37,11 +37,14 @@ from boardstream.kafka.clients import admin_client
 from boardstream.kafka.replay import read_ranges
 from boardstream.kafka.topics import describe_topics, platform_topics
 from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
-from boardstream.reconcile.incremental import digest_ledger, table_buckets
+from boardstream.reconcile.incremental import table_buckets
+from boardstream.reconcile.incremental.digest_ledger import DigestLedger
 from boardstream.reconcile.incremental.table_buckets import IdRange
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.spark.session import spark_session
+
+LEDGER = DigestLedger.of("board_detail", "bigint")  # the shipped pipeline's
 
 NAME = "bench-inc"
 
@@ -126,7 +129,7 @@ def main() -> None:
         full, full_s = timed(lambda: run_once(spark, settings, "bench", kind=FULL))
         print("\n".join(full.summary()), flush=True)
     with engine.connect() as connection:
-        cursor = digest_ledger.cursor(connection)
+        cursor = LEDGER.cursor(connection)
     boards = sum(cursor[settings.board_topic].values())  # source records the ledger holds
     # The backlog's own members (1..n), not the --scale given now: new boards of members a
     # reused backlog never had wait in the join as they should (what 399 of 451 did once).

@@ -29,8 +29,10 @@ from reconcile_incremental import produce_new_boards
 
 from boardstream import database, logs, reconcile
 from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
-from boardstream.reconcile.incremental import digest_ledger
+from boardstream.reconcile.incremental.digest_ledger import DigestLedger
 from boardstream.spark.session import spark_session
+
+LEDGER = DigestLedger.of("board_detail", "bigint")  # the shipped pipeline's
 
 NAME = "bench-share"
 
@@ -80,7 +82,7 @@ def main() -> None:
     first = run_once(spark, settings, "bench", kind=FULL)
     assert first.passed, "\n".join(first.summary())
     with database.engine(settings.database).connect() as connection:
-        boards = sum(digest_ledger.cursor(connection)[settings.board_topic].values())
+        boards = sum(LEDGER.cursor(connection)[settings.board_topic].values())
     print(f"backlog: {boards:,} boards; ledger filled by run {first.run_id}", flush=True)
     rows = []
     for share in shares:

@@ -15,7 +15,7 @@ per database: ``SELECT count(*)`` and a plain read of every stored column throug
 registered Python function), one
 ``bucket_digests`` (4,096 buckets), ``row_digests`` of 1 % of the boards and ``rows_in_buckets``
 of one bucket (the drill-down), and what an incremental run's table watch costs: one slice of
-``--watch-rows`` rows starting a third of the way into the ids (``table_watch.look``; the whole
+``--watch-rows`` rows starting a third of the way into the ids (``WATCH.look``; the whole
 table when it holds no more); last, what one sink batch's write costs in that table (1 % new
 boards and a newer version of 1 %, upserted). Each figure is the median of ``--repeat`` runs,
 after one untimed full read (a warm cache, as a scheduled run right after the sink would find).
@@ -44,10 +44,12 @@ from sqlalchemy.engine import Engine
 
 from boardstream import database, key_order
 from boardstream.reconcile.incremental import table_buckets as tb
-from boardstream.reconcile.incremental import table_watch
+from boardstream.reconcile.incremental.table_watch import TableWatch
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
 from boardstream.stack.postgres import Postgres
+
+WATCH = TableWatch.of("board_detail")  # the shipped pipeline's
 
 BATCH = 50_000
 COLUMNS = sink_table.COLUMNS
@@ -184,14 +186,14 @@ def timed(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 def watch_slice(engine: Engine, count: int, watch_rows: int) -> float:
     """One incremental run's look at the table, from a third of the way into the ids."""
-    table_watch.create(engine)
+    WATCH.create(engine)
     with engine.begin() as connection:
-        connection.execute(table_watch.reconcile_table_slice.delete())
+        connection.execute(WATCH.slice_table.delete())
         if count > watch_rows:
             cursor = tb.id_after(connection, TABLE, None, count // 3)
-            connection.execute(table_watch.reconcile_table_slice.insert().values(through=cursor))
+            connection.execute(WATCH.slice_table.insert().values(through=cursor))
     start = time.perf_counter()
-    seen = table_watch.look(engine, TABLE, watch_rows)
+    seen = WATCH.look(engine, TABLE, watch_rows)
     seconds = time.perf_counter() - start
     expected = count if count <= watch_rows else min(watch_rows, count - count // 3)
     assert sum(d.rows for d in seen.digests.values()) == expected

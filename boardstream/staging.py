@@ -29,6 +29,7 @@ from boardstream import database
 log = logging.getLogger(__name__)
 
 STAGED = "_staged_"  # between a table's name and a staged copy's own tag
+MAX_NAME = 63  # PostgreSQL's identifiers
 BATCH = 50_000  # rows per staging transaction: SQLite's lock is held about 0.1 s for each
 
 
@@ -37,7 +38,7 @@ def stage(engine: Engine, table: sa.Table, rows: pa.Table) -> sa.Table:
     with no key or index, ``BATCH`` rows per transaction; moved into ``table`` by
     :func:`move_in`. PostgreSQL gets each batch by COPY."""
     columns = [sa.Column(c.name, c.type) for c in table.columns if c.name in rows.column_names]
-    staged = sa.Table(f"{table.name}{STAGED}{uuid.uuid4().hex[:12]}", sa.MetaData(), *columns)
+    staged = sa.Table(_staged_name(table), sa.MetaData(), *columns)
     staged.create(engine)
     for batch in rows.to_batches(BATCH):
         with engine.begin() as connection:
@@ -47,6 +48,16 @@ def stage(engine: Engine, table: sa.Table, rows: pa.Table) -> sa.Table:
                 database.insert_rows(connection, staged, pa.Table.from_batches([batch]))
     log.debug("staged %d rows for %s in %s", rows.num_rows, table.name, staged.name)
     return staged
+
+
+def _staged_name(table: sa.Table) -> str:
+    """``table``'s name, :data:`STAGED` and a random tag of 8 to 12 hex digits, within
+    PostgreSQL's 63 bytes (a longer name would be cut, its tag with it)."""
+    prefix = f"{table.name}{STAGED}"
+    digits = min(12, MAX_NAME - len(prefix))
+    if digits < 8:
+        raise ValueError(f"{table.name}: too long a name to stage a copy of it")
+    return f"{prefix}{uuid.uuid4().hex[:digits]}"
 
 
 def move_in(

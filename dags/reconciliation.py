@@ -8,7 +8,7 @@ what arrived since the last run and the table's rows that changed since they wer
 first run, with no digest ledger yet, is a full one); `reconciliation_full` re-reads everything
 daily. Fails with a readable summary
 (in the task log and XCom) when anything is missing, extra, duplicated or mismatched; the
-evidence is in `reconciliation_run` / `reconciliation_issue` and the Great Expectations Data Docs.
+evidence is in `board_detail_reconciliation_run` / `_issue` and the Great Expectations Data Docs.
 Repair a failed run with the `board_detail_repair` DAG (param `run_id`).
 """
 

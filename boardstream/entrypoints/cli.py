@@ -33,6 +33,7 @@ from boardstream.entrypoints.argtypes import (
     positive_number,
     ratio,
 )
+from boardstream.entrypoints.pipeline_option import add_pipeline_argument
 from boardstream.errors import (
     BoardstreamError,
     InvalidOptionError,
@@ -289,6 +290,7 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
         ]
         if args.full:
             job_args.append("--full")
+        job_args += ["--pipeline", args.pipeline]
     for flag in ("join_checkpoint", "sink_checkpoint"):
         if getattr(args, flag):
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
@@ -596,6 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     repair = parsers["repair"]
     repair.add_argument("--run", type=positive, required=True, help="reconciliation run id")
     repair.add_argument("--join-mode", choices=["latest", "as-of"], default="latest")
+    add_pipeline_argument(reconcile)
     for command in (reconcile, repair):
         command.add_argument("--join-checkpoint", help="default: the join job's")
         command.add_argument("--sink-checkpoint", help="default: the sink job's")

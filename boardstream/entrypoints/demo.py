@@ -36,7 +36,8 @@ def run_demo(settings: Settings, generator: dict[str, Any]) -> int:
         print("demo: Airflow is not running; start it with `boardstream stack up --airflow`")
         return 1
     api = AirflowApi(airflow.address, settings.airflow_user, airflow.password())
-    newest = ledger.recent_runs(database.engine(settings.database), limit=1)
+    runs = ledger.RunLedger.shipped(settings)
+    newest = runs.recent_runs(database.engine(settings.database), limit=1)
     before = newest[0]["run_id"] if newest else 0  # the ledger's runs before this demo
     for dag_id in DAGS:
         logger.info("waiting for Airflow's DAG processor to parse %s", dag_id)
@@ -96,7 +97,7 @@ def _print_reconciliation(settings: Settings, run_by: str, before: int | None = 
     "What a run checks"). Runs after ``before`` (the ledger's newest when the demo began) that
     came first are named last, with why: the schedule's quarter hour can fall while the demo
     loads its data, and the Pipeline health page then shows that run before the demo's."""
-    runs = ledger.recent_runs(database.engine(settings.database), limit=50)
+    runs = ledger.RunLedger.shipped(settings).recent_runs(database.engine(settings.database), 50)
     run = next((run for run in runs if run["run_by"] == run_by), None)
     if run is None:
         print(f"demo: no reconciliation run by {run_by} in the ledger")

@@ -42,7 +42,8 @@ def pipeline_health(
 ) -> dict[str, Any]:
     engine = database.engine(settings.database)
     stored = docs_store.sites(settings.database)
-    recent = [_run(run, stored) for run in ledger.recent_runs(engine, runs)]
+    kept = ledger.RunLedger.shipped(settings)
+    recent = [_run(run, stored) for run in kept.recent_runs(engine, runs)]
     slo = StreamSlo.from_settings(settings)
     now = now or datetime.now(UTC)
     return {
@@ -52,7 +53,7 @@ def pipeline_health(
         "live": live_streams(settings, now),
         "stream_slo": {"max_batch_age_s": slo.max_batch_age_s, "max_lag": slo.max_lag},
         "compaction_changes": [_jsonable(change) for change in tuning_log.recent_changes(engine)],
-        "evidence": evidence(settings, ledger.last_verdict_at(engine), now),
+        "evidence": evidence(settings, kept.last_verdict_at(engine), now),
     }
 
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from boardstream import joins, pipelines, sink
+from boardstream import joins, sink
 from boardstream.aggregations import table_count
 from boardstream.aggregations.event_time import FINAL, UPDATES, SessionSpec, WindowSpec
 from boardstream.aggregations.event_time_job import (
@@ -30,6 +30,11 @@ from boardstream.aggregations.source import SourceOptions
 from boardstream.aggregations.table_count import JOB as TABLE_COUNT
 from boardstream.aggregations.table_count import TableCountConfig, start_table_count
 from boardstream.entrypoints.argtypes import duration_ms, flag_message, options_from, positive
+from boardstream.entrypoints.pipeline_option import (
+    SHIPPED_PIPELINE,
+    add_pipeline_argument,
+    deployed,
+)
 from boardstream.errors import BoardstreamError, InvalidOptionError, ServiceUnreachableError
 from boardstream.joins import job as join_job
 from boardstream.joins.job import ENGINES, JoinJobConfig
@@ -132,7 +137,6 @@ def _refuse(parser: argparse.ArgumentParser, error: InvalidOptionError) -> NoRet
     parser.error(flag_message(error))
 
 
-SHIPPED_PIPELINE = "board_detail"
 # The join flags, each the declaration's setting unless given (JoinOptions.of).
 _JOIN_FLAGS = (
     "mode",
@@ -143,32 +147,9 @@ _JOIN_FLAGS = (
 )
 
 
-def _pipeline_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--pipeline",
-        default=SHIPPED_PIPELINE,
-        metavar="NAME",
-        help="a pipeline declared in BOARDSTREAM_PIPELINES_DIR, on its declared topics, its "
-        f"query <name>-{{join,sink}}; default {SHIPPED_PIPELINE}, on the settings' topics",
-    )
-
-
-def _deployed(parser: argparse.ArgumentParser, name: str) -> Deployed | None:
-    """The pipeline ``--pipeline`` names, on its declared topics; None for the shipped one, which
-    runs on the settings' topics. A name not declared, or a directory that does not load, is
-    refused in one line (exit 2)."""
-    if name == SHIPPED_PIPELINE:
-        return None
-    try:
-        declared = pipelines.load_directory(Settings().pipelines_dir)
-        return Deployed.declared(pipelines.find(declared, name).pipeline)
-    except (BoardstreamError, ValidationError) as error:
-        parser.error(f"--pipeline {name}: {error}")
-
-
 def join_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_join", description=_first_line(join_job))
-    _pipeline_argument(parser)
+    add_pipeline_argument(parser)
     parser.add_argument(
         "--join-mode", dest="mode", choices=[LATEST, AS_OF], help="default: the declaration's"
     )
@@ -210,8 +191,8 @@ def join_config(argv: Sequence[str] | None = None) -> tuple[JoinJobConfig, Deplo
     """The join's config and the pipeline it joins (None: the shipped one)."""
     parser = join_parser()
     args = parser.parse_args(argv)
-    deployed = _deployed(parser, args.pipeline)
-    declared = shipped(SHIPPED_PIPELINE) if deployed is None else deployed.pipeline
+    chosen = deployed(parser, args.pipeline)
+    declared = shipped(SHIPPED_PIPELINE) if chosen is None else chosen.pipeline
     given = {name: getattr(args, name) for name in _JOIN_FLAGS if getattr(args, name) is not None}
     try:
         options = JoinOptions.of(declared.join, **given)
@@ -220,21 +201,21 @@ def join_config(argv: Sequence[str] | None = None) -> tuple[JoinJobConfig, Deplo
         )
     except InvalidOptionError as error:
         _refuse(parser, error)
-    return config, deployed
+    return config, chosen
 
 
 def join_main(argv: Sequence[str] | None = None) -> int:
-    config, deployed = join_config(argv)
+    config, chosen = join_config(argv)
     return run_job(
         config.query_name,
         config,
-        lambda spark, settings: joins.start(spark, settings, config, deployed),
+        lambda spark, settings: joins.start(spark, settings, config, chosen),
     )
 
 
 def sink_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="board_detail_sink", description=_first_line(sink_job))
-    _pipeline_argument(parser)
+    add_pipeline_argument(parser)
     _query_arguments(parser, max_offsets=SinkJobConfig.max_offsets_per_trigger)
     return parser
 
@@ -243,8 +224,8 @@ def sink_config(argv: Sequence[str] | None = None) -> tuple[SinkJobConfig, SinkT
     """The sink's config and the pipeline whose table it loads (None: the shipped one)."""
     parser = sink_parser()
     args = parser.parse_args(argv)
-    deployed = _deployed(parser, args.pipeline)
-    target = None if deployed is None else SinkTarget.declared(deployed.pipeline)
+    chosen = deployed(parser, args.pipeline)
+    target = None if chosen is None else SinkTarget.declared(chosen.pipeline)
     return options_from(SinkJobConfig, args, query=query_name(args.pipeline, "sink")), target
 
 

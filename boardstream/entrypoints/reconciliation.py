@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from boardstream import database, reconcile
 from boardstream.entrypoints.argtypes import duration_ms, positive
+from boardstream.entrypoints.pipeline_option import add_pipeline_argument, deployed
 from boardstream.errors import BoardstreamError, ServiceUnreachableError
 from boardstream.joins.member_table import AS_OF, LATEST
 from boardstream.logs import configure, verbose_requested
@@ -24,12 +25,14 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from boardstream.reconcile.checks.spark_checks import ReconcileOptions
+    from boardstream.reconcile.target import ReconcileTarget
 
 
 def reconcile_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reconcile", description=(reconcile.__doc__ or "").splitlines()[0]
     )
+    add_pipeline_argument(parser)
     parser.add_argument("--join-checkpoint")
     parser.add_argument("--sink-checkpoint")
     parser.add_argument("--run-by", default="cli")
@@ -58,13 +61,18 @@ def reconcile_parser() -> argparse.ArgumentParser:
 def reconcile_main(argv: Sequence[str] | None = None) -> int:
     """``jobs/reconcile.py``: exit 0 when the run passes, 1 when it finds anything it cannot
     prove (the summary says what), 2 when it could not finish (recorded as ERRORED)."""
-    args = reconcile_parser().parse_args(argv)
+    parser = reconcile_parser()
+    args = parser.parse_args(argv)
+    chosen = deployed(parser, args.pipeline)
     configure(verbose_requested())
     settings = Settings()
     if not _reachable(settings, "reconcile"):
         return 2
     from boardstream.reconcile.checks.spark_checks import ReconcileOptions
+    from boardstream.reconcile.target import ReconcileTarget
     from boardstream.spark.session import spark_session
+
+    target = ReconcileTarget.shipped(settings) if chosen is None else ReconcileTarget.of(chosen)
 
     options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     spark = spark_session(settings, "reconcile", short_lived=not args.full)
@@ -77,6 +85,7 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
         args.sink_checkpoint,
         options,
         reconcile.FULL if args.full else reconcile.INCREMENTAL,
+        target,
     )
 
 
@@ -98,6 +107,7 @@ def _run(
     sink_checkpoint: str | None,
     options: ReconcileOptions | None,
     kind: str,
+    target: ReconcileTarget | None = None,
 ) -> int:
     """One run, its summary printed; the exit code is its verdict (2: it could not finish, or
     not record itself: one line, no traceback)."""
@@ -105,7 +115,7 @@ def _run(
 
     try:
         result = reconcile.run_once(
-            spark, settings, run_by, join_checkpoint, sink_checkpoint, options, kind
+            spark, settings, run_by, join_checkpoint, sink_checkpoint, options, kind, target
         )
     except ReconciliationError as error:
         print(str(error), file=sys.stderr, flush=True)
@@ -140,11 +150,13 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
     if not _reachable(settings, "board-detail-repair"):
         return 2
     from boardstream.reconcile import repair as repairing
+    from boardstream.reconcile.evidence.run_ledger import RunLedger
     from boardstream.spark.session import spark_session
 
     try:
         # An unknown run is a user's typo: say so before Spark takes its seconds to start.
-        repairing.stored_snapshot(database.engine(settings.database), args.run)
+        runs = RunLedger.shipped(settings)
+        repairing.stored_snapshot(database.engine(settings.database), runs, args.run)
         spark = spark_session(settings, "repair")
         spark.sparkContext.setLogLevel("WARN")
         done = reconcile.repair_run(spark, settings, args.run, args.join_mode, args.join_checkpoint)

@@ -10,6 +10,9 @@ from typing import Self
 from boardstream.pipelines import Pipeline, shipped
 from boardstream.settings import Settings
 
+# The pipeline that runs on the settings' topics, the one every command takes by default.
+SHIPPED_PIPELINE = "board_detail"
+
 
 @dataclass(frozen=True)
 class JoinTopics:
@@ -57,7 +60,7 @@ class Deployed:
     @classmethod
     def shipped(cls, settings: Settings) -> Self:
         """board_detail on the settings' topics (a test's own prefix included)."""
-        return cls(shipped("board_detail"), JoinTopics.of(settings))
+        return cls(shipped(SHIPPED_PIPELINE), JoinTopics.of(settings))
 
     @classmethod
     def declared(cls, pipeline: Pipeline) -> Self:

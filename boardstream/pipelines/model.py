@@ -22,7 +22,14 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from boardstream.durations import parse_ms
 from boardstream.pipelines.fields import KEY_TYPES, FieldType, Strict
-from boardstream.pipelines.names import IDENTIFIER, Duration, Identifier, Topic, colliding
+from boardstream.pipelines.names import (
+    IDENTIFIER,
+    Duration,
+    Identifier,
+    PipelineName,
+    Topic,
+    colliding,
+)
 from boardstream.pipelines.problems import Problem
 
 JoinMode = Literal["latest", "as-of"]
@@ -241,7 +248,7 @@ class Pipeline(Strict):
 
     model_config = ConfigDict(json_schema_extra=_optional_in_schema("outputs"))
 
-    name: Identifier
+    name: PipelineName
     description: str = ""
     stream: Stream
     table: Table

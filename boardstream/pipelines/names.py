@@ -15,6 +15,10 @@ from boardstream.durations import PATTERN, parse_ms
 # Unquoted in PostgreSQL, SQLite and Spark alike, and at most PostgreSQL's 63 bytes: a name
 # that needs no quoting anywhere it goes.
 IDENTIFIER = r"^[a-z_][a-z0-9_]{0,62}$"
+# A pipeline's name, shorter: its reconciliation's tables and their indexes are named after it
+# (:func:`store_table`) and must stay within PostgreSQL's 63 bytes, a staged copy's tag included.
+MAX_PIPELINE_CHARS = 24
+PIPELINE_NAME = rf"^[a-z_][a-z0-9_]{{0,{MAX_PIPELINE_CHARS - 1}}}$"
 # Kafka's own rule (kafka.common.internals.Topic): these characters, at most 249, not . or ..
 MAX_TOPIC_CHARS = 249
 TOPIC = rf"^(?!\.{{1,2}}$)[a-zA-Z0-9._-]{{1,{MAX_TOPIC_CHARS}}}$"
@@ -25,6 +29,16 @@ def _identifier(name: str) -> str:
         raise ValueError(
             f"{name!r} is not a SQL identifier (lower-case letters, digits and _, not starting "
             "with a digit, at most 63 characters)"
+        )
+    return name
+
+
+def _pipeline_name(name: str) -> str:
+    _identifier(name)
+    if len(name) > MAX_PIPELINE_CHARS:
+        raise ValueError(
+            f"a pipeline's name is at most {MAX_PIPELINE_CHARS} characters (its reconciliation's "
+            f"tables are named after it), this one {len(name)}"
         )
     return name
 
@@ -57,6 +71,9 @@ def colliding(topic: str) -> str:
 Identifier = Annotated[
     str, AfterValidator(_identifier), Field(json_schema_extra={"pattern": IDENTIFIER})
 ]
+PipelineName = Annotated[
+    str, AfterValidator(_pipeline_name), Field(json_schema_extra={"pattern": PIPELINE_NAME})
+]
 Topic = Annotated[str, AfterValidator(_topic), Field(json_schema_extra={"pattern": TOPIC})]
 # Kept as written (10m, 7d) so a declaration reads back as it was given; ``parse_ms`` reads it.
 Duration = Annotated[
@@ -74,3 +91,11 @@ def query_name(pipeline: str, part: str) -> str:
     ``orders_eu`` ``join`` is ``orders-eu-join``. Names are lowercase identifiers, so no two
     pipelines share one."""
     return f"{pipeline.replace('_', '-')}-{part}"
+
+
+def store_table(pipeline: str, part: str) -> str:
+    """One of a pipeline's reconciliation tables: ``orders`` ``reconcile_source`` is
+    ``orders_reconcile_source``. Each pipeline's store is its own, so pipelines share a
+    database while no run reads, writes or locks another's; no two pipelines' names meet, as
+    every part starts with ``reconcil`` and none is another's ``_``-suffix."""
+    return f"{pipeline}_{part}"

@@ -26,7 +26,7 @@ from boardstream.joins.topics import JoinTopics
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import describe_topics
 from boardstream.reconcile.checks.spark_checks import ReconcileOptions
-from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.run_ledger import RunLedger
 from boardstream.reconcile.reads.readers import read_topic
 from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.reconcile.run import check_snapshot, checkpoints
@@ -37,10 +37,11 @@ from boardstream.sink.job import BatchWriter, detail_rows
 MAX_RECORD_BYTES = 256 * 1024
 
 
-def stored_snapshot(engine: sa.Engine, run_id: int) -> Snapshot:
-    run = ledger.run(engine, run_id)
+def stored_snapshot(engine: sa.Engine, runs: RunLedger, run_id: int) -> Snapshot:
+    """What run ``run_id`` of ``runs``' pipeline saw."""
+    run = runs.run(engine, run_id)
     if run is None:
-        raise BoardstreamError(f"no reconciliation run {run_id} in reconciliation_run")
+        raise BoardstreamError(f"no reconciliation run {run_id} in {runs.run_table.name}")
     if not run["snapshot"]:
         raise BoardstreamError(
             f"reconciliation run {run_id} took no snapshot, so it has nothing to repair "
@@ -59,13 +60,14 @@ def repair(
     """Fix the findings of run ``run_id`` with the join's own code (in ``join_mode``, reading
     pending boards from ``join_checkpoint``, by default the join job's); returns how many ids
     each step touched."""
-    join_checkpoint = checkpoints(settings, join_checkpoint)[0]
+    target = ReconcileTarget.shipped(settings)
+    join_checkpoint = checkpoints(settings, target, join_checkpoint)[0]
     options = JoinOptions(mode=join_mode)
     engine = database.engine(settings.database)
-    target = ReconcileTarget.shipped(settings)
     every = ReconcileOptions(examples=None)  # every id of each finding, not a few examples
+    seen = stored_snapshot(engine, RunLedger.of(target.pipeline.name), run_id)
     found, snapshot, _ = check_snapshot(
-        spark, engine, settings, target, stored_snapshot(engine, run_id), join_checkpoint, every
+        spark, engine, settings, target, seen, join_checkpoint, every
     )
     ids = {kind: f.examples for kind, f in found.findings.items()}
     # A board whose output expired unread is joined again: its record is then evidence anew.

@@ -22,11 +22,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.failpoints import failpoint
-from boardstream.joins.job import QUERY_NAME as JOIN
 from boardstream.kafka import retention
 from boardstream.kafka.clients import admin_client
 from boardstream.leases import Held, Leases, LeaseTimeoutError
 from boardstream.locations import checkpoint_uri
+from boardstream.pipelines import query_name
 from boardstream.reconcile.checks import liveness
 from boardstream.reconcile.checks.spark_checks import (
     FAILING,
@@ -38,7 +38,6 @@ from boardstream.reconcile.checks.spark_checks import (
 )
 from boardstream.reconcile.checks.vocabulary import SUMMARY_ORDER
 from boardstream.reconcile.evidence import docs_store
-from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.evidence.expectations import (
     Subject,
     ValidationReport,
@@ -48,24 +47,24 @@ from boardstream.reconcile.evidence.heartbeat import Heartbeat
 from boardstream.reconcile.evidence.run_ledger import (
     FULL,
     INCREMENTAL,
+    RunClosedError,
+    covered,
     describe_covered,
     describe_table_slice,
 )
-from boardstream.reconcile.incremental import baseline, digest_ledger, fact_store, table_watch
+from boardstream.reconcile.incremental import baseline, table_watch
 from boardstream.reconcile.incremental import inputs as incremental
+from boardstream.reconcile.incremental.store import Store
 from boardstream.reconcile.incremental.table_buckets import WHOLE
 from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.snapshot import Snapshot, take_snapshot
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
-from boardstream.sink.job import QUERY_NAME as SINK
 from boardstream.spark.checkpoint_files import CheckpointFiles, CheckpointFilesError
 from boardstream.timing import peak_memory_line, phase
 
 logger = logging.getLogger(__name__)
 
-# The lease one run at a time holds from its snapshot to its verdict (:func:`_ledger_held`).
-LEDGER_LEASE = "reconciliation:ledger"
 # Kinds whose ids are listed in the summary; the rest only counted there.
 LISTED = (*FAILING, *REPORTED, "sink_dead_lettered")
 
@@ -137,12 +136,17 @@ class RunResult:
 
 
 def checkpoints(
-    settings: Settings, join: str | Path | None = None, sink: str | Path | None = None
+    settings: Settings,
+    target: ReconcileTarget,
+    join: str | Path | None = None,
+    sink: str | Path | None = None,
 ) -> tuple[str, str]:
-    """The join's and the sink's checkpoints as URIs: those given, else the jobs' own."""
+    """The join's and the sink's checkpoints as URIs: those given, else the jobs' own
+    (``<pipeline>-join``, ``<pipeline>-sink``)."""
+    name = target.pipeline.name
     return (
-        settings.checkpoint(JOIN) if join is None else checkpoint_uri(join),
-        settings.checkpoint(SINK) if sink is None else checkpoint_uri(sink),
+        settings.checkpoint(query_name(name, "join")) if join is None else checkpoint_uri(join),
+        settings.checkpoint(query_name(name, "sink")) if sink is None else checkpoint_uri(sink),
     )
 
 
@@ -165,22 +169,25 @@ def reconcile_once(
     the settings' topics when None)."""
     if kind not in (FULL, INCREMENTAL):
         raise BoardstreamError(f"a reconciliation is {FULL} or {INCREMENTAL}, not {kind!r}")
-    join_checkpoint, sink_checkpoint = checkpoints(settings, join_checkpoint, sink_checkpoint)
     target = target or ReconcileTarget.shipped(settings)
+    join_checkpoint, sink_checkpoint = checkpoints(
+        settings, target, join_checkpoint, sink_checkpoint
+    )
     engine = database.engine(settings.database)
+    store = Store.of(target)
     with _recording(engine, "its start"):
-        for store in (digest_ledger, fact_store, table_watch):
-            store.create(engine)
-        if kind == INCREMENTAL and not _has_baseline(engine):
+        store.create(engine)
+        if kind == INCREMENTAL and not _has_baseline(engine, store):
             logger.info("no full reconciliation has filled the digest ledger yet: this run is full")
             kind = FULL
-    with _ledger_held(engine, settings) as held:
+    with _ledger_held(engine, settings, store) as held:
         try:
             return _run(
                 spark,
                 engine,
                 settings,
                 target,
+                store,
                 run_by,
                 join_checkpoint,
                 sink_checkpoint,
@@ -193,7 +200,7 @@ def reconcile_once(
 
 
 @contextmanager
-def _ledger_held(engine: Engine, settings: Settings) -> Iterator[Held]:
+def _ledger_held(engine: Engine, settings: Settings, store: Store) -> Iterator[Held]:
     """The ledger's lease for a run from its snapshot to its verdict: one run at a time
     checks and stores, on every host; a second waits for the first (up to the heartbeat's
     bound or the lease's TTL), rather than check data the first is storing. Each store is
@@ -205,7 +212,7 @@ def _ledger_held(engine: Engine, settings: Settings) -> Iterator[Held]:
     with ExitStack() as stack:
         try:
             with _recording(engine, "its start"):
-                held = stack.enter_context(leases.hold(LEDGER_LEASE, said, wait_s))
+                held = stack.enter_context(leases.hold(store.lease, said, wait_s))
         except LeaseTimeoutError as error:
             raise BoardstreamError(
                 f"reconciliation: not started: the ledger {error} (one run at a time)"
@@ -218,6 +225,7 @@ def _run(
     engine: Engine,
     settings: Settings,
     target: ReconcileTarget,
+    store: Store,
     run_by: str,
     join_checkpoint: str,
     sink_checkpoint: str,
@@ -240,27 +248,27 @@ def _run(
         # The jobs' own record of their progress altered (a checksum that does not match) or
         # unreadable (on HDFS: a missing or corrupt block): a run of its own, ERRORED, so the
         # refusal stands in the ledger and on the health page, not only in a task log.
-        _errored(engine, _start(engine, settings, {}, run_by, kind)[0], error)
+        _errored(engine, store, _start(engine, store, {}, run_by, kind)[0], error)
     large: tuple[str, ...] = ()  # why an incremental run is a full one
     if kind == INCREMENTAL:
         with _recording(engine, "its start"):
-            kind, large = _incremental_or_full(engine, settings, snapshot)
+            kind, large = _incremental_or_full(engine, settings, store, snapshot)
     options = options or ReconcileOptions()
     # What an earlier run saw a stall age ago: when its records existed at the latest (liveness).
     stall_age = timedelta(milliseconds=options.stall_after_ms)
     with _recording(engine, "its start"):
-        earlier = ledger.earlier_snapshot(engine, snapshot.taken_at - stall_age)
+        earlier = store.runs.earlier_snapshot(engine, snapshot.taken_at - stall_age)
     snapshot = replace(snapshot, earlier=earlier)
     with _recording(engine, "its start"):
-        last_verdict = ledger.last_verdict_at(engine)
+        last_verdict = store.runs.last_verdict_at(engine)
     at_risk = _evidence_at_risk(admin, settings, last_verdict, snapshot)
-    run_id, interrupted = _start(engine, settings, snapshot.to_json(), run_by, kind)
+    run_id, interrupted = _start(engine, store, snapshot.to_json(), run_by, kind)
     notices = (*interrupted, *at_risk, *large)
     check = _full if kind == FULL else _incremental
-    with Heartbeat(engine, run_id, settings.reconcile_heartbeat_timeout_s):
+    with Heartbeat(engine, store.runs, run_id, settings.reconcile_heartbeat_timeout_s):
         try:
-            known, store = check(
-                spark, engine, settings, target, snapshot, join_checkpoint, options
+            known, storing = check(
+                spark, engine, settings, target, store, snapshot, join_checkpoint, options
             )
             # A full run's outcome is known before it stores: Great Expectations runs before the
             # transaction, which on SQLite holds the one write lock (a live sink's lease renews
@@ -273,9 +281,9 @@ def _run(
             # so its waits are bounded by the lease's TTL (digest_ledger.lock): a run frozen in
             # it is closed by PostgreSQL before a successor could wait much longer than that.
             with engine.begin() as connection:
-                ledger.hold_open(connection, run_id)
+                store.runs.hold_open(connection, run_id)
                 Leases.of(settings).fence(connection, held)
-                outcome = store(connection)
+                outcome = storing(connection)
                 validation = validation or _validate(outcome, settings, target, run_id)
                 result = RunResult(
                     run_id,
@@ -286,7 +294,7 @@ def _run(
                     outcome.table_slice,
                     (*notices, *_catching_up(snapshot, options, outcome)),
                 )
-                ledger.record_verdict(
+                store.runs.record_verdict(
                     connection,
                     run_id,
                     result.passed,
@@ -297,10 +305,10 @@ def _run(
                     outcome.covered,
                     outcome.table_slice,
                 )
-        except ledger.RunClosedError:
+        except RunClosedError:
             raise  # closed by another run already: nothing of its own to record
         except Exception as error:
-            _errored(engine, run_id, error)
+            _errored(engine, store, run_id, error)
     if validation.data_docs_index is not None:  # served from the database, on any host
         with _recording(engine, "its Data Docs", run_id):
             docs_store.save(
@@ -331,15 +339,15 @@ def _recording(engine: Engine, what: str, run_id: int | None = None) -> Iterator
 
 
 def _start(
-    engine: Engine, settings: Settings, snapshot: dict[str, Any], run_by: str, kind: str
+    engine: Engine, store: Store, snapshot: dict[str, Any], run_by: str, kind: str
 ) -> tuple[int, tuple[str, ...]]:
     """A run recorded as started; every other run found open closed as interrupted: this run
     holds the ledger's lease, which a live run would hold, so theirs died or was lost (within
     the lease's TTL, not the heartbeat's bound), and a run that lost it writes nothing more."""
     with _recording(engine, "its start"):
-        run_id = ledger.start_run(engine, snapshot, run_by, kind)
+        run_id = store.runs.start_run(engine, snapshot, run_by, kind)
     with _recording(engine, "its start", run_id):
-        closed = ledger.close_interrupted(engine, run_id, timedelta(0))
+        closed = store.runs.close_interrupted(engine, run_id, timedelta(0))
     for line in closed:
         logger.warning("reconciliation run %s: %s", run_id, line)
     return run_id, tuple(closed)
@@ -359,12 +367,12 @@ def _evidence_at_risk(
     return found
 
 
-def _errored(engine: Engine, run_id: int, error: Exception) -> NoReturn:
+def _errored(engine: Engine, store: Store, run_id: int, error: Exception) -> NoReturn:
     """Close ``run_id`` as ERRORED with ``error`` and raise it as the run's; when even that
     cannot be written, :class:`RecordingError` says both."""
     reason = f"{type(error).__name__}: {error}"
     with _recording(engine, f"that it could not finish ({reason.splitlines()[0]})", run_id):
-        ledger.error_run(engine, run_id, reason[:4000])
+        store.runs.error_run(engine, run_id, reason[:4000])
     logger.error("reconciliation run %s could not finish", run_id, exc_info=error)
     raise ReconciliationError(run_id, reason) from error
 
@@ -375,23 +383,23 @@ class _Outcome:
     validated_rows: int  # the rows of ``reconciliation.table_snapshot`` the checks expect
     rechecked_boards: int | None  # an incremental run's: the boards whose rows it read
     covered: dict[str, dict[str, list[int]]]  # per topic and partition, the offsets read
-    table_slice: dict[str, Any]  # the rows of board_detail it looked at (ids, count)
+    table_slice: dict[str, Any]  # the rows of the sink table it looked at (ids, count)
 
 
-def _has_baseline(engine: Engine) -> bool:
+def _has_baseline(engine: Engine, store: Store) -> bool:
     with engine.connect() as connection:
-        return bool(digest_ledger.cursor(connection))
+        return bool(store.ledger.cursor(connection))
 
 
 def _incremental_or_full(
-    engine: Engine, settings: Settings, snapshot: Snapshot
+    engine: Engine, settings: Settings, store: Store, snapshot: Snapshot
 ) -> tuple[str, tuple[str, ...]]:
     """An incremental run holds its new records in the driver and checks them in process: more
     of them than a full run would check there (``reconcile_in_process_max_records``) and it is a
     full run instead, in Spark, which costs what a full run costs (a backlog loaded at once:
     the production-scale demo's 900,000 records). The notice says why."""
     with engine.connect() as connection:
-        new = snapshot.records_after(digest_ledger.cursor(connection))
+        new = snapshot.records_after(store.ledger.cursor(connection))
     bound = settings.reconcile_in_process_max_records
     if new <= bound:
         return INCREMENTAL, ()
@@ -404,9 +412,9 @@ def _incremental_or_full(
 
 
 # What a check found, stored in the caller's transaction: its outcome once stored.
-Store = Callable[[Connection], _Outcome]
+Storing = Callable[[Connection], _Outcome]
 # A check's outcome where it is known before it is stored (a full run's), and its store.
-Found = tuple[_Outcome | None, Store]
+Found = tuple[_Outcome | None, Storing]
 
 
 def _full(
@@ -414,6 +422,7 @@ def _full(
     engine: Engine,
     settings: Settings,
     target: ReconcileTarget,
+    store: Store,
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
@@ -421,35 +430,35 @@ def _full(
     """Today's run over everything; stored: its facts, records and rows as the next
     incremental run's baseline."""
     result, snapshot, kept = check_snapshot(
-        spark, engine, settings, target, snapshot, join_checkpoint, options
+        spark, engine, settings, target, snapshot, join_checkpoint, options, store
     )
     assert result.facts is not None and result.records is not None  # a full run keeps them
     facts, records = result.facts, result.records
     result.facts, result.records = None, None
-    whole = table_watch.slice_record(WHOLE, len(result.table_snapshot))
-    covered = ledger.covered(snapshot.earliest, snapshot.latest)
+    whole = table_watch.slice_record(target.table.table.name, WHOLE, len(result.table_snapshot))
+    read = covered(snapshot.earliest, snapshot.latest)
 
-    outcome = _Outcome(result, result.expected_table_rows, None, covered, whole)
+    outcome = _Outcome(result, result.expected_table_rows, None, read, whole)
     # Staged ahead of the verdict's transaction, a batch per transaction, so that it holds
     # SQLite's one write lock for the database's copy of them, not for their conversion.
     with phase("reconcile: stage the facts, the records' digests and the table's rows"):
-        staged_facts = fact_store.stage(engine, facts)
-        staged_records = baseline.stage(engine, records)
-        staged_rows = table_watch.stage_all(engine, target.table)
+        staged_facts = store.facts.stage(engine, facts)
+        staged_records = baseline.stage(engine, store.ledger, records)
+        staged_rows = store.watch.stage_all(engine, target.table)
 
-    def store(connection: Connection) -> _Outcome:
+    def storing(connection: Connection) -> _Outcome:
         with phase("reconcile: the digest ledger, the facts and the rows as checked"):
-            digest_ledger.lock(connection, settings.lease_ttl_s)
-            digest_ledger.add_unseen(connection, kept.new_unseen)
+            store.ledger.lock(connection, settings.lease_ttl_s)
+            store.ledger.add_unseen(connection, kept.new_unseen)
             with phase("reconcile: store the facts"):
-                fact_store.reset(connection, staged_facts)
+                store.facts.reset(connection, staged_facts)
             with phase("reconcile: store the records' digests"):
-                baseline.record_staged(connection, staged_records, snapshot.latest)
+                baseline.record_staged(connection, store.ledger, staged_records, snapshot.latest)
             with phase("reconcile: remember the table's rows"):
-                table_watch.remember_all(connection, target.table, staged_rows)
+                store.watch.remember_all(connection, target.table, staged_rows)
         return outcome
 
-    return outcome, store
+    return outcome, storing
 
 
 def check_snapshot(
@@ -460,13 +469,16 @@ def check_snapshot(
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions | None = None,
+    store: Store | None = None,
 ) -> tuple[Reconciliation, Snapshot, expired.Kept]:
     """A full run's checks of ``snapshot``, stored nowhere: its reads (the table, then the
     topics: :func:`readers.read_run`, which moves its start offsets), the ledger's evidence of
-    what the outputs deleted, and every check. A full run's and repair's."""
+    what the outputs deleted, and every check. A full run's and repair's. ``store``: the
+    pipeline's (:meth:`Store.of` by default)."""
     read, snapshot, table_read = readers.read_run(spark, settings, target, snapshot)
+    ledger = (store or Store.of(target)).ledger
     with engine.connect() as connection:
-        kept = expired.kept(connection, target, snapshot)
+        kept = expired.kept(connection, ledger, target, snapshot)
     found = reconcile(
         spark, settings, target, snapshot, join_checkpoint, kept, read, table_read, options
     )
@@ -478,25 +490,26 @@ def _incremental(
     engine: Engine,
     settings: Settings,
     target: ReconcileTarget,
+    store: Store,
     snapshot: Snapshot,
     join_checkpoint: str,
     options: ReconcileOptions,
 ) -> Found:
-    """The keys new data touches and the boards whose rows changed, checked (reading only);
+    """The keys new data touches and the ids whose rows changed, checked (reading only);
     stored: their facts, then the verdict from the fact store, what the last check of every
     key found."""
     now_ms = int(time.time() * 1000)
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     with phase("reconcile: incremental checks"), engine.connect() as connection:
         checked = incremental.check(
-            spark, connection, settings, target, snapshot, join_checkpoint, options, now_ms
+            spark, connection, settings, target, store, snapshot, join_checkpoint, options, now_ms
         )
 
-    def store(connection: Connection) -> _Outcome:
-        incremental.store(connection, checked, settings.lease_ttl_s)
+    def storing(connection: Connection) -> _Outcome:
+        incremental.store(connection, store, checked, settings.lease_ttl_s)
         result = conclude(
-            fact_store.counts(connection),
-            lambda kind: fact_store.examples(connection, kind, options.examples),
+            store.facts.counts(connection),
+            lambda kind: store.facts.examples(connection, kind, options.examples),
             settings,
             target.topics,
             snapshot,
@@ -513,7 +526,7 @@ def _incremental(
             checked.table_slice,
         )
 
-    return None, store
+    return None, storing
 
 
 def _validate(

@@ -13,7 +13,6 @@ import pytest
 import sqlalchemy as sa
 
 from boardstream.errors import BoardstreamError
-from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.evidence.run_ledger import INCREMENTAL
 from boardstream.reconcile.repair import stored_snapshot
 from boardstream.reconcile.run import ReconciliationError
@@ -28,6 +27,7 @@ from tests.adversarial.world import (
     source_position,
 )
 from tests.pipeline import Pipeline
+from tests.store import RUNS
 
 
 def age_last_commit(checkpoint, seconds: float) -> None:
@@ -134,7 +134,7 @@ def test_a_run_that_cannot_finish_is_recorded_as_errored(fresh: Pipeline) -> Non
     with pytest.raises(ReconciliationError) as raised:
         reconcile(fresh)
     engine = sa.create_engine(fresh.settings.database)
-    run = ledger.run(engine, raised.value.run_id)
+    run = RUNS.run(engine, raised.value.run_id)
     engine.dispose()
     assert run is not None
     assert (run["status"], run["passed"]) == ("ERRORED", False)
@@ -178,12 +178,12 @@ def assert_refused(pipeline: Pipeline, altered: Path) -> int:
         "after it was written"
     )
     engine = sa.create_engine(pipeline.settings.database)
-    run = ledger.run(engine, run_id)
+    run = RUNS.run(engine, run_id)
     assert run is not None
     assert (run["status"], run["snapshot"]) == ("ERRORED", {})
     assert run["error"] == str(raised.value).split("ERRORED: ", 1)[1]
     with pytest.raises(BoardstreamError, match=f"^reconciliation run {run_id} took no snapshot"):
-        stored_snapshot(engine, run_id)  # what `boardstream repair --run` reads
+        stored_snapshot(engine, RUNS, run_id)  # what `boardstream repair --run` reads
     return run_id
 
 
@@ -227,7 +227,7 @@ def test_the_run_after_a_refused_one_checks_what_came_before_it(fresh: Pipeline)
     assert failures(result) == {}
     assert result.reconciliation.findings["pending"].examples == ["waits"]
     engine = sa.create_engine(fresh.settings.database)
-    assert (refused_run := ledger.run(engine, refused)) is not None
+    assert (refused_run := RUNS.run(engine, refused)) is not None
     assert (refused_run["status"], refused_run["snapshot"]) == ("ERRORED", {})
 
 
@@ -264,5 +264,5 @@ def test_a_checkpoint_file_that_cannot_be_read_errors_the_run(fresh: Pipeline) -
         f"reconciliation run {run_id}: ERRORED: CheckpointFilesError: "
     ), raised.value
     assert str(last) in str(raised.value), raised.value
-    run = ledger.run(sa.create_engine(fresh.settings.database), run_id)
+    run = RUNS.run(sa.create_engine(fresh.settings.database), run_id)
     assert run is not None and run["status"] == "ERRORED"

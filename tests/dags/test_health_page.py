@@ -26,6 +26,7 @@ from tests.airflow_fixtures import (
     requested_urls,
 )
 from tests.pipeline import Pipeline
+from tests.store import RUNS
 
 RUN_BY = "airflow:reconciliation/manual__test/reconcile"
 PARTS = ("not_yet_read", "joined", "unmatched", "dead_lettered", "pending", "missing")
@@ -64,8 +65,8 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
     engine = database.engine(settings.database)
     earlier = []
     for verdict, counts, findings in EARLIER:
-        earlier.append(ledger.start_run(engine, {}, RUN_BY))
-        ledger.finish_run(engine, earlier[-1], verdict, counts, findings, None)
+        earlier.append(RUNS.start_run(engine, {}, RUN_BY))
+        RUNS.finish_run(engine, earlier[-1], verdict, counts, findings, None)
     # A third streaming job whose last batch ended two hours ago, 250 offsets behind.
     ended = datetime.now(UTC) - timedelta(hours=2)
     seeded = {
@@ -85,7 +86,7 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
         connection.execute(sa.text("DELETE FROM board_detail WHERE board_id = 'r3'"))
     failed = reconcile_once(spark, settings, RUN_BY, kind=INCREMENTAL)
     assert (passed.passed, failed.passed) == (True, False)
-    whole = {"after": None, "through": None}
+    whole = {"table": "board_detail", "after": None, "through": None}
     assert (passed.table_slice, failed.table_slice) == ({**whole, "rows": 6}, {**whole, "rows": 5})
 
     paths = ("api/health", "health", "data-docs/", "static/chartjs/chart.umd.min.js")
@@ -103,7 +104,7 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
     loaded_at = time.time()
 
     for result in (passed, failed):
-        stored = ledger.run(engine, result.run_id)
+        stored = RUNS.run(engine, result.run_id)
         row = browser.find_element(By.CSS_SELECTOR, f"tr[data-run='{result.run_id}']")
         shown = {
             cell.get_attribute("data-count"): int(cell.text.replace(",", ""))
@@ -146,7 +147,7 @@ def test_page_shows_the_ledger_and_refuses_anonymous_calls(
 
     # The balance chart, drawn by Chart.js: a run per bar, oldest first, a series per part.
     runs = [*earlier, passed.run_id, failed.run_id]
-    recorded = [ledger.run(engine, run_id) for run_id in runs]
+    recorded = [RUNS.run(engine, run_id) for run_id in runs]
     drawn = browser.execute_script(
         f"const chart = {CHART}; const x = chart.scales.x, y = chart.scales.y;"
         "return {labels: chart.data.labels, stacked: [x.options.stacked, y.options.stacked],"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from boardstream.reconcile.evidence import run_ledger as ledger
 from tests.airflow_fixtures import run_dag
 from tests.pipeline import Pipeline
+from tests.store import RUNS
 
 
 def run_reconciliation() -> str:
@@ -26,7 +26,7 @@ def test_passes_then_fails_on_a_lost_row(loaded_pipeline: Pipeline) -> None:
         connection.execute(sa.text("DELETE FROM board_detail WHERE board_id = 'r3'"))
     assert run_reconciliation() == "failed"
     assert run_full_reconciliation() == "failed"
-    first, second, third = (ledger.run(engine, run_id) for run_id in (1, 2, 3))
+    first, second, third = (RUNS.run(engine, run_id) for run_id in (1, 2, 3))
     assert (first["passed"], second["passed"], third["passed"]) == (True, False, False)
     assert (first["kind"], second["kind"], third["kind"]) == ("full", "incremental", "full")
     assert second["issues"]["missing_in_table"] == (1, ["r3"])

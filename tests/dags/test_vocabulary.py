@@ -15,9 +15,9 @@ from boardstream.entrypoints.demo import _print_reconciliation
 from boardstream.entrypoints.health import pipeline_health
 from boardstream.reconcile.checks.spark_checks import BALANCE, COUNTS, FINDINGS
 from boardstream.reconcile.checks.vocabulary import SUMMARY_ORDER
-from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.settings import PROJECT_ROOT, Settings
 from tests.fixtures import isolated_settings
+from tests.store import RUNS
 
 NAMES = {*COUNTS, *FINDINGS}
 RUN_BY = "airflow:reconciliation/manual__vocab/reconcile"
@@ -41,9 +41,9 @@ def settings(tmp_path: Path) -> Settings:
         (True, PASSED_COUNTS, PASSED_FINDINGS),
         (False, FAILED_COUNTS, FAILED_FINDINGS),
     ):
-        run_id = ledger.start_run(engine, {}, RUN_BY)
+        run_id = RUNS.start_run(engine, {}, RUN_BY)
         balance = {0: {name: counts[name] for name in BALANCE}}
-        ledger.finish_run(engine, run_id, passed, counts, findings, None, balance)
+        RUNS.finish_run(engine, run_id, passed, counts, findings, None, balance)
     return settings
 
 

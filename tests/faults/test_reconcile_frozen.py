@@ -5,7 +5,7 @@ the frozen run must write nothing (#63): before, it stored its older facts and i
 the next run's, recorded the altered row as checked, and later incremental runs passed.
 
 Its store, its facts, its cursor and its verdict are one transaction written only while its run
-is open and its lease held (``run_ledger.hold_open``, ``Leases.fence``); the mutant
+is open and its lease held (``RUNS.hold_open``, ``Leases.fence``); the mutant
 ``store-unfenced`` (tests/faults/mutants.py) takes both away, and this test fails on it."""
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ import sqlalchemy as sa
 
 from boardstream.failpoints import ENV as FAILPOINTS
 from boardstream.generator.plan import GeneratorOptions
-from boardstream.reconcile.evidence import run_ledger
-from boardstream.reconcile.incremental import digest_ledger, fact_store, table_watch
 from tests.faults.harness import JOIN_ARGS, LEASE_TTL_S, SINK_ARGS, Scenario
 from tests.pipeline import query
+from tests.store import FACTS, LEDGER, RUNS, WATCH
 
 SEED = 20261201
 HEARTBEAT_TIMEOUT_S = "5"  # a run silent for 5 s is dead
@@ -36,10 +35,10 @@ def ledger_rows(url: str) -> dict[str, list[tuple]]:
     tables = [
         table
         for metadata in (
-            digest_ledger.metadata,
-            fact_store.metadata,
-            table_watch.metadata,
-            run_ledger.metadata,
+            LEDGER.metadata,
+            FACTS.metadata,
+            WATCH.metadata,
+            RUNS.metadata,
         )
         for table in metadata.sorted_tables
     ]

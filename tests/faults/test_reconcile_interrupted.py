@@ -59,7 +59,7 @@ def await_open_run(s: Scenario, process: subprocess.Popen, after: int = 0) -> in
         try:
             rows = query(
                 s.database_url,
-                "select run_id from reconciliation_run where status is null and "
+                "select run_id from board_detail_reconciliation_run where status is null and "
                 f"run_id > {after} and heartbeat_at > started_at",
             )
         except ProgrammingError:  # the ledger is created by the run itself
@@ -71,7 +71,8 @@ def await_open_run(s: Scenario, process: subprocess.Popen, after: int = 0) -> in
 
 def status(s: Scenario, run_id: int) -> tuple[str | None, str | None]:
     (row,) = query(
-        s.database_url, f"select status, error from reconciliation_run where run_id = {run_id}"
+        s.database_url,
+        f"select status, error from board_detail_reconciliation_run where run_id = {run_id}",
     )
     return row[0], row[1]
 
@@ -113,7 +114,9 @@ def test_reconcile_killed_or_cut_off_mid_run_is_closed_by_the_next_run(
     after = reconcile(s)
     stdout, stderr = after.communicate(timeout=600)
     assert after.returncode == 0, stdout[-3000:] + stderr[-3000:]
-    (next_run,) = query(s.database_url, "select max(run_id) from reconciliation_run")[0]
+    (next_run,) = query(s.database_url, "select max(run_id) from board_detail_reconciliation_run")[
+        0
+    ]
     for dead in (killed, cut):
         dead_status, error = status(s, dead)
         assert dead_status == "ERRORED", (dead, dead_status, error)

@@ -14,11 +14,12 @@ from sqlalchemy.engine import Engine
 
 from boardstream import database
 from boardstream.reconcile.checks.spark_checks import CheckInputs, Records
-from boardstream.reconcile.incremental import baseline, digest_ledger
+from boardstream.reconcile.incremental import baseline
 from boardstream.reconcile.reads import readers
 from boardstream.reconcile.reads.expired import EXPIRED
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
+from tests.store import LEDGER
 
 BOARD = {
     "member_id": 7,
@@ -111,15 +112,15 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
     )
     latest = {settings.board_topic: {0: 4}, settings.board_detail_topic: {1: 6}}
     engine: Engine = database.engine(f"sqlite:///{tmp_path / 'ledger.db'}")
-    digest_ledger.create(engine)
+    LEDGER.create(engine)
 
     records = Records.of(inputs, target)
-    ahead = baseline.stage(engine, records) if staged else None
+    ahead = baseline.stage(engine, LEDGER, records) if staged else None
     with engine.begin() as connection:
         if ahead:
-            written = baseline.record_staged(connection, ahead, latest)
+            written = baseline.record_staged(connection, LEDGER, ahead, latest)
         else:
-            written = baseline.record(connection, records, latest)
+            written = baseline.record(connection, LEDGER, records, latest)
     assert written == {
         "sources": 1,
         "joined": 1,
@@ -130,21 +131,21 @@ def test_a_full_runs_records_are_in_the_ledger_and_its_cursor_at_the_snapshot(
     }
 
     with engine.connect() as connection:
-        details = digest_ledger.details_at(connection, [(1, 2), (1, 5)]).to_pylist()
+        details = LEDGER.details_at(connection, [(1, 2), (1, 5)]).to_pylist()
         read = inputs.details.where(~F.col(EXPIRED)).drop(EXPIRED)
         assert details == read.toArrow().to_pylist()  # not the evidence at 1@2
-        held = digest_ledger.outputs_at(connection, [(0, 4)]).to_pylist()
+        held = LEDGER.outputs_at(connection, [(0, 4)]).to_pylist()
         assert sorted((r["holder"], r["record_partition"], r["record_offset"]) for r in held) == [
             ("dead_lettered", 0, 20),
             ("unmatched", 2, 11),
         ]
-        assert digest_ledger.sources_at(connection, [(0, 3)]).to_pylist() == (
+        assert LEDGER.sources_at(connection, [(0, 3)]).to_pylist() == (
             inputs.sources.toArrow().to_pylist()
         )
-        versions = digest_ledger.members_of(connection, [7]).to_pylist()
+        versions = LEDGER.members_of(connection, [7]).to_pylist()
         assert [(v["member_offset"], v["tombstone"]) for v in versions] == [(9, False), (10, True)]
-        refused = digest_ledger.refused_at(connection, settings.member_topic, [(2, 6), (2, 7)])
+        refused = LEDGER.refused_at(connection, settings.member_topic, [(2, 6), (2, 7)])
         assert refused.to_pylist() == [
             {"source_topic": settings.member_topic, "source_partition": 2, "source_offset": 6}
         ]
-        assert digest_ledger.cursor(connection) == latest
+        assert LEDGER.cursor(connection) == latest

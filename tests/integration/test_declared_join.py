@@ -18,21 +18,18 @@ import sqlalchemy as sa
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from boardstream import database, joins
+from boardstream import joins
 from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.topics import Deployed, JoinTopics
 from boardstream.kafka.clients import admin_client
-from boardstream.locations import checkpoint_uri
 from boardstream.pipelines import Pipeline, shipped
-from boardstream.reconcile.checks.spark_checks import BALANCE, Reconciliation
-from boardstream.reconcile.incremental import digest_ledger
-from boardstream.reconcile.reads.snapshot import take_snapshot
-from boardstream.reconcile.run import check_snapshot
+from boardstream.reconcile.checks.spark_checks import BALANCE, FAILING
+from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL, RunLedger
+from boardstream.reconcile.run import reconcile_once
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, SinkTarget
-from boardstream.spark.checkpoint_files import CheckpointFiles
 from tests.fixtures import cli
 from tests.pipeline import consume_all, run_sink
 from tests.unit.pipelines.declarations import changed, write
@@ -185,36 +182,74 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     joined_keys = {key for key, _ in consume_all(kafka, topics.joined)}
     assert joined_keys == {b"o1", b"o2", b"o5", b"junk"}  # nothing joined since
 
-    # The reconciliation's checks, from the declaration alone: every order in one outcome, and
-    # the table against the joined records. (A run's store is next: the digest ledger's table
-    # keys are still the shipped pipeline's integers.)
-    found = checked(spark, settings, ReconcileTarget.of(Deployed(ORDERS, topics)), tmp_path)
-    assert found.passed, {k: f for k, f in found.findings.items() if f.count}
-    counts = {kind: found.counts[kind] for kind in BALANCE if found.counts[kind]}
-    assert counts == {"source": 6, "read": 6, "joined": 3, "unmatched": 2, "dead_lettered": 1}
-    assert (found.counts["expected_table_rows"], found.counts["sink_dead_lettered"]) == (3, 1)
-    assert sorted(found.table_snapshot.itertuples(index=False, name=None)) == [
+    # A full reconciliation run, from the declaration alone, kept in orders' own store: every
+    # order in one outcome, and the table against the joined records.
+    checking = ReconcileTarget.of(Deployed(ORDERS, topics))
+    full = reconcile(spark, settings, checking, tmp_path, FULL)
+    assert (full.kind, full.passed) == (FULL, True), full.summary()
+    assert balance(full) == {
+        "source": 6, "read": 6, "joined": 3, "unmatched": 2, "dead_lettered": 1
+    }  # fmt: skip
+    counts = full.reconciliation.counts
+    assert (counts["expected_table_rows"], counts["sink_dead_lettered"]) == (3, 1)
+    assert sorted(full.reconciliation.table_snapshot.itertuples(index=False, name=None)) == [
         ("o1", "c1"),
         ("o2", "c1"),
         ("o5", "c2"),
     ]
+    assert full.table_slice == {
+        "table": "order_customer",
+        "after": None,
+        "through": None,
+        "rows": 3,
+    }
+
+    # An incremental run reads only what came since: a new order for c2, joined and loaded.
+    send(topics.stream, "o7", order.format(id="o7", c="c2", amount="2", us=60_000_000), 60_000)
+    assert producer.flush(30) == 0
+    run(spark, kafka, topics, checkpoint)
+    run_sink(spark, settings, config, target)
+    more = reconcile(spark, settings, checking, tmp_path, INCREMENTAL)
+    assert (more.kind, more.passed) == (INCREMENTAL, True), more.summary()
+    assert balance(more) == {
+        "source": 7, "read": 7, "joined": 4, "unmatched": 2, "dead_lettered": 1
+    }  # fmt: skip
+    assert more.covered is not None  # it read the one new order
+    assert sum(end - start for start, end in more.covered[topics.stream].values()) == 1
+
+    # A row altered in the table: the next incremental run finds it, by its order id.
+    with engine.begin() as connection:
+        table = target.table.table
+        connection.execute(
+            table.update().where(table.c.order_id == "o5").values(amount=Decimal("9.99"))
+        )
+    tampered = reconcile(spark, settings, checking, tmp_path, INCREMENTAL)
+    assert not tampered.passed
+    findings = tampered.reconciliation.findings
+    assert {k: f.examples for k, f in findings.items() if f.count and k in FAILING} == {
+        "mismatched": ["o5"]
+    }
+    runs = RunLedger.of("orders").recent_runs(engine)
+    assert [run["status"] for run in runs] == ["FAILED", "PASSED", "PASSED"]
+    assert not sa.inspect(engine).has_table("board_detail_reconciliation_run")
 
 
-def checked(spark, settings: Settings, target: ReconcileTarget, tmp_path: Path) -> Reconciliation:
-    """A full run's checks of ``target`` as of now: its snapshot, its reads, the ledger's
-    evidence (none yet) and every check, stored nowhere."""
-    join, sink = (checkpoint_uri(tmp_path / name) for name in ("join", "sink"))
-    files = CheckpointFiles(spark)
-    snapshot = take_snapshot(files, admin_client(settings), settings, list(target.read), join, sink)
-    engine = database.engine(settings.database)
-    digest_ledger.create(engine)
-    return check_snapshot(spark, engine, settings, target, snapshot, join)[0]
+def reconcile(spark, settings: Settings, target: ReconcileTarget, tmp_path: Path, kind: str):
+    """A recorded run of ``target``, its checkpoints the test's."""
+    join, sink = tmp_path / "join", tmp_path / "sink"
+    return reconcile_once(spark, settings, "test", join, sink, kind=kind, target=target)
+
+
+def balance(result) -> dict[str, int]:
+    counts = result.reconciliation.counts
+    return {kind: counts[kind] for kind in BALANCE if counts[kind]}
 
 
 def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
-    """`boardstream job run board-detail-join -- --pipeline NAME` and the sink's, as
-    docs/COMMANDS.md writes them: spark-submit, the pipeline read from
-    BOARDSTREAM_PIPELINES_DIR, its declared topics, its own queries and checkpoints."""
+    """`boardstream job run board-detail-join -- --pipeline NAME`, the sink's and `boardstream
+    reconcile --pipeline NAME`, as docs/COMMANDS.md writes them: spark-submit, the pipeline read
+    from BOARDSTREAM_PIPELINES_DIR, its declared topics, its own queries, checkpoints and
+    store."""
     declarations = tmp_path / "pipelines"
     declarations.mkdir()
     data = changed({"name": "orders_cli", "stream.topic": "named-orders", "table.topic": "named-c"})
@@ -250,3 +285,16 @@ def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
     with engine.connect() as connection:
         rows = connection.execute(sa.text("select order_id, amount from order_customer")).all()
     assert [tuple(row) for row in rows] == [("o1", 2.5)]
+
+    # `boardstream reconcile --pipeline NAME`: orders_cli's checks, in orders_cli's own store.
+    checked = cli(
+        kafka,
+        *("reconcile", "--pipeline", "orders_cli", "--full"),
+        *("--join-checkpoint", str(tmp_path / "join"), "--sink-checkpoint", str(tmp_path / "sink")),
+        timeout=600,
+        extra_env=env,
+    )
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+    assert "reconciliation run 1 (full): PASSED" in checked.stdout.splitlines(), checked.stdout
+    assert RunLedger.of("orders_cli").recent_runs(engine)[0]["status"] == "PASSED"
+    assert not sa.inspect(engine).has_table(RunLedger.of("board_detail").run_table.name)

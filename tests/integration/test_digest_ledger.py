@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from boardstream import database
 from boardstream.reconcile.incremental import digest_ledger as ledger
 from tests.fixtures import sqlite_or_postgres_url
+from tests.store import LEDGER
 
 LOW, HIGH = -(2**63), 2**63 - 1
 INT_LOW, INT_HIGH = -(2**31), 2**31 - 1
@@ -30,7 +31,7 @@ IDS = ledger.CHUNK_PARAMETERS
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     created = database.engine(sqlite_or_postgres_url(request, tmp_path))
-    ledger.create(created)
+    LEDGER.create(created)
     yield created
     created.dispose()
 
@@ -110,12 +111,12 @@ NULL_OUTPUT = dict.fromkeys(
 
 
 def fill_outputs(connection: sa.Connection) -> None:
-    ledger.append(
-        connection, "reconcile_output", ledger.outputs("joined", pa.Table.from_pylist([JOINED]))
+    LEDGER.append(
+        connection, LEDGER.output_table, LEDGER.outputs("joined", pa.Table.from_pylist([JOINED]))
     )
     for holder, row in (("unmatched", UNMATCHED), ("dead_lettered", DEAD_LETTER)):
-        ledger.append(
-            connection, "reconcile_output", ledger.outputs(holder, pa.Table.from_pylist([row]))
+        LEDGER.append(
+            connection, LEDGER.output_table, LEDGER.outputs(holder, pa.Table.from_pylist([row]))
         )
 
 
@@ -146,33 +147,33 @@ def test_every_column_round_trips(engine: Engine, path: str) -> None:
         }
     )
     with engine.begin() as connection:
-        ledger.append(connection, ledger.reconcile_source, sources)
-        ledger.append(connection, "reconcile_member", members)
-        ledger.append(connection, "reconcile_refused", refused)
+        LEDGER.append(connection, LEDGER.source_table, sources)
+        LEDGER.append(connection, LEDGER.member_table, members)
+        LEDGER.append(connection, LEDGER.refused_table, refused)
         fill_outputs(connection)
     with engine.connect() as connection:
-        assert rows_of(connection, ledger.reconcile_source) == sorted(
+        assert rows_of(connection, LEDGER.source_table) == sorted(
             sources.to_pylist(), key=lambda r: (r["source_partition"], r["source_offset"])
         )
-        assert rows_of(connection, ledger.reconcile_member) == sorted(
+        assert rows_of(connection, LEDGER.member_table) == sorted(
             members.to_pylist(), key=lambda r: (r["member_partition"], r["member_offset"])
         )
-        assert rows_of(connection, ledger.reconcile_refused) == [
+        assert rows_of(connection, LEDGER.refused_table) == [
             {"source_topic": "board-detail", "source_partition": 0, "source_offset": LOW},
             {"source_topic": "member", "source_partition": INT_HIGH, "source_offset": HIGH},
         ]
         joined = {k: v for k, v in JOINED.items() if not k.startswith("detail_")}
-        assert rows_of(connection, ledger.reconcile_output) == [
+        assert rows_of(connection, LEDGER.output_table) == [
             NULL_OUTPUT | DEAD_LETTER | {"holder": "dead_lettered"},
             joined | {"holder": "joined", "record_partition": 2, "record_offset": HIGH},
             NULL_OUTPUT | UNMATCHED | {"holder": "unmatched"},
         ]
         # Looked up, each comes back in its reader's columns and Arrow types.
-        assert ledger.details_at(connection, [(2, HIGH)]).to_pylist() == [JOINED]
-        assert ledger.details_at(connection, [(2, HIGH)]).schema == pa.schema(
+        assert LEDGER.details_at(connection, [(2, HIGH)]).to_pylist() == [JOINED]
+        assert LEDGER.details_at(connection, [(2, HIGH)]).schema == pa.schema(
             [(n, pa.int32() if n.endswith("_partition") else pa.int64()) for n in JOINED]
         ).set(0, pa.field("board_id", pa.string()))
-        found = ledger.sources_at(connection, [(INT_LOW, LOW), (INT_HIGH, HIGH), (0, 0)])
+        found = LEDGER.sources_at(connection, [(INT_LOW, LOW), (INT_HIGH, HIGH), (0, 0)])
         assert found.to_pylist() == [
             {
                 "board_id": "lo",
@@ -188,17 +189,17 @@ def test_every_column_round_trips(engine: Engine, path: str) -> None:
                 "board_digest": HIGH,
             },
         ]
-        assert found.schema == ledger.arrow_schema(ledger.reconcile_source)
-        assert ledger.members_at(connection, [(0, 0)]).to_pylist() == [members.to_pylist()[0]]
+        assert found.schema == ledger.arrow_schema(LEDGER.source_table)
+        assert LEDGER.members_at(connection, [(0, 0)]).to_pylist() == [members.to_pylist()[0]]
 
 
 def test_lookups_return_exactly_the_keys_rows(engine: Engine) -> None:
     with engine.begin() as connection:
-        ledger.append(connection, "reconcile_source", source_rows(10))
-        ledger.append(connection, "reconcile_member", member_rows(5, versions=3))
-        ledger.append(
+        LEDGER.append(connection, LEDGER.source_table, source_rows(10))
+        LEDGER.append(connection, LEDGER.member_table, member_rows(5, versions=3))
+        LEDGER.append(
             connection,
-            "reconcile_refused",
+            LEDGER.refused_table,
             pa.table(
                 {
                     "source_topic": ["member", "board"],
@@ -209,29 +210,27 @@ def test_lookups_return_exactly_the_keys_rows(engine: Engine) -> None:
         )
         fill_outputs(connection)
     with engine.connect() as connection:
-        found = ledger.sources_at(connection, [(0, 3), (0, 1), (0, 3), (0, 10), (1, 1), (None, 1)])
+        found = LEDGER.sources_at(connection, [(0, 3), (0, 1), (0, 3), (0, 10), (1, 1), (None, 1)])
         assert found["source_offset"].to_pylist() == [1, 3]
         assert found["board_id"].to_pylist() == ["b1", "b3"]
-        assert ledger.sources_at(connection, []).num_rows == 0
-        assert ledger.sources_at(connection, []).schema == ledger.arrow_schema(
-            ledger.reconcile_source
-        )
-        at = ledger.outputs_at(connection, [(0, 5), (0, 6)])
+        assert LEDGER.sources_at(connection, []).num_rows == 0
+        assert LEDGER.sources_at(connection, []).schema == ledger.arrow_schema(LEDGER.source_table)
+        at = LEDGER.outputs_at(connection, [(0, 5), (0, 6)])
         assert at["holder"].to_pylist() == ["dead_lettered", "joined", "unmatched"]
-        assert ledger.outputs_at(connection, [(5, 0)]).num_rows == 0
+        assert LEDGER.outputs_at(connection, [(5, 0)]).num_rows == 0
         # Joined records only: the unmatched record of b5 shares its board and its position.
-        assert ledger.outputs_of(connection, ["b5", "b6"]).to_pylist() == [JOINED]
-        assert ledger.outputs_of(connection, ["b6"]).num_rows == 0
-        assert ledger.details_at(connection, [(2, HIGH), (0, 0)]).to_pylist() == [JOINED]
-        assert ledger.details_at(connection, [(2, HIGH - 1)]).num_rows == 0
-        assert ledger.members_at(connection, [(1, 4), (1, 15), (0, 4)])[
+        assert LEDGER.outputs_of(connection, ["b5", "b6"]).to_pylist() == [JOINED]
+        assert LEDGER.outputs_of(connection, ["b6"]).num_rows == 0
+        assert LEDGER.details_at(connection, [(2, HIGH), (0, 0)]).to_pylist() == [JOINED]
+        assert LEDGER.details_at(connection, [(2, HIGH - 1)]).num_rows == 0
+        assert LEDGER.members_at(connection, [(1, 4), (1, 15), (0, 4)])[
             "member_offset"
         ].to_pylist() == [4]
-        versions = ledger.members_of(connection, [3, 1, 99])
+        versions = LEDGER.members_of(connection, [3, 1, 99])
         assert versions["member_id"].to_pylist() == [1, 1, 1, 3, 3, 3]
         assert versions["member_offset"].to_pylist() == [3, 4, 5, 9, 10, 11]
         assert versions["tombstone"].to_pylist() == [False, False, True] * 2
-        assert ledger.refused_at(connection, "member", [(1, 4), (1, 5)]).to_pylist() == [
+        assert LEDGER.refused_at(connection, "member", [(1, 4), (1, 5)]).to_pylist() == [
             {"source_topic": "member", "source_partition": 1, "source_offset": 4}
         ]
 
@@ -242,8 +241,8 @@ def test_lookups_span_chunks(engine: Engine, n: int) -> None:
     bound parameters."""
     with engine.begin() as connection:
         for p in (0, 1):
-            ledger.append(connection, "reconcile_source", source_rows(2100, partition=p))
-        ledger.append(connection, "reconcile_member", member_rows(2100, versions=2))
+            LEDGER.append(connection, LEDGER.source_table, source_rows(2100, partition=p))
+        LEDGER.append(connection, LEDGER.member_table, member_rows(2100, versions=2))
     largest = []
 
     def count(_conn: Any, _cursor: Any, _statement: str, parameters: Any, *_: Any) -> None:
@@ -255,8 +254,8 @@ def test_lookups_span_chunks(engine: Engine, n: int) -> None:
             wanted = list(range(5, 5 + n))
             absent = [(0, 5000), (3, 7)]
             positions = [(p, o) for o in wanted for p in (1, 0)]
-            found = ledger.sources_at(connection, [*positions, *absent])
-            members = ledger.members_of(connection, [*wanted, 10**6])
+            found = LEDGER.sources_at(connection, [*positions, *absent])
+            members = LEDGER.members_of(connection, [*wanted, 10**6])
     finally:
         sa.event.remove(engine, "before_cursor_execute", count)
     assert found.select(["source_partition", "source_offset"]).to_pylist() == [
@@ -270,68 +269,68 @@ def test_lookups_span_chunks(engine: Engine, n: int) -> None:
 def test_a_replayed_append_changes_nothing(engine: Engine, path: str) -> None:
     sources, members = source_rows(40), member_rows(10, versions=2)
     with engine.begin() as connection:
-        ledger.append(connection, "reconcile_source", sources)
-        ledger.append(connection, "reconcile_member", members)
+        LEDGER.append(connection, LEDGER.source_table, sources)
+        LEDGER.append(connection, LEDGER.member_table, members)
         fill_outputs(connection)
     with engine.connect() as connection:
-        before = {t.name: rows_of(connection, t) for t in ledger.metadata.sorted_tables}
+        before = {t.name: rows_of(connection, t) for t in LEDGER.metadata.sorted_tables}
     with engine.begin() as connection:
         # The same writes again, one with new rows among replayed ones, one with a row twice.
-        assert ledger.append(connection, "reconcile_source", sources.slice(10, 20)) == 20
-        ledger.append(
-            connection, "reconcile_member", pa.concat_tables([members, member_rows(12, 2)])
+        assert LEDGER.append(connection, LEDGER.source_table, sources.slice(10, 20)) == 20
+        LEDGER.append(
+            connection, LEDGER.member_table, pa.concat_tables([members, member_rows(12, 2)])
         )
         fill_outputs(connection)
         twice = pa.concat_tables([source_rows(1, first=500)] * 2)
-        ledger.append(connection, "reconcile_source", twice)
+        LEDGER.append(connection, LEDGER.source_table, twice)
     with engine.connect() as connection:
-        after = {t.name: rows_of(connection, t) for t in ledger.metadata.sorted_tables}
-    assert after["reconcile_output"] == before["reconcile_output"]
+        after = {t.name: rows_of(connection, t) for t in LEDGER.metadata.sorted_tables}
+    assert after["board_detail_reconcile_output"] == before["board_detail_reconcile_output"]
     assert (
-        after["reconcile_source"]
-        == before["reconcile_source"] + source_rows(1, first=500).to_pylist()
+        after["board_detail_reconcile_source"]
+        == before["board_detail_reconcile_source"] + source_rows(1, first=500).to_pylist()
     )
-    assert after["reconcile_member"] == member_rows(12, versions=2).to_pylist()
+    assert after["board_detail_reconcile_member"] == member_rows(12, versions=2).to_pylist()
 
 
 def test_below_keeps_the_record_at_the_earliest_offset(engine: Engine) -> None:
     with engine.begin() as connection:
         for p in (0, 1, 2):
-            ledger.append(connection, "reconcile_source", source_rows(10, partition=p))
-        ledger.append(connection, "reconcile_member", member_rows(10))
+            LEDGER.append(connection, LEDGER.source_table, source_rows(10, partition=p))
+        LEDGER.append(connection, LEDGER.member_table, member_rows(10))
         fill_outputs(connection)
     with engine.connect() as connection:
-        gone = ledger.below(connection, "source", {0: 3, 1: 0, 3: 100})
+        gone = LEDGER.below(connection, "source", {0: 3, 1: 0, 3: 100})
         assert gone.select(["source_partition", "source_offset"]).to_pylist() == [
             {"source_partition": 0, "source_offset": o} for o in (0, 1, 2)
         ]
-        assert gone.schema == ledger.arrow_schema(ledger.reconcile_source)
-        everything = ledger.below(connection, "source", {2: 10})
+        assert gone.schema == ledger.arrow_schema(LEDGER.source_table)
+        everything = LEDGER.below(connection, "source", {2: 10})
         assert everything["source_offset"].to_pylist() == list(range(10))
-        assert ledger.below(connection, "source", {}).num_rows == 0
-        assert ledger.below(connection, "member", {1: 2})["member_offset"].to_pylist() == [0, 1]
+        assert LEDGER.below(connection, "source", {}).num_rows == 0
+        assert LEDGER.below(connection, "member", {1: 2})["member_offset"].to_pylist() == [0, 1]
         # By each output's own position, and only its holder's.
-        assert ledger.below(connection, "joined", {2: HIGH}).num_rows == 0
-        unmatched = ledger.below(connection, "unmatched", {2: HIGH})
+        assert LEDGER.below(connection, "joined", {2: HIGH}).num_rows == 0
+        unmatched = LEDGER.below(connection, "unmatched", {2: HIGH})
         assert unmatched.num_rows == 0
-        dead = ledger.below(connection, "dead_lettered", {0: 1})
+        dead = LEDGER.below(connection, "dead_lettered", {0: 1})
         assert dead.select(["holder", "record_offset"]).to_pylist() == [
             {"holder": "dead_lettered", "record_offset": 0}
         ]
-        assert ledger.below(connection, "dead_lettered", {0: 0}).num_rows == 0
+        assert LEDGER.below(connection, "dead_lettered", {0: 0}).num_rows == 0
         with pytest.raises(Exception, match="topic_holder"):
-            ledger.below(connection, "pending", {0: 1})
+            LEDGER.below(connection, "pending", {0: 1})
 
 
 def test_the_cursor_moves_forward_only(engine: Engine) -> None:
     with engine.begin() as connection:
-        assert ledger.cursor(connection) == {}
-        ledger.advance(connection, {"board": {0: 10, 1: 0}, "member": {0: HIGH}})
-        ledger.advance(connection, {})
+        assert LEDGER.cursor(connection) == {}
+        LEDGER.advance(connection, {"board": {0: 10, 1: 0}, "member": {0: HIGH}})
+        LEDGER.advance(connection, {})
     with engine.begin() as connection:
-        assert ledger.cursor(connection) == {"board": {0: 10, 1: 0}, "member": {0: HIGH}}
-        ledger.advance(connection, {"board": {0: 9, 1: 4, 2: 1}})  # 0 replayed from before
-        assert ledger.cursor(connection) == {"board": {0: 10, 1: 4, 2: 1}, "member": {0: HIGH}}
+        assert LEDGER.cursor(connection) == {"board": {0: 10, 1: 0}, "member": {0: HIGH}}
+        LEDGER.advance(connection, {"board": {0: 9, 1: 4, 2: 1}})  # 0 replayed from before
+        assert LEDGER.cursor(connection) == {"board": {0: 10, 1: 4, 2: 1}, "member": {0: HIGH}}
 
 
 def test_a_rolled_back_transaction_leaves_nothing(engine: Engine, path: str) -> None:
@@ -339,32 +338,33 @@ def test_a_rolled_back_transaction_leaves_nothing(engine: Engine, path: str) -> 
         pass
 
     with pytest.raises(Verdict), engine.begin() as connection:
-        ledger.append(connection, "reconcile_source", source_rows(1500))
-        ledger.append(connection, "reconcile_member", member_rows(1500))
-        ledger.append(
+        LEDGER.append(connection, LEDGER.source_table, source_rows(1500))
+        LEDGER.append(connection, LEDGER.member_table, member_rows(1500))
+        LEDGER.append(
             connection,
-            "reconcile_refused",
+            LEDGER.refused_table,
             pa.table({"source_topic": ["member"], "source_partition": [0], "source_offset": [1]}),
         )
         fill_outputs(connection)
-        ledger.advance(connection, {"board": {0: 1500}})
-        assert ledger.sources_at(connection, [(0, 1499)]).num_rows == 1  # seen inside
+        LEDGER.advance(connection, {"board": {0: 1500}})
+        assert LEDGER.sources_at(connection, [(0, 1499)]).num_rows == 1  # seen inside
         raise Verdict
     with engine.connect() as connection:
-        for table in ledger.metadata.sorted_tables:
+        for table in LEDGER.metadata.sorted_tables:
             assert rows_of(connection, table) == [], table.name
-        assert ledger.cursor(connection) == {}
+        assert LEDGER.cursor(connection) == {}
     with engine.begin() as connection:  # and the next run's writes go through
-        assert ledger.append(connection, "reconcile_source", source_rows(1500)) == 1500
+        assert LEDGER.append(connection, LEDGER.source_table, source_rows(1500)) == 1500
     with engine.connect() as connection:
-        assert len(rows_of(connection, ledger.reconcile_source)) == 1500
+        assert len(rows_of(connection, LEDGER.source_table)) == 1500
 
 
 def test_create_is_idempotent_and_keeps_rows(engine: Engine) -> None:
     with engine.begin() as connection:
-        ledger.append(connection, "reconcile_source", source_rows(3))
-    ledger.create(engine)
+        LEDGER.append(connection, LEDGER.source_table, source_rows(3))
+    LEDGER.create(engine)
     with engine.connect() as connection:
-        assert len(rows_of(connection, ledger.reconcile_source)) == 3
-    indexes = {i["name"] for i in sa.inspect(engine).get_indexes("reconcile_output")}
-    assert {"reconcile_output_source", "ix_reconcile_output_board_id"} <= indexes
+        assert len(rows_of(connection, LEDGER.source_table)) == 3
+    indexes = {i["name"] for i in sa.inspect(engine).get_indexes("board_detail_reconcile_output")}
+    named = {"board_detail_reconcile_output_source", "ix_board_detail_reconcile_output_board_id"}
+    assert named <= indexes

@@ -15,15 +15,17 @@ from pyspark.sql import functions as F
 from boardstream import database
 from boardstream.reconcile.checks import arrow_checks
 from boardstream.reconcile.checks import spark_checks as checks
-from boardstream.reconcile.incremental import affected, baseline, digest_ledger, fact_store
+from boardstream.reconcile.incremental import affected, baseline
 from boardstream.reconcile.incremental import inputs as incremental
 from boardstream.reconcile.incremental.affected import Keys
+from boardstream.reconcile.incremental.store import Store
 from boardstream.reconcile.reads import readers
 from boardstream.reconcile.reads.expired import EXPIRED
 from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink import table as sink_table
+from tests.store import FACTS, LEDGER
 
 BOARD = {"title": "t", "body": "b", "created_ts": 1, "created_at": "c", "modified_at": "m"}
 PROFILE = {"nickname": "n", "city": "x", "phone": "p", "modified_at": "mm"}
@@ -100,8 +102,8 @@ def frames(
 def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) -> None:
     settings = Settings(var_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'db.sqlite'}")
     engine = database.engine(settings.database)
-    digest_ledger.create(engine)
-    fact_store.create(engine)
+    LEDGER.create(engine)
+    FACTS.create(engine)
     sink_table.create(engine)
     cut = {"board": {0: 5}, "board-detail": {1: 6}, "board-unmatched": {2: 12}, "member": {1: 13}}
     end = {"board": {0: 9}, "board-detail": {1: 8}, "board-unmatched": {2: 12}, "member": {1: 13}}
@@ -116,12 +118,16 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
     }
     snapshot = Snapshot(datetime.now(UTC), earliest, end | {"board-dlq": {}}, joined, sink)
     target = ReconcileTarget.shipped(settings)
+    store = Store.of(target)
     layout = target.layout
     table = readers.read_table(settings, target).rows  # empty: every board missing in the table
 
     with engine.begin() as connection:
         baseline.record(
-            connection, checks.Records.of(frames(spark, target, [BASE], table), target), cut
+            connection,
+            LEDGER,
+            checks.Records.of(frames(spark, target, [BASE], table), target),
+            cut,
         )
     new = checks.Records(
         sources=readers.sources(raw(spark, NEW["board"]), layout).toArrow(),
@@ -142,13 +148,15 @@ def test_the_keys_new_data_touches_get_a_full_runs_facts(spark, tmp_path: Path) 
 
     with engine.connect() as connection:
         keys = affected.close(
-            incremental.seeds(new, incremental.carried(connection, target, snapshot, waiting)),
-            *incremental.lookups(connection, new),
+            incremental.seeds(
+                new, incremental.carried(connection, store, target, snapshot, waiting)
+            ),
+            *incremental.lookups(connection, LEDGER, new),
         )
         assert keys == Keys.of([(0, 3), (0, 7), (0, 8)], ["b1", "b3"])
         rows = readers.read_table(settings, target, sorted(keys.boards))
         partial = incremental.inputs_for(
-            spark, connection, target, snapshot, keys, new, rows, waiting, unseen=()
+            spark, connection, LEDGER, target, snapshot, keys, new, rows, waiting, unseen=()
         )
 
     def facts(inputs: checks.CheckInputs) -> list[tuple]:

@@ -21,12 +21,13 @@ from sqlalchemy.engine import Engine
 from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.reconcile.checks import spark_checks as checks
-from boardstream.reconcile.incremental import digest_ledger, fact_store
 from boardstream.reconcile.incremental import inputs as incremental
+from boardstream.reconcile.incremental.store import Store
 from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from tests.fixtures import new_database, sqlite_or_postgres_url
+from tests.store import FACTS, LEDGER
 
 HELD_S = 1.5  # how long the first run holds the ledger while the second must wait
 WAIT_S = 60.0  # how long the second may wait on SQLite (a run: its heartbeat bound)
@@ -35,8 +36,8 @@ WAIT_S = 60.0  # how long the second may wait on SQLite (a run: its heartbeat bo
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request, tmp_path) -> Iterator[Engine]:
     created = database.engine(sqlite_or_postgres_url(request, tmp_path))
-    digest_ledger.create(created)
-    fact_store.create(created)
+    LEDGER.create(created)
+    FACTS.create(created)
     yield created
     created.dispose()
 
@@ -46,11 +47,11 @@ def test_a_second_run_waits_for_the_first_runs_ledger_transaction(engine: Engine
 
     def second_run() -> None:
         with engine.begin() as connection:
-            digest_ledger.lock(connection, WAIT_S)
+            LEDGER.lock(connection, WAIT_S)
             acquired.set()
 
     with engine.begin() as first:
-        digest_ledger.lock(first, WAIT_S)
+        LEDGER.lock(first, WAIT_S)
         waiter = threading.Thread(target=second_run)
         waiter.start()
         assert not acquired.wait(HELD_S), "the second run took the ledger while the first held it"
@@ -64,7 +65,7 @@ def test_a_run_whose_snapshot_was_overtaken_is_refused(engine: Engine, tmp_path)
     written."""
     ahead = {"board": {0: 120, 1: 40}}
     with engine.begin() as connection:
-        digest_ledger.rebase(connection, ahead)
+        LEDGER.rebase(connection, ahead)
     latest = {"board": {0: 100, 1: 40}}
     progress = JobProgress(1, latest)
     snapshot = Snapshot(datetime.now(UTC), {"board": {0: 0, 1: 0}}, latest, progress, progress)
@@ -77,24 +78,25 @@ def test_a_run_whose_snapshot_was_overtaken_is_refused(engine: Engine, tmp_path)
             connection,
             settings,
             ReconcileTarget.shipped(settings),
+            Store.of(ReconcileTarget.shipped(settings)),
             snapshot,
             "",
             checks.ReconcileOptions(),
             0,
         )
     with engine.connect() as connection:
-        assert digest_ledger.cursor(connection) == ahead
-        assert fact_store.counts(connection) == {}
+        assert LEDGER.cursor(connection) == ahead
+        assert FACTS.counts(connection) == {}
 
 
 # A run inside its ledger transaction, the ledger's lock held.
 FROZEN = """
 import sys, time
 from boardstream import database
-from boardstream.reconcile.incremental import digest_ledger
+from tests.store import LEDGER
 engine = database.engine(sys.argv[1])
 with engine.begin() as connection:
-    digest_ledger.lock(connection, float(sys.argv[2]))
+    LEDGER.lock(connection, float(sys.argv[2]))
     print("locked", flush=True)
     time.sleep(600)
 """
@@ -122,7 +124,7 @@ def test_a_run_frozen_holding_the_ledger_is_closed_and_the_next_one_proceeds(
 
         def next_run() -> None:
             with engine.begin() as connection:
-                digest_ledger.lock(connection, wait_s)
+                LEDGER.lock(connection, wait_s)
                 acquired.append(time.monotonic())
 
         waiter = threading.Thread(target=next_run, daemon=True)

@@ -14,13 +14,13 @@ from confluent_kafka import Producer
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import TopicSpec, create_topics
 from boardstream.reconcile.checks.spark_checks import BALANCE, FAILING
-from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.repair import repair
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig
 from tests.fixtures import cli, new_database
 from tests.pipeline import Pipeline, consume_all, run_sink
+from tests.store import RUNS
 
 BOARDS = [f"b{i}" for i in range(1, 9)]
 
@@ -122,7 +122,7 @@ def test_clean_run_passes_with_exact_counts(pipeline: Pipeline, engine: str, cap
     assert f"    {waiting}" in result.summary()
     assert result.reconciliation.findings["not_yet_read"].count == 0
     assert result.validation.success
-    stored = ledger.run(sa.create_engine(pipeline.settings.database), result.run_id)
+    stored = RUNS.run(sa.create_engine(pipeline.settings.database), result.run_id)
     assert stored["passed"] is True
     assert stored["status"] == "PASSED"
     assert sum(c["joined"] for c in stored["balance"].values()) == 8

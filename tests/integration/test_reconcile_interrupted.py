@@ -14,11 +14,11 @@ import pytest
 
 from boardstream import database
 from boardstream.entrypoints.health import pipeline_health
-from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.evidence.run_ledger import FULL
 from boardstream.reconcile.run import RecordingError, RunResult, reconcile_once
 from boardstream.settings import Settings
 from tests.pipeline import Pipeline
+from tests.store import RUNS
 
 HEARTBEAT_TIMEOUT_S = 4.0
 
@@ -56,7 +56,7 @@ def open_run(path: Path) -> int | None:
     with sqlite3.connect(path) as reader:
         try:
             row = reader.execute(
-                "SELECT run_id FROM reconciliation_run WHERE status IS NULL"
+                "SELECT run_id FROM board_detail_reconciliation_run WHERE status IS NULL"
             ).fetchone()
         except sqlite3.OperationalError:  # the ledger not created yet
             return None
@@ -98,7 +98,7 @@ def test_sqlite_locked_past_its_busy_timeout_mid_run(pipeline: Pipeline, tmp_pat
     assert "database is locked" in message
     assert message.endswith("the next run closes it as interrupted")
     assert "\n" not in message
-    assert ledger.run(database.engine(settings.database), first)["status"] is None  # left open
+    assert RUNS.run(database.engine(settings.database), first)["status"] is None  # left open
 
     time.sleep(HEARTBEAT_TIMEOUT_S * 1.5)  # its heartbeat stopped with it
     result = run(pipeline, settings)

@@ -11,7 +11,7 @@ def test_repair_of_an_unknown_run_is_one_line(kafka) -> None:
     # spark-submit runs the job with its stderr joined to stdout: the job's output is one line.
     assert (result.returncode, result.stdout) == (
         1,
-        "repair: error: no reconciliation run 999 in reconciliation_run\n",
+        "repair: error: no reconciliation run 999 in board_detail_reconciliation_run\n",
     )
     # stderr: the JVM's start-up lines only, under boardstream's log4j configuration (WARN).
     assert "Traceback" not in result.stderr

@@ -20,24 +20,25 @@ from boardstream.reconcile.incremental import table_buckets, table_watch
 from boardstream.sink import table as sink_table
 from tests.fixtures import sqlite_or_postgres_url
 from tests.integration.test_table_buckets import ROWS, board, make_row
+from tests.store import WATCH
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request, tmp_path) -> Iterator[Engine]:
     created = database.engine(sqlite_or_postgres_url(request, tmp_path))
     sink_table.create(created)
-    table_watch.create(created)
+    WATCH.create(created)
     assert sink_table.upsert(created, [make_row(i) for i in range(ROWS)]) == ROWS
-    staged = table_watch.stage_all(created, sink_table.BOARD_DETAIL)
+    staged = WATCH.stage_all(created, sink_table.BOARD_DETAIL)
     with created.begin() as connection:
-        table_watch.remember_all(connection, sink_table.BOARD_DETAIL, staged)
+        WATCH.remember_all(connection, sink_table.BOARD_DETAIL, staged)
     yield created
     created.dispose()
 
 
 def suspects(engine: Engine) -> set[str]:
     with engine.connect() as connection:
-        return table_watch.suspects(connection, sink_table.BOARD_DETAIL)
+        return WATCH.suspects(connection, sink_table.BOARD_DETAIL)
 
 
 def execute(engine: Engine, *statements: str) -> None:
@@ -56,9 +57,9 @@ def rebuilt_without_key(engine: Engine) -> None:
         "DROP TABLE board_detail",
         "ALTER TABLE copy RENAME TO board_detail",
     )
-    staged = table_watch.stage_all(engine, sink_table.BOARD_DETAIL)
+    staged = WATCH.stage_all(engine, sink_table.BOARD_DETAIL)
     with engine.begin() as connection:
-        table_watch.remember_all(connection, sink_table.BOARD_DETAIL, staged)
+        WATCH.remember_all(connection, sink_table.BOARD_DETAIL, staged)
 
 
 def test_an_untouched_table_has_no_suspects(engine: Engine) -> None:
@@ -82,13 +83,13 @@ def test_digests_taken_beforehand_find_earlier_changes_and_leave_later_ones_to_t
     reads (``actual``): a change made before them is found; one made after them is not found
     by this run, but stays a suspect for the next, as the remembered digests did not move."""
     execute(engine, f"UPDATE board_detail SET city = 'early' WHERE board_id = '{board(2)}'")
-    seen = table_watch.look(engine, sink_table.BOARD_DETAIL, ROWS)
+    seen = WATCH.look(engine, sink_table.BOARD_DETAIL, ROWS)
     assert seen.within == table_buckets.WHOLE
     execute(engine, f"UPDATE board_detail SET city = 'late' WHERE board_id = '{board(7)}'")
     with engine.connect() as connection:
-        assert table_watch.suspects(connection, sink_table.BOARD_DETAIL, (), seen) == {board(2)}
+        assert WATCH.suspects(connection, sink_table.BOARD_DETAIL, (), seen) == {board(2)}
     with engine.begin() as connection:
-        table_watch.remember(connection, sink_table.BOARD_DETAIL, {board(2)})
+        WATCH.remember(connection, sink_table.BOARD_DETAIL, {board(2)})
     assert suspects(engine) == {board(7)}
 
 
@@ -96,12 +97,12 @@ def test_remembering_the_re_checked_boards_clears_them(engine: Engine) -> None:
     execute(engine, f"UPDATE board_detail SET title = 'y' WHERE board_id = '{board(5)}'")
     sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "new"}])
     with engine.begin() as connection:
-        table_watch.remember(connection, sink_table.BOARD_DETAIL, {board(5), "new"})
+        WATCH.remember(connection, sink_table.BOARD_DETAIL, {board(5), "new"})
     assert suspects(engine) == set()
     execute(engine, "DELETE FROM board_detail WHERE board_id = 'new'")
     assert suspects(engine) == {"new"}
     with engine.begin() as connection:
-        table_watch.remember(
+        WATCH.remember(
             connection, sink_table.BOARD_DETAIL, {"new"}
         )  # gone: forgotten, its bucket's totals moved
     assert suspects(engine) == set()
@@ -138,22 +139,20 @@ def test_rows_of_boards_re_checked_anyway_are_not_suspects(engine: Engine) -> No
     execute(engine, f"UPDATE board_detail SET title = 'newer' WHERE board_id = '{board(5)}'")
     sink_table.upsert(engine, [{**make_row(ROWS), "board_id": "new"}])
     with engine.connect() as connection:
-        assert table_watch.suspects(connection, sink_table.BOARD_DETAIL, {board(5), "new"}) == set()
+        assert WATCH.suspects(connection, sink_table.BOARD_DETAIL, {board(5), "new"}) == set()
     execute(engine, f"DELETE FROM board_detail WHERE board_id = '{board(6)}'")
     with engine.connect() as connection:
-        assert table_watch.suspects(connection, sink_table.BOARD_DETAIL, {board(5), "new"}) == {
-            board(6)
-        }
+        assert WATCH.suspects(connection, sink_table.BOARD_DETAIL, {board(5), "new"}) == {board(6)}
 
 
 def watch_once(engine: Engine, rows: int, known: set[str] = frozenset()) -> tuple[set[str], int]:
     """One incremental run's watch with slices of ``rows`` rows: its suspects, remembered as
     re-checked, and how many rows its slice held."""
-    seen = table_watch.look(engine, sink_table.BOARD_DETAIL, rows)
+    seen = WATCH.look(engine, sink_table.BOARD_DETAIL, rows)
     with engine.begin() as connection:
-        found = table_watch.suspects(connection, sink_table.BOARD_DETAIL, known, seen)
-        table_watch.remember(connection, sink_table.BOARD_DETAIL, found | known)
-        table_watch.advance(connection, seen.within)
+        found = WATCH.suspects(connection, sink_table.BOARD_DETAIL, known, seen)
+        WATCH.remember(connection, sink_table.BOARD_DETAIL, found | known)
+        WATCH.advance(connection, seen.within)
     return found, seen.rows
 
 
@@ -212,21 +211,21 @@ def test_a_slices_expected_digests_walk_its_range_not_every_remembered_row(
     instead of the slice's."""
     created = database.engine(f"sqlite:///{tmp_path / 'watch.db'}")
     sink_table.create(created)
-    table_watch.create(created)
+    WATCH.create(created)
     sink_table.upsert(created, [make_row(i) for i in range(2_000)])
-    staged = table_watch.stage_all(created, sink_table.BOARD_DETAIL)
+    staged = WATCH.stage_all(created, sink_table.BOARD_DETAIL)
     with created.begin() as connection:
-        table_watch.remember_all(
+        WATCH.remember_all(
             connection, sink_table.BOARD_DETAIL, staged
         )  # bulk loaded, then analysed
         connection.execute(  # a row without a board id, remembered: in every slice, once
-            table_watch.reconcile_row.insert().values(
+            WATCH.row_table.insert().values(
                 board_id=table_checks.NULL_BOARD_ID, bucket=0, rows=1, high=0, low=0
             )
         )
         ids = list(
             connection.execute(
-                sa.text("SELECT board_id FROM reconcile_row ORDER BY board_id")
+                sa.text("SELECT board_id FROM board_detail_reconcile_row ORDER BY board_id")
             ).scalars()
         )
     after = ids[1_900] if bounds != "through" else None
@@ -239,7 +238,7 @@ def test_a_slices_expected_digests_walk_its_range_not_every_remembered_row(
     try:
         with created.connect() as connection:
             sa.event.listen(connection, "before_cursor_execute", capture)
-            expected = table_watch._expected(connection, table_watch.IdRange(after, through))
+            expected = WATCH._expected(connection, table_watch.IdRange(after, through))
             sa.event.remove(connection, "before_cursor_execute", capture)
             [(statement, parameters)] = issued
             plan = [
@@ -255,12 +254,15 @@ def test_a_slices_expected_digests_walk_its_range_not_every_remembered_row(
             and (through is None or i <= through)
         ]
         assert sum(d.rows for d in expected.values()) == len(in_range)
-        assert [step for step in plan if "reconcile_row" in step] == [
-            "SEARCH reconcile_row USING PRIMARY KEY (board_id=?)",
+        assert [step for step in plan if "board_detail_reconcile_row" in step] == [
+            "SEARCH board_detail_reconcile_row USING PRIMARY KEY (board_id=?)",
             {
-                "after": "SEARCH reconcile_row USING PRIMARY KEY (board_id>?)",
-                "through": "SEARCH reconcile_row USING PRIMARY KEY (board_id<?)",
-                "both": "SEARCH reconcile_row USING PRIMARY KEY (board_id>? AND board_id<?)",
+                "after": "SEARCH board_detail_reconcile_row USING PRIMARY KEY (board_id>?)",
+                "through": "SEARCH board_detail_reconcile_row USING PRIMARY KEY (board_id<?)",
+                "both": (
+                    "SEARCH board_detail_reconcile_row USING PRIMARY KEY "
+                    "(board_id>? AND board_id<?)"
+                ),
             }[bounds],
         ]
     finally:
@@ -276,21 +278,23 @@ def test_a_look_says_which_ids_its_slice_spanned(engine: Engine) -> None:
                 sa.text("SELECT board_id FROM board_detail ORDER BY board_id")
             ).scalars()
         )
-    assert table_watch.look(engine, sink_table.BOARD_DETAIL, 300).as_json() == {
+    assert WATCH.look(engine, sink_table.BOARD_DETAIL, 300).as_json() == {
+        "table": "board_detail",
         "after": None,
         "through": None,
         "rows": 300,
     }
     records = []
     for _ in range(3):
-        seen = table_watch.look(engine, sink_table.BOARD_DETAIL, 200)
+        seen = WATCH.look(engine, sink_table.BOARD_DETAIL, 200)
         with engine.begin() as connection:
-            table_watch.advance(connection, seen.within)
+            WATCH.advance(connection, seen.within)
         records.append(seen.as_json())
+    named = {"table": "board_detail"}
     assert records == [
-        {"after": None, "through": ids[199], "rows": 200},
-        {"after": ids[199], "through": None, "rows": 100},
-        {"after": None, "through": ids[199], "rows": 200},
+        {**named, "after": None, "through": ids[199], "rows": 200},
+        {**named, "after": ids[199], "through": None, "rows": 100},
+        {**named, "after": None, "through": ids[199], "rows": 200},
     ]
 
 
@@ -325,34 +329,34 @@ def test_a_row_added_behind_the_round_is_found_when_the_round_comes_back(engine:
 
 
 def test_remembered_rows_of_a_rowid_table_move_into_board_id_order(tmp_path) -> None:
-    """A SQLite database made before ``reconcile_row`` was stored in board id order keeps a
+    """A SQLite database made before the remembered rows were stored in board id order keeps a
     rowid table, where a slice's range of ids is one page read per row (and a one-sided range
     was planned through the bucket index: 8 s at 4.47 M rows, 0.17 s in id order). Creating the
     tables moves its rows over, all of them, once, and the watch goes on from them."""
     engine = database.engine(f"sqlite:///{tmp_path / 'old.db'}")
     sink_table.create(engine)
     assert sink_table.upsert(engine, [make_row(i) for i in range(ROWS)]) == ROWS
-    execute(  # reconcile_row as it was made before
+    execute(  # board_detail_reconcile_row as it was made before
         engine,
-        "CREATE TABLE reconcile_row (board_id TEXT NOT NULL, bucket INTEGER NOT NULL, "
+        "CREATE TABLE board_detail_reconcile_row (board_id TEXT NOT NULL, bucket INTEGER NOT NULL, "
         "rows BIGINT NOT NULL, high BIGINT NOT NULL, low BIGINT NOT NULL, PRIMARY KEY (board_id))",
-        "CREATE INDEX ix_reconcile_row_bucket ON reconcile_row (bucket)",
+        "CREATE INDEX ix_board_detail_reconcile_row_bucket ON board_detail_reconcile_row (bucket)",
     )
-    table_watch.metadata.create_all(engine)  # the other tables, beside the old reconcile_row
-    staged = table_watch.stage_all(engine, sink_table.BOARD_DETAIL)
+    WATCH.metadata.create_all(engine)  # the other tables, beside the old board_detail_reconcile_row
+    staged = WATCH.stage_all(engine, sink_table.BOARD_DETAIL)
     with engine.begin() as connection:
-        table_watch.remember_all(connection, sink_table.BOARD_DETAIL, staged)
-        remembered = connection.execute(sa.text("SELECT * FROM reconcile_row")).all()
-    assert "WITHOUT ROWID" not in ddl(engine, "reconcile_row")
+        WATCH.remember_all(connection, sink_table.BOARD_DETAIL, staged)
+        remembered = connection.execute(sa.text("SELECT * FROM board_detail_reconcile_row")).all()
+    assert "WITHOUT ROWID" not in ddl(engine, "board_detail_reconcile_row")
 
-    table_watch.create(engine)
-    table_watch.create(engine)  # again: nothing left to move
-    assert "WITHOUT ROWID" in ddl(engine, "reconcile_row")
+    WATCH.create(engine)
+    WATCH.create(engine)  # again: nothing left to move
+    assert "WITHOUT ROWID" in ddl(engine, "board_detail_reconcile_row")
     with engine.connect() as connection:
-        moved = connection.execute(sa.text("SELECT * FROM reconcile_row")).all()
+        moved = connection.execute(sa.text("SELECT * FROM board_detail_reconcile_row")).all()
         assert sorted(moved) == sorted(remembered) and len(moved) == ROWS
-        indexes = connection.exec_driver_sql("PRAGMA index_list(reconcile_row)").all()
-        assert {row[1] for row in indexes} >= {"ix_reconcile_row_bucket"}
+        indexes = connection.exec_driver_sql("PRAGMA index_list(board_detail_reconcile_row)").all()
+        assert {row[1] for row in indexes} >= {"ix_board_detail_reconcile_row_bucket"}
     assert suspects(engine) == set()
     execute(engine, f"DELETE FROM board_detail WHERE board_id = '{board(7)}'")
     assert suspects(engine) == {board(7)}

@@ -40,8 +40,6 @@ STILL_NAMING = {
     "reconcile/checks/positions.py",
     "reconcile/checks/spark_checks.py",
     "reconcile/checks/table_checks.py",
-    "reconcile/evidence/run_ledger.py",
-    "reconcile/incremental/digest_ledger.py",
     "reconcile/incremental/fact_store.py",
     "reconcile/incremental/inputs.py",
     "reconcile/incremental/table_watch.py",

@@ -69,6 +69,7 @@ RUN_BY: dict[str, str | None] = {
     ),
     f"{BS} job run board-detail-join -- --pipeline orders": DECLARED_BY_NAME,
     f"{BS} job run board-detail-sink -- --pipeline orders": DECLARED_BY_NAME,
+    f"{BS} reconcile --pipeline orders": DECLARED_BY_NAME,
     f"{BS} reconcile": (
         "tests/integration/test_reconcile.py::test_reconcile_command_exit_code_is_the_verdict"
     ),

@@ -14,14 +14,14 @@ import sqlalchemy as sa
 
 from boardstream import staging
 from boardstream.database import engine
-from boardstream.reconcile.incremental import digest_ledger, fact_store
+from tests.store import FACTS, LEDGER
 
 
 @pytest.fixture
 def db(tmp_path: Path):
     created = engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    fact_store.create(created)
-    digest_ledger.create(created)
+    FACTS.create(created)
+    LEDGER.create(created)
     yield created
     created.dispose()
 
@@ -70,7 +70,7 @@ def test_other_writers_get_the_lock_between_staged_batches(db, tmp_path, monkeyp
 
     sa.event.listen(db, "begin", write_beside)
     try:
-        staged = staging.stage(db, fact_store.reconcile_fact, facts(35))
+        staged = staging.stage(db, FACTS.fact_table, facts(35))
     finally:
         sa.event.remove(db, "begin", write_beside)
     assert len(written) >= 4  # a transaction per batch of 10 (and the staged table's create)
@@ -89,17 +89,18 @@ def test_a_replacing_move_leaves_only_the_staged_rows_and_statistics(db) -> None
     by_board = by_board.set_column(2, "offset", pa.nulls(n, pa.int64()))
     by_board = by_board.set_column(0, "kind", pa.array(["expected_table_rows"] * n))
     with db.begin() as connection:
-        fact_store._insert(connection, facts(5, first=10_000))  # replaced by the move
-    staged = staging.stage(db, fact_store.reconcile_fact, pa.concat_tables([facts(n), by_board]))
-    f = fact_store.reconcile_fact.c
+        FACTS._insert(connection, facts(5, first=10_000))  # replaced by the move
+    staged = staging.stage(db, FACTS.fact_table, pa.concat_tables([facts(n), by_board]))
+    f = FACTS.fact_table.c
     lookup = sa.select(f.kind).where(f.partition.is_(None), f.board_id.in_(["b1", "b2"]))
     with db.begin() as connection:
-        staging.move_in(connection, staged, fact_store.reconcile_fact, replace=True)
+        staging.move_in(connection, staged, FACTS.fact_table, replace=True)
         compiled = lookup.compile(connection, compile_kwargs={"literal_binds": True})
         plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}").all()
         offsets = connection.execute(sa.select(sa.func.max(f.offset), sa.func.count())).one()
     assert [row[-1] for row in plan] == [
-        "SEARCH reconcile_fact USING INDEX reconcile_fact_board (board_id=?)"
+        "SEARCH board_detail_reconcile_fact USING INDEX board_detail_reconcile_fact_board "
+        "(board_id=?)"
     ]
     assert tuple(offsets) == (n - 1, 2 * n)
     assert staged.name not in tables(db)
@@ -110,13 +111,13 @@ def test_a_skipping_move_keeps_present_rows_and_drops_what_was_left_behind(db) -
     the same table that no transaction moved in (its run died or was fenced) goes with the
     next move; a staged copy of another table stays."""
     with db.begin() as connection:
-        digest_ledger.append(connection, "reconcile_source", sources(range(0, 3), digest=1))
-    left_behind = digest_ledger.stage(db, "reconcile_source", sources(range(100, 103), 9))
-    other_table = staging.stage(db, fact_store.reconcile_fact, facts(2))
-    staged = digest_ledger.stage(db, "reconcile_source", sources(range(2, 5), digest=2))
+        LEDGER.append(connection, LEDGER.source_table, sources(range(0, 3), digest=1))
+    left_behind = LEDGER.stage(db, LEDGER.source_table, sources(range(100, 103), 9))
+    other_table = staging.stage(db, FACTS.fact_table, facts(2))
+    staged = LEDGER.stage(db, LEDGER.source_table, sources(range(2, 5), digest=2))
     with db.begin() as connection:
-        digest_ledger.append_staged(connection, staged, "reconcile_source")
-        s = digest_ledger.reconcile_source.c
+        LEDGER.append_staged(connection, staged, LEDGER.source_table)
+        s = LEDGER.source_table.c
         rows = connection.execute(
             sa.select(s.source_offset, s.board_digest).order_by(s.source_offset)
         ).all()
@@ -128,12 +129,12 @@ def test_a_skipping_move_keeps_present_rows_and_drops_what_was_left_behind(db) -
 def test_a_move_that_rolls_back_leaves_the_table_and_the_staged_rows(db) -> None:
     """A fenced transaction (its run lost the lease) writes nothing: the rows it moved and the
     staged table it dropped come back with the rollback, for the next move to drop."""
-    staged = staging.stage(db, fact_store.reconcile_fact, facts(3))
+    staged = staging.stage(db, FACTS.fact_table, facts(3))
     with pytest.raises(RuntimeError, match="fenced"), db.begin() as connection:
-        staging.move_in(connection, staged, fact_store.reconcile_fact, replace=True)
+        staging.move_in(connection, staged, FACTS.fact_table, replace=True)
         raise RuntimeError("fenced")
     with db.connect() as connection:
-        count = sa.select(sa.func.count()).select_from(fact_store.reconcile_fact)
+        count = sa.select(sa.func.count()).select_from(FACTS.fact_table)
         assert connection.execute(count).scalar() == 0
     assert staged.name in tables(db)
 
@@ -142,6 +143,6 @@ def test_a_staged_null_in_a_not_null_column_is_refused_not_skipped(db) -> None:
     """The staged table has no constraints; the move meets the target's: a missing kind is
     an error, never a row silently left out."""
     rows = facts(2).set_column(0, "kind", pa.array([None, "joined"], pa.string()))
-    staged = staging.stage(db, fact_store.reconcile_fact, rows)
+    staged = staging.stage(db, FACTS.fact_table, rows)
     with pytest.raises(sa.exc.IntegrityError, match="NOT NULL"), db.begin() as connection:
-        staging.move_in(connection, staged, fact_store.reconcile_fact, skip_present=True)
+        staging.move_in(connection, staged, FACTS.fact_table, skip_present=True)

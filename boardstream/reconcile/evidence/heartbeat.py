@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from boardstream import database
-from boardstream.reconcile.evidence import run_ledger as ledger
+from boardstream.reconcile.evidence.run_ledger import RunLedger
 
 logger = logging.getLogger(__name__)
 
@@ -22,11 +22,11 @@ BEATS_PER_TIMEOUT = 20  # heartbeats within the bound: a few missed ones end no 
 
 
 class Heartbeat:
-    """``with Heartbeat(engine, run_id, timeout_s):`` refreshes the run's heartbeat every
-    ``timeout_s / BEATS_PER_TIMEOUT`` seconds while the block runs."""
+    """``with Heartbeat(engine, runs, run_id, timeout_s):`` refreshes the run's heartbeat in its
+    pipeline's ledger every ``timeout_s / BEATS_PER_TIMEOUT`` seconds while the block runs."""
 
-    def __init__(self, engine: Engine, run_id: int, timeout_s: float) -> None:
-        self.engine, self.run_id, self.timeout_s = engine, run_id, timeout_s
+    def __init__(self, engine: Engine, runs: RunLedger, run_id: int, timeout_s: float) -> None:
+        self.engine, self.runs, self.run_id, self.timeout_s = engine, runs, run_id, timeout_s
         self.interval_s = timeout_s / BEATS_PER_TIMEOUT
         self._stopped = threading.Event()
         self._thread = threading.Thread(
@@ -52,7 +52,7 @@ class Heartbeat:
         warned = False
         while not self._stopped.wait(self.interval_s):
             try:
-                ledger.beat(self.engine, self.run_id)
+                self.runs.beat(self.engine, self.run_id)
             except SQLAlchemyError as error:
                 now = time.monotonic()
                 failing_since = failing_since or now

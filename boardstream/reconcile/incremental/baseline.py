@@ -17,21 +17,23 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from boardstream.reconcile.checks.spark_checks import Records
-from boardstream.reconcile.incremental import digest_ledger
+from boardstream.reconcile.incremental.digest_ledger import DigestLedger, conform
 from boardstream.reconcile.reads.snapshot import Offsets
 
 log = logging.getLogger(__name__)
 
 
-def record(connection: Connection, records: Records, held_to: Offsets) -> dict[str, int]:
+def record(
+    connection: Connection, ledger: DigestLedger, records: Records, held_to: Offsets
+) -> dict[str, int]:
     """Append an incremental run's ``records`` to the digest ledger and advance its cursor to
     ``held_to`` (the end offsets the records were read to); returns the rows given per
     kind."""
     written = {
-        kind: digest_ledger.append(connection, table, rows)
-        for kind, (table, rows) in _ledger_rows(records).items()
+        kind: ledger.append(connection, table, rows)
+        for kind, (table, rows) in _ledger_rows(ledger, records).items()
     }
-    digest_ledger.advance(connection, held_to)
+    ledger.advance(connection, held_to)
     _logged(written)
     return written
 
@@ -41,37 +43,39 @@ class Staged:
     """A full run's records staged for the digest ledger (:func:`stage`): a staged table per
     ledger table, and the rows given per kind."""
 
-    tables: dict[str, sa.Table]  # ledger table name -> its staged rows
+    tables: dict[sa.Table, sa.Table]  # ledger table -> its staged rows
     written: dict[str, int]
 
 
-def stage(engine: Engine, records: Records) -> Staged:
+def stage(engine: Engine, ledger: DigestLedger, records: Records) -> Staged:
     """A full run's ``records`` staged ahead of its transaction (:mod:`boardstream.staging`),
     one staged table per ledger table; :func:`record_staged` moves them in."""
-    per_table: dict[str, list[pa.Table]] = {}
+    per_table: dict[sa.Table, list[pa.Table]] = {}
     written = {}
-    for kind, (table, rows) in _ledger_rows(records).items():
-        per_table.setdefault(table.name, []).append(digest_ledger.conform(table, rows))
+    for kind, (table, rows) in _ledger_rows(ledger, records).items():
+        per_table.setdefault(table, []).append(conform(table, rows))
         written[kind] = rows.num_rows
     tables = {
-        name: digest_ledger.stage(engine, name, pa.concat_tables(parts))
-        for name, parts in per_table.items()
+        table: ledger.stage(engine, table, pa.concat_tables(parts))
+        for table, parts in per_table.items()
     }
     return Staged(tables, written)
 
 
-def record_staged(connection: Connection, staged: Staged, held_to: Offsets) -> dict[str, int]:
+def record_staged(
+    connection: Connection, ledger: DigestLedger, staged: Staged, held_to: Offsets
+) -> dict[str, int]:
     """A full run's staged records into the digest ledger, its cursor set to ``held_to``
-    exactly (:func:`digest_ledger.rebase`); returns the rows given per kind. In the caller's
+    exactly (:meth:`DigestLedger.rebase`); returns the rows given per kind. In the caller's
     transaction."""
-    for name, table in staged.tables.items():
-        digest_ledger.append_staged(connection, table, name)
-    digest_ledger.rebase(connection, held_to)
+    for table, rows in staged.tables.items():
+        ledger.append_staged(connection, rows, table)
+    ledger.rebase(connection, held_to)
     _logged(staged.written)
     return staged.written
 
 
-def _ledger_rows(records: Records) -> dict[str, tuple[sa.Table, pa.Table]]:
+def _ledger_rows(ledger: DigestLedger, records: Records) -> dict[str, tuple[sa.Table, pa.Table]]:
     """Each kind of record as its ledger table's rows."""
     outputs = {
         "joined": records.details,
@@ -79,13 +83,13 @@ def _ledger_rows(records: Records) -> dict[str, tuple[sa.Table, pa.Table]]:
         "dead_lettered": records.dead_letters,
     }
     return {
-        "sources": (digest_ledger.reconcile_source, records.sources),
+        "sources": (ledger.source_table, records.sources),
         **{
-            holder: (digest_ledger.reconcile_output, digest_ledger.outputs(holder, rows))
+            holder: (ledger.output_table, ledger.outputs(holder, rows))
             for holder, rows in outputs.items()
         },
-        "members": (digest_ledger.reconcile_member, records.members),
-        "refused": (digest_ledger.reconcile_refused, records.refused),
+        "members": (ledger.member_table, records.members),
+        "refused": (ledger.refused_table, records.refused),
     }
 
 

@@ -29,15 +29,11 @@ from boardstream.reconcile.checks import arrow_checks
 from boardstream.reconcile.checks import spark_checks as checks
 from boardstream.reconcile.checks.arrow_checks import ArrowInputs
 from boardstream.reconcile.checks.spark_checks import Records
-from boardstream.reconcile.evidence import run_ledger as ledger
-from boardstream.reconcile.incremental import (
-    affected,
-    baseline,
-    digest_ledger,
-    fact_store,
-    table_watch,
-)
+from boardstream.reconcile.evidence.run_ledger import covered
+from boardstream.reconcile.incremental import affected, baseline, digest_ledger, table_watch
 from boardstream.reconcile.incremental.affected import Keys, Position
+from boardstream.reconcile.incremental.digest_ledger import DigestLedger
+from boardstream.reconcile.incremental.store import Store
 from boardstream.reconcile.reads import expired, readers
 from boardstream.reconcile.reads.snapshot import Offsets, Snapshot, retained
 from boardstream.reconcile.target import DEAD_LETTERED, UNMATCHED, ReconcileTarget
@@ -126,21 +122,25 @@ def seeds(new: Records, carried: Keys) -> Keys:
 
 
 def carried(
-    connection: Connection, target: ReconcileTarget, snapshot: Snapshot, waiting: pa.Table
+    connection: Connection,
+    store: Store,
+    target: ReconcileTarget,
+    snapshot: Snapshot,
+    waiting: pa.Table,
 ) -> Keys:
     """The keys checked again though no new record names them: open at the last run
-    (:func:`fact_store.open_keys`); every waiting board, by position and by board (its
+    (:meth:`FactStore.open_keys`); every waiting board, by position and by board (its
     ``overdue_pending`` or ``stuck_pending`` facts are keyed by board, so each run replaces
     them); and the keys of records the topics have deleted since (below a partition's earliest
     offset), whose facts a full run would no longer find."""
-    keys = fact_store.open_keys(connection, SETTLED) | Keys.of(
+    keys = store.facts.open_keys(connection, SETTLED) | Keys.of(
         set(_positions(waiting, SOURCE)), waiting.column("board_id").drop_null().to_pylist()
     )
     earliest = snapshot.earliest
     gone = [
-        digest_ledger.below(connection, "source", earliest.get(target.topics.stream, {})),
+        store.ledger.below(connection, "source", earliest.get(target.topics.stream, {})),
         *(
-            digest_ledger.below(connection, holder, earliest.get(topic, {}))
+            store.ledger.below(connection, holder, earliest.get(topic, {}))
             for holder, topic in target.holders.items()
         ),
     ]
@@ -151,17 +151,17 @@ def carried(
 
 
 def lookups(
-    connection: Connection, new: Records
+    connection: Connection, ledger: DigestLedger, new: Records
 ) -> tuple[Callable[[frozenset[str]], list[Position]], Callable[[frozenset[Position]], list[str]]]:
     """``affected.close``'s two relations over the ledger and the new records: the source
     positions of the boards' joined records, the boards of the joined records at positions."""
 
     def positions_of(boards: frozenset[str]) -> list[Position]:
-        old = digest_ledger.outputs_of(connection, boards)
+        old = ledger.outputs_of(connection, boards)
         return _positions(old, SOURCE) + _positions(_of(new.details, boards), SOURCE)
 
     def boards_at(positions: frozenset[Position]) -> list[str]:
-        old = digest_ledger.outputs_at(connection, positions)
+        old = ledger.outputs_at(connection, positions)
         old = old.filter(pc.equal(old["holder"], "joined"))
         mine = _at(new.details, SOURCE, positions)
         return [b for t in (old, mine) for b in t.column("board_id").drop_null().to_pylist()]
@@ -172,6 +172,7 @@ def lookups(
 def inputs_for(
     spark: SparkSession,
     connection: Connection,
+    ledger: DigestLedger,
     target: ReconcileTarget,
     snapshot: Snapshot,
     keys: Keys,
@@ -186,7 +187,7 @@ def inputs_for(
     boards, all of them: the state is small)."""
     earliest = snapshot.earliest
     positions, boards = keys.positions, keys.boards
-    held = digest_ledger.outputs_at(connection, positions)
+    held = ledger.outputs_at(connection, positions)
 
     def holder(name: str) -> pa.Table:
         return held.filter(pc.equal(held["holder"], name))
@@ -197,7 +198,7 @@ def inputs_for(
     details = _kept(
         [
             digest_ledger.as_details(holder("joined")),
-            digest_ledger.outputs_of(connection, boards),
+            ledger.outputs_of(connection, boards),
             _at(new.details, SOURCE, positions),
             _of(new.details, boards),
         ],
@@ -216,8 +217,8 @@ def inputs_for(
     named_versions = set(_positions(details, MEMBER))
     members = _kept(
         [
-            digest_ledger.members_at(connection, named_versions),
-            digest_ledger.members_of(connection, member_ids),
+            ledger.members_at(connection, named_versions),
+            ledger.members_of(connection, member_ids),
             new.members.filter(
                 pc.is_in(
                     new.members["member_id"],
@@ -242,7 +243,7 @@ def inputs_for(
         )
     }
     sources = _kept(
-        [digest_ledger.sources_at(connection, positions), _at(new.sources, SOURCE, positions)],
+        [ledger.sources_at(connection, positions), _at(new.sources, SOURCE, positions)],
         SOURCE,
         board,
     )
@@ -250,7 +251,7 @@ def inputs_for(
     def refused(topic: str, at: set[Position], prefix: str) -> pa.Table:
         found = _concat(
             [
-                digest_ledger.refused_at(connection, topic, at),
+                ledger.refused_at(connection, topic, at),
                 _at(new.refused.filter(pc.equal(new.refused["source_topic"], topic)), SOURCE, at),
             ]
         )
@@ -273,9 +274,9 @@ def inputs_for(
     )
 
 
-def _look(engine: Engine, table: SinkTable, rows: int) -> table_watch.Look:
+def _look(engine: Engine, store: Store, table: SinkTable, rows: int) -> table_watch.Look:
     with phase("reconcile: the table's bucket digests"):
-        return table_watch.look(engine, table, rows)
+        return store.watch.look(engine, table, rows)
 
 
 def _positions(table: pa.Table, columns: tuple[str, str]) -> list[Position]:
@@ -348,17 +349,18 @@ def check(
     connection: Connection,
     settings: Settings,
     target: ReconcileTarget,
+    store: Store,
     snapshot: Snapshot,
     join_checkpoint: str,
     options: checks.ReconcileOptions,
     now_ms: int,
 ) -> Checked:
     """Re-check the keys new data touches and the boards whose rows changed since they were
-    checked (:func:`table_watch.suspects`), reading only: nothing is written until
+    checked (:meth:`TableWatch.suspects`), reading only: nothing is written until
     :func:`store`, so a database with one writer at a time (SQLite) is not held while the run
     reads the topics and the table (the sink and the leases write meanwhile). A ledger no full
     run has filled yet is refused, and so is a snapshot a later run has checked past."""
-    cursor = digest_ledger.cursor(connection)
+    cursor = store.ledger.cursor(connection)
     if not cursor:
         raise BoardstreamError(
             "no full reconciliation has filled the digest ledger yet: run one first "
@@ -381,7 +383,7 @@ def check(
         with phase("reconcile: their records, rows and checks"):
             table = readers.read_live_table(settings, target, snapshot, sorted(keys.boards))
             inputs = inputs_for(
-                spark, connection, target, snapshot, keys, new, table, waiting, unseen
+                spark, connection, store.ledger, target, snapshot, keys, new, table, waiting, unseen
             )
             return inputs, arrow_checks.evaluate(
                 inputs, settings, target.topics, snapshot, mode, now_ms, options
@@ -396,23 +398,23 @@ def check(
     # board are the checks run again.
     with ThreadPoolExecutor(1, thread_name_prefix="bucket-digests") as pool:
         table_look = pool.submit(
-            _look, connection.engine, target.table, settings.reconcile_watch_rows
+            _look, connection.engine, store, target.table, settings.reconcile_watch_rows
         )
         with phase("reconcile: the new records"):
             new, snapshot = read_new(spark, settings, target, snapshot, cursor)
         found_unseen = expired.new_unseen(target, cursor, snapshot.earliest)
-        unseen = expired.describe([*digest_ledger.unseen(connection), *found_unseen])
+        unseen = expired.describe([*store.ledger.unseen(connection), *found_unseen])
         waiting = readers.pending(
             spark, target.layout, join_checkpoint, snapshot.join.batch_id
         ).toArrow()
-        relations = lookups(connection, new)
+        relations = lookups(connection, store.ledger, new)
         with phase("reconcile: the keys to re-check"):
-            seeded = seeds(new, carried(connection, target, snapshot, waiting))
+            seeded = seeds(new, carried(connection, store, target, snapshot, waiting))
             keys = affected.close(seeded, *relations)
         inputs, found = checked(keys)
         with phase("reconcile: the boards whose rows changed"):
             seen = table_look.result()
-            changed = table_watch.suspects(connection, target.table, seeded.boards, seen)
+            changed = store.watch.suspects(connection, target.table, seeded.boards, seen)
     if not changed <= keys.boards:
         log.info(
             "%d boards whose rows changed unasked: the checks again with them",
@@ -431,31 +433,31 @@ def check(
         readers.table_keys(inputs.table_read, target.layout),
         pc.sum(pc.is_in(found["kind"], pa.array(checks.TABLE_ROWS))).as_py() or 0,
         arrow_checks.waiting_now(waiting, now_ms, options),
-        ledger.covered(cursor, snapshot.latest),
+        covered(cursor, snapshot.latest),
         seen.as_json(),
         target.table,
     )
 
 
-def store(connection: Connection, checked: Checked, wait_s: float) -> None:
+def store(connection: Connection, into: Store, checked: Checked, wait_s: float) -> None:
     """In the caller's transaction, short: the facts of ``checked``'s keys in place of the old
     ones, the re-checked boards' rows remembered, the new records added to the ledger and its
-    cursor moved to the snapshot's end. The ledger is held first (:func:`digest_ledger.lock`,
+    cursor moved to the snapshot's end. The ledger is held first (:meth:`DigestLedger.lock`,
     waiting up to ``wait_s``); a cursor moved since the run read it (another run stored
     meanwhile) refuses the run rather than store a difference against a stale ledger."""
-    digest_ledger.lock(connection, wait_s)
-    if digest_ledger.cursor(connection) != checked.cursor:
+    into.ledger.lock(connection, wait_s)
+    if into.ledger.cursor(connection) != checked.cursor:
         raise BoardstreamError(
             "another reconciliation stored its checks while this one ran: its checks are "
             "against a ledger that has changed since, and are not stored (the next run checks "
             "this data)"
         )
     with phase("reconcile: the facts, the rows as checked and the ledger"):
-        digest_ledger.add_unseen(connection, checked.found_unseen)
-        fact_store.replace(connection, checked.keys, checked.found)
-        table_watch.remember(connection, checked.table, checked.keys.boards)
-        table_watch.advance(connection, checked.seen.within)
-        baseline.record(connection, checked.new, checked.latest)
+        into.ledger.add_unseen(connection, checked.found_unseen)
+        into.facts.replace(connection, checked.keys, checked.found)
+        into.watch.remember(connection, checked.table, checked.keys.boards)
+        into.watch.advance(connection, checked.seen.within)
+        baseline.record(connection, into.ledger, checked.new, checked.latest)
     log.info(
         "incremental run: %d positions and %d boards re-checked, %d new source records",
         len(checked.keys.positions),

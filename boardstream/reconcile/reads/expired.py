@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from sqlalchemy.engine import Connection
 
 from boardstream.reconcile.incremental import digest_ledger
+from boardstream.reconcile.incremental.digest_ledger import DigestLedger
 from boardstream.reconcile.layout import ReconcileLayout
 from boardstream.reconcile.reads import readers
 from boardstream.reconcile.reads.snapshot import Offsets, Snapshot
@@ -76,24 +77,26 @@ class Kept:
     new_unseen: tuple[Range, ...]
 
 
-def kept(connection: Connection, target: ReconcileTarget, snapshot: Snapshot) -> Kept:
+def kept(
+    connection: Connection, ledger: DigestLedger, target: ReconcileTarget, snapshot: Snapshot
+) -> Kept:
     """A full run's evidence from the ledger: every output record below its topic's earliest
     offset whose source the stream still holds."""
     board = snapshot.earliest.get(target.topics.stream, {})
     outputs = {}
     for holder, topic in target.holders.items():
         earliest = snapshot.earliest.get(topic, {})
-        rows = digest_ledger.below(connection, holder, earliest)
+        rows = ledger.below(connection, holder, earliest)
         if holder == JOINED:
             rows = digest_ledger.as_details(rows)
         rows = rows.select(list(HOLDER_COLUMNS[holder]))
         own = ("detail_partition", "detail_offset") if holder == JOINED else RECORD
         outputs[holder] = flagged(rows.filter(accountable(rows, own, earliest, board)), True)
-    found = new_unseen(target, digest_ledger.cursor(connection), snapshot.earliest)
+    found = new_unseen(target, ledger.cursor(connection), snapshot.earliest)
     return Kept(
         outputs,
-        digest_ledger.refused(connection),
-        (*digest_ledger.unseen(connection), *found),
+        ledger.refused(connection),
+        (*ledger.unseen(connection), *found),
         tuple(found),
     )
 
@@ -165,7 +168,7 @@ def table_details(
     )
     chosen = rows.filter(gone).filter(pa.array([at not in have for at in positions], pa.bool_()))
     if chosen.num_rows == 0:
-        return empty_details()
+        return empty_details(layout.key_type)
     return _as_details(spark.createDataFrame(chosen), layout).toArrow()
 
 
@@ -194,10 +197,9 @@ def _as_details(rows: DataFrame, layout: ReconcileLayout) -> DataFrame:
     )
 
 
-def empty_details() -> pa.Table:
+def empty_details(key_type: str) -> pa.Table:
     """No records, in ``readers.details``' columns and types, flagged expired."""
-    none = pa.Table.from_batches([], digest_ledger.arrow_schema(digest_ledger.reconcile_output))
-    return flagged(digest_ledger.as_details(none), True)
+    return flagged(pa.Table.from_batches([], digest_ledger.details_schema(key_type)), True)
 
 
 def below(rows: pa.Table, position: tuple[str, str], ends: dict[int, int]) -> pa.Array:

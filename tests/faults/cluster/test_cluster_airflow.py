@@ -15,12 +15,12 @@ import time
 import pytest
 
 from boardstream import database
-from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.supervision import register
 from boardstream.supervision.streams import StreamOptions, board_detail_streams
 from tests.faults.cluster.cluster import DRIVERS, SPARK_MASTER_UI_PORT, Cluster
 from tests.faults.cluster.scenarios import JOBS, SEED, host_of, loaded, streams_running, until
 from tests.faults.harness import Scenario, backlog_options
+from tests.store import RUNS
 
 pytestmark = pytest.mark.long
 
@@ -184,7 +184,7 @@ def test_the_health_page_on_the_airflow_host_shows_the_streams_and_a_runs_data_d
         master_ui = f"http://{airflow_cluster.address('spark-master')}:{SPARK_MASTER_UI_PORT}"
         assert link == f"{master_ui}/app/?appId={app}"  # the application on the master's UI
     (row,) = browser.find_elements(By.CSS_SELECTOR, "tr[data-run]")
-    stored = ledger.run(database.engine(s.settings.database), int(row.get_attribute("data-run")))
+    stored = RUNS.run(database.engine(s.settings.database), int(row.get_attribute("data-run")))
     shown = {
         cell.get_attribute("data-count"): int(cell.text.replace(",", ""))
         for cell in row.find_elements(By.CSS_SELECTOR, "td[data-count]")

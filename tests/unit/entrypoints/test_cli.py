@@ -186,7 +186,24 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> Submitted:
         ),
         (
             ["reconcile"],
-            ("reconcile", ["--stall-after", "20m", "--unmatched-timeout", "10m"]),
+            (
+                "reconcile",
+                [
+                    "--stall-after",
+                    "20m",
+                    "--unmatched-timeout",
+                    "10m",
+                    "--pipeline",
+                    "board_detail",
+                ],
+            ),
+        ),
+        (
+            ["reconcile", "--pipeline", "orders"],
+            (
+                "reconcile",
+                ["--stall-after", "20m", "--unmatched-timeout", "10m", "--pipeline", "orders"],
+            ),
         ),
         (
             ["reconcile", "--full", "--stall-after", "1h", "--join-checkpoint", "/cp/join"],
@@ -198,6 +215,8 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> Submitted:
                     "--unmatched-timeout",
                     "10m",
                     "--full",
+                    "--pipeline",
+                    "board_detail",
                     "--join-checkpoint",
                     "/cp/join",
                 ],

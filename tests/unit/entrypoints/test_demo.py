@@ -1,5 +1,5 @@
 """``boardstream demo``'s decisions with Airflow and the ledger replaced (the seams:
-``AirflowStandalone``, ``AirflowApi``, ``ledger.recent_runs``): it needs a running Airflow; the
+``AirflowStandalone``, ``AirflowApi``, ``RunLedger.recent_runs``): it needs a running Airflow; the
 pipeline runs once the data is loaded (the run the scheduler queues on unpausing, else a
 triggered one); it stops at the first failed run; the reconciliation is the one the sink's
 Asset event queued, else a triggered one; the verdict is the ledger's. The printed balance's
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from boardstream.entrypoints import demo
+from boardstream.reconcile.evidence.run_ledger import RunLedger
 from boardstream.settings import Settings
 
 
@@ -121,7 +122,7 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         monkeypatch.setattr(Api, name, value)
     monkeypatch.setattr(demo, "AirflowStandalone", Airflow)
     monkeypatch.setattr(demo, "AirflowApi", Api)
-    monkeypatch.setattr(demo.ledger, "recent_runs", lambda _engine, limit: list(ledger))
+    monkeypatch.setattr(RunLedger, "recent_runs", lambda _self, _engine, limit: list(ledger))
     return ledger
 
 
@@ -277,9 +278,11 @@ def test_a_run_that_came_first_during_the_demo_is_named_with_why(
     runs[1:] = [scheduled, {**ledger_run("cli"), "run_id": 3}]
     demo_started = []
     monkeypatch.setattr(
-        demo.ledger,
+        RunLedger,
         "recent_runs",
-        lambda _engine, limit: list(runs) if demo_started else demo_started.append(1) or runs[2:],
+        lambda _self, _engine, limit: (
+            list(runs) if demo_started else demo_started.append(1) or runs[2:]
+        ),
     )
     assert demo.run_demo(settings, {}) == 0
     lines = capsys.readouterr().out.splitlines()

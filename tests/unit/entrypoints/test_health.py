@@ -3,7 +3,7 @@ with its status (older runs have only ``passed``), findings in the summary's ord
 for a passed run; boards in transit apart, never as findings), its Data Docs page only while it
 exists under the site, and the Airflow task that made it; the balance chart's runs oldest first
 and one series per part; each stream's newest batch against the SLO and its rates; the
-compaction changes. The ledger is replaced at ``ledger.recent_runs``; the tuning log is real,
+compaction changes. The ledger is replaced at ``RUNS.recent_runs``; the tuning log is real,
 on SQLite."""
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ from boardstream.entrypoints.health import (
 )
 from boardstream.kafka.retention import Retention, StreamRetention, reconciliation_overdue
 from boardstream.reconcile.evidence import docs_store
-from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.evidence.data_docs import ASSETS
+from boardstream.reconcile.evidence.run_ledger import RunLedger
 from boardstream.settings import Settings
 from boardstream.spark import checkpoint_lease
 from boardstream.spark.slo import StreamSlo
 from boardstream.stream_progress import ProgressStore
 from tests.fixtures import isolated_settings
+from tests.store import RUNS
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 HOUR_MS = 3_600_000
@@ -181,14 +182,14 @@ def test_a_run_as_the_page_gets_it(tmp_path: Path) -> None:
         "covered": None,
         "table_slice": None,
     }
-    table_slice = {"after": "b-10", "through": "b-99", "rows": 500_000}
+    table_slice = {"table": "board_detail", "after": "b-10", "through": "b-99", "rows": 500_000}
     incremental = _run(
         {**run, "kind": "incremental", "covered": COVERED, "table_slice": table_slice}, tmp_path
     )
     assert (incremental["kind"], incremental["covered"], incremental["table_slice"]) == (
         "incremental",
         "board 0:[1,200, 1,500) 2:[0, 7); member 1:[40, 41)",
-        "500,000 rows of board_detail, board ids after 'b-10' through 'b-99'",
+        "500,000 rows of board_detail, ids after 'b-10' through 'b-99'",
     )
     failed = _run({**run, "passed": False, "status": "FAILED"}, tmp_path)["findings"]
     assert failed == {
@@ -349,7 +350,7 @@ def test_pipeline_health_gathers_runs_chart_streams_and_changes(
         ledger_run(1, counts={"source": 5, "joined": 4, "missing": 1}),
     ]
     monkeypatch.setattr(
-        health.ledger, "recent_runs", lambda _engine, limit: asked.append(limit) or runs
+        RunLedger, "recent_runs", lambda _self, _engine, limit: asked.append(limit) or runs
     )
     engine = database.engine(settings.database)
     tuning_log.create(engine)
@@ -390,23 +391,23 @@ def test_the_newest_verdict_is_the_newest_passed_or_failed_run_however_many_erro
     settings: Settings,
 ) -> None:
     engine = database.engine(settings.database)
-    assert ledger.last_verdict_at(engine) is None  # no ledger yet
-    first = ledger.start_run(engine, {}, "cli")
-    ledger.finish_run(engine, first, False, {}, {}, None)
-    second = ledger.start_run(engine, {}, "cli")
-    ledger.finish_run(engine, second, True, {}, {}, None)
-    ledger.error_run(engine, ledger.start_run(engine, {}, "cli"), "broker gone")
-    ledger.start_run(engine, {}, "cli")  # still running
-    began = ledger.run(engine, second)["started_at"]
-    assert ledger.last_verdict_at(engine) == began.replace(tzinfo=UTC)  # SQLite keeps no zone
+    assert RUNS.last_verdict_at(engine) is None  # no ledger yet
+    first = RUNS.start_run(engine, {}, "cli")
+    RUNS.finish_run(engine, first, False, {}, {}, None)
+    second = RUNS.start_run(engine, {}, "cli")
+    RUNS.finish_run(engine, second, True, {}, {}, None)
+    RUNS.error_run(engine, RUNS.start_run(engine, {}, "cli"), "broker gone")
+    RUNS.start_run(engine, {}, "cli")  # still running
+    began = RUNS.run(engine, second)["started_at"]
+    assert RUNS.last_verdict_at(engine) == began.replace(tzinfo=UTC)  # SQLite keeps no zone
     # A run recorded before the status column existed counts by ``passed``.
     with engine.begin() as connection:
         connection.execute(
-            ledger.reconciliation_run.update()
-            .where(ledger.reconciliation_run.c.run_id == first)
+            RUNS.run_table.update()
+            .where(RUNS.run_table.c.run_id == first)
             .values(status=None, started_at=began + timedelta(seconds=1))
         )
-    assert ledger.last_verdict_at(engine) == (began + timedelta(seconds=1)).replace(tzinfo=UTC)
+    assert RUNS.last_verdict_at(engine) == (began + timedelta(seconds=1)).replace(tzinfo=UTC)
 
 
 def test_evidence_says_when_reconciliation_is_overdue_and_which_outputs_may_expire_first(

@@ -46,6 +46,7 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
         "spark": [],
         "short_lived": [],
         "runs": [],
+        "targets": [],
         "repairs": [],
         "required": [],
         "outcome": Result(True),
@@ -58,8 +59,9 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
         seen["short_lived"].append(short_lived)
         return Spark
 
-    def run_once(spark, _settings, run_by, join_cp, sink_cp, options=None, kind="full"):
+    def run_once(spark, _settings, run_by, join_cp, sink_cp, options, kind, target):
         seen["runs"].append((spark, run_by, join_cp, sink_cp, options, kind))
+        seen["targets"].append(target)
         if isinstance(seen["outcome"], BaseException):
             raise seen["outcome"]
         return seen["outcome"]
@@ -148,6 +150,21 @@ def test_reconcile_defaults(calls) -> None:
     assert options == ReconcileOptions(stall_after_ms=1_200_000, unmatched_timeout_ms=600_000)
 
 
+def test_reconcile_takes_a_pipeline_on_its_declared_topics(calls) -> None:
+    """No --pipeline: the shipped one on the settings' topics; --pipeline orders: orders' own
+    topics, table and store."""
+    assert reconciliation.reconcile_main([]) == 0
+    assert reconciliation.reconcile_main(["--pipeline", "orders"]) == 0
+    shipped, orders = calls["targets"]
+    assert shipped.pipeline.name == "board_detail" and shipped.topics.stream == "board"
+    assert (orders.pipeline.name, orders.topics.stream, orders.topics.joined) == (
+        "orders",
+        "orders",
+        "orders-joined",
+    )
+    assert orders.table.table.name == "order_customer"
+
+
 def test_a_run_not_proven_exits_1_and_one_that_could_not_finish_2(calls, capsys) -> None:
     calls["outcome"] = Result(False)
     assert reconciliation.reconcile_main([]) == 1
@@ -169,6 +186,11 @@ def test_a_run_not_proven_exits_1_and_one_that_could_not_finish_2(calls, capsys)
     [
         (reconciliation.reconcile_main, ["--stall-after", "soon"], "argument --stall-after:"),
         (reconciliation.reconcile_main, ["--unmatched-timeout", "0s"], "must be > 0, got '0s'"),
+        (
+            reconciliation.reconcile_main,
+            ["--pipeline", "nope"],
+            "--pipeline nope: no pipeline 'nope'; declared: board_detail, orders",
+        ),
         (reconciliation.repair_main, [], "the following arguments are required: --run"),
         (reconciliation.repair_main, ["--run", "0"], "argument --run: must be > 0, got 0"),
         (
@@ -190,14 +212,16 @@ def test_repairing_an_unknown_run_is_one_line_before_spark(calls, capsys) -> Non
     assert reconciliation.repair_main(["--run", "7"]) == 1
     assert capsys.readouterr() == (
         "",
-        "repair: error: no reconciliation run 7 in reconciliation_run\n",
+        "repair: error: no reconciliation run 7 in board_detail_reconciliation_run\n",
     )
     assert calls["spark"] == []
 
 
 def test_a_repair_then_reconciles_again(calls, monkeypatch, capsys) -> None:
     looked_up = []
-    monkeypatch.setattr(repair, "stored_snapshot", lambda _engine, run: looked_up.append(run))
+    monkeypatch.setattr(
+        repair, "stored_snapshot", lambda _engine, _runs, run: looked_up.append(run)
+    )
     argv = ["--run", "7", "--join-mode", "as-of", "--join-checkpoint", "/cp/j", "--run-by", "me"]
     calls["outcome"] = Result(False)
     assert reconciliation.repair_main(argv) == 1

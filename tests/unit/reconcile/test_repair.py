@@ -15,13 +15,13 @@ from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.topics import JoinTopics
-from boardstream.reconcile.evidence import run_ledger as ledger
 from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.reconcile.repair import _rejoin, _repair_table, stored_snapshot
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 from boardstream.sink import table
 from tests.fixtures import detail_row
+from tests.store import RUNS
 
 SNAPSHOT = Snapshot(
     datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC),
@@ -50,16 +50,16 @@ def _board_ids(settings: Settings) -> list[str]:
 
 def test_a_stored_runs_snapshot_is_the_one_it_checked(settings: Settings) -> None:
     engine = database.engine(settings.database)
-    ledger.start_run(engine, {}, "cli")
-    run_id = ledger.start_run(engine, SNAPSHOT.to_json(), "cli")
-    assert stored_snapshot(engine, run_id) == SNAPSHOT
+    RUNS.start_run(engine, {}, "cli")
+    run_id = RUNS.start_run(engine, SNAPSHOT.to_json(), "cli")
+    assert stored_snapshot(engine, RUNS, run_id) == SNAPSHOT
 
 
 def test_an_unknown_run_cannot_be_repaired(settings: Settings) -> None:
     engine = database.engine(settings.database)
     with pytest.raises(BoardstreamError) as refused:
-        stored_snapshot(engine, 7)
-    assert str(refused.value) == "no reconciliation run 7 in reconciliation_run"
+        stored_snapshot(engine, RUNS, 7)
+    assert str(refused.value) == "no reconciliation run 7 in board_detail_reconciliation_run"
 
 
 def test_foreign_rows_are_deleted_and_the_rest_kept(settings: Settings) -> None:

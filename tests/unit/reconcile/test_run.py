@@ -10,6 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from boardstream.errors import BoardstreamError
+from boardstream.joins.topics import Deployed
+from boardstream.pipelines import shipped as shipped_pipeline
 from boardstream.reconcile.checks.spark_checks import (
     BALANCE,
     COUNTS,
@@ -20,6 +22,7 @@ from boardstream.reconcile.checks.spark_checks import (
 )
 from boardstream.reconcile.evidence.expectations import ExpectationOutcome, ValidationReport
 from boardstream.reconcile.run import LISTED, ReconciliationError, RunResult, checkpoints
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
 
 CLASSES = {
@@ -141,14 +144,14 @@ def test_the_summary_of_a_passed_run_lists_every_waiting_board_without_oldest() 
 def test_the_summary_of_an_incremental_run_says_what_it_read_and_looked_at() -> None:
     reconciliation = _reconciliation({"source": 1, "read": 1, "joined": 1}, {}, [])
     covered = {"board": {"0": [10, 12], "1": [5, 5]}, "member": {"0": [3, 3]}}
-    table_slice = {"after": "b-10", "through": None, "rows": 1_234}
+    table_slice = {"table": "board_detail", "after": "b-10", "through": None, "rows": 1_234}
     lines = RunResult(
         3, reconciliation, _validation(ROW_COUNT_OK), "incremental", covered, table_slice
     ).summary()
     assert lines[:3] == [
         "reconciliation run 3 (incremental): PASSED",
         "  read board 0:[10, 12)",
-        "  looked at 1,234 rows of board_detail, board ids after 'b-10' to the last",
+        "  looked at 1,234 rows of board_detail, ids after 'b-10' to the last",
     ]
 
 
@@ -165,11 +168,17 @@ def test_a_run_that_cannot_finish_names_its_run_and_error() -> None:
 
 def test_the_default_checkpoints_are_the_jobs_query_names(tmp_path: Path) -> None:
     settings = Settings(var_dir=tmp_path, checkpoint_root=tmp_path / "cp")
-    assert checkpoints(settings) == (
+    shipped = ReconcileTarget.shipped(settings)
+    assert checkpoints(settings, shipped) == (
         (tmp_path / "cp" / "board-detail-join").as_uri(),
         (tmp_path / "cp" / "board-detail-sink").as_uri(),
     )
-    assert checkpoints(settings, "hdfs://nn:8020/j/", tmp_path / "s") == (
+    orders = ReconcileTarget.of(Deployed.declared(shipped_pipeline("orders")))
+    assert checkpoints(settings, orders) == (
+        (tmp_path / "cp" / "orders-join").as_uri(),
+        (tmp_path / "cp" / "orders-sink").as_uri(),
+    )
+    assert checkpoints(settings, shipped, "hdfs://nn:8020/j/", tmp_path / "s") == (
         "hdfs://nn:8020/j",
         (tmp_path / "s").as_uri(),
     )

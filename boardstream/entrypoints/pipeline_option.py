@@ -1,0 +1,38 @@
+"""``--pipeline NAME`` as every command that runs one pipeline takes it (issue #64): the shipped
+pipeline on the settings' topics by default, else one declared in the settings' directory of
+declarations, on the topics its declaration names; a name not declared, or a directory that
+does not load, refused in one line (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+
+from pydantic import ValidationError
+
+from boardstream import pipelines
+from boardstream.errors import BoardstreamError
+from boardstream.joins.topics import SHIPPED_PIPELINE, Deployed
+from boardstream.settings import Settings
+
+
+def add_pipeline_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pipeline",
+        default=SHIPPED_PIPELINE,
+        metavar="NAME",
+        help="a pipeline declared in BOARDSTREAM_PIPELINES_DIR, on its declared topics, its "
+        f"queries and checkpoints <name>-{{join,sink}}; default {SHIPPED_PIPELINE}, on the "
+        "settings' topics",
+    )
+
+
+def deployed(parser: argparse.ArgumentParser, name: str) -> Deployed | None:
+    """The pipeline ``--pipeline`` names, on its declared topics; None for the shipped one,
+    which runs on the settings' topics."""
+    if name == SHIPPED_PIPELINE:
+        return None
+    try:
+        declared = pipelines.load_directory(Settings().pipelines_dir)
+        return Deployed.declared(pipelines.find(declared, name).pipeline)
+    except (BoardstreamError, ValidationError) as error:
+        parser.error(f"--pipeline {name}: {error}")
