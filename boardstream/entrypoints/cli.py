@@ -33,7 +33,7 @@ from boardstream.entrypoints.argtypes import (
     positive_number,
     ratio,
 )
-from boardstream.entrypoints.pipeline_option import add_pipeline_argument
+from boardstream.entrypoints.pipeline_option import add_pipeline_argument, chosen
 from boardstream.errors import (
     BoardstreamError,
     InvalidOptionError,
@@ -106,7 +106,10 @@ def _topics(args: argparse.Namespace, settings: Settings) -> int:
         if key in config:
             raise BoardstreamError(f"--config {key} given twice")
         config[key] = value
+    if args.pipeline is not None and args.topic:
+        raise BoardstreamError("--pipeline and --topic: give one or the other")
     admin = admin_client(settings)
+    pipeline = None if args.pipeline is None else chosen(args.pipeline, settings).topics
     if args.action == "create":
         if args.topic:
             specs = [
@@ -116,14 +119,15 @@ def _topics(args: argparse.Namespace, settings: Settings) -> int:
                 for name in args.topic
             ]
         else:
-            specs = platform_topics(settings, read_retention(admin, settings).source)
+            source = read_retention(admin, settings, pipeline).source
+            specs = platform_topics(settings, source, pipeline)
         for result in create_topics(admin, settings, specs):
             print(result.line())
-        warn_expiry(admin, settings, [spec.name for spec in specs])
+        warn_expiry(admin, settings, [spec.name for spec in specs], pipeline)
         return 0
-    names = args.topic or [spec.name for spec in platform_topics(settings)]
+    names = args.topic or [spec.name for spec in platform_topics(settings, topics=pipeline)]
     descriptions = describe_topics(admin, settings, names)
-    risks = warn_expiry(admin, settings, names)
+    risks = warn_expiry(admin, settings, names, pipeline)
     for description in descriptions:
         end = sum(description.end_offsets.values())
         print(f"{description.name}: {description.partitions} partitions, end offsets {end:,}")
@@ -147,7 +151,8 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
     counts = production_scale() if args.production_scale else {}
     options = options_from(GeneratorOptions, args, **counts)
     manifest_path = args.manifest or default_path(settings.var_dir, args.seed)
-    manifest = produce(settings, options, manifest_path)
+    deployed = chosen(args.pipeline, settings)
+    manifest = produce(settings, options, manifest_path, deployed=deployed)
     for kind, number in manifest.counts.items():
         print(f"{kind}: {number:,}")
     print(f"manifest: {manifest_path}")
@@ -290,7 +295,7 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
         ]
         if args.full:
             job_args.append("--full")
-        job_args += ["--pipeline", args.pipeline]
+    job_args += ["--pipeline", args.pipeline]
     for flag in ("join_checkpoint", "sink_checkpoint"):
         if getattr(args, flag):
             job_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
@@ -378,13 +383,18 @@ _COMMANDS = {
     "topics": _Command(
         _topics,
         "create or describe topics (by default the platform's)",
-        "create without --topic creates the platform's topics; with --topic it "
-        "creates that topic (repeatable), e.g. topics create --topic orders --partitions 6 "
-        "--config cleanup.policy=compact --config retention.ms=86400000. Both actions warn "
+        "create without --topic creates the platform's topics (--pipeline NAME: that declared "
+        "pipeline's); with --topic it creates that topic (repeatable), e.g. topics create "
+        "--topic orders --partitions 6 --config cleanup.policy=compact --config "
+        "retention.ms=86400000. Both actions warn "
         "(and describe marks EXPIRY RISK) when an output topic may delete records before "
         "the board topic does.",
     ),
-    "produce": _Command(_produce, "produce seeded member and board records"),
+    "produce": _Command(
+        _produce,
+        "produce seeded member and board records (--pipeline NAME: a declared pipeline's table "
+        "rows and stream records, --members and --boards counting them)",
+    ),
     "demo": _Command(
         _demo,
         "through the local Airflow: load demo data, run the pipeline, reconcile",
@@ -489,6 +499,12 @@ def build_parser() -> argparse.ArgumentParser:
     topics = parsers["topics"]
     topics.add_argument("action", choices=["create", "describe"])
     topics.add_argument(
+        "--pipeline",
+        metavar="NAME",
+        help="a pipeline's six topics, as its declaration in BOARDSTREAM_PIPELINES_DIR names "
+        "them (default: the platform's, board_detail's on the settings' names)",
+    )
+    topics.add_argument(
         "--topic", action="append", help="create or describe only this topic (repeatable)"
     )
     topics.add_argument(
@@ -508,6 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce = parsers["produce"]
     _generator_arguments(produce, GeneratorOptions())
     produce.add_argument("--manifest", type=Path, help="where to write the manifest JSON")
+    add_pipeline_argument(produce)
 
     demo = parsers["demo"]
     _generator_arguments(demo, None)
@@ -598,8 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     repair = parsers["repair"]
     repair.add_argument("--run", type=positive, required=True, help="reconciliation run id")
     repair.add_argument("--join-mode", choices=["latest", "as-of"], default="latest")
-    add_pipeline_argument(reconcile)
     for command in (reconcile, repair):
+        add_pipeline_argument(command)
         command.add_argument("--join-checkpoint", help="default: the join job's")
         command.add_argument("--sink-checkpoint", help="default: the sink job's")
     return parser

@@ -10,7 +10,7 @@ import argparse
 from pydantic import ValidationError
 
 from boardstream import pipelines
-from boardstream.errors import BoardstreamError
+from boardstream.errors import BoardstreamError, PipelineDeclarationError
 from boardstream.joins.topics import SHIPPED_PIPELINE, Deployed
 from boardstream.settings import Settings
 
@@ -26,13 +26,25 @@ def add_pipeline_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def chosen(name: str, settings: Settings) -> Deployed:
+    """The pipeline ``--pipeline`` names: the shipped one on the settings' topics, else one
+    declared in the settings' directory on its declared topics; a refusal
+    (:class:`PipelineDeclarationError`) naming the problem or the choices."""
+    if name == SHIPPED_PIPELINE:
+        return Deployed.shipped(settings)
+    try:
+        declared = pipelines.load_directory(settings.pipelines_dir)
+        return Deployed.declared(pipelines.find(declared, name).pipeline)
+    except (BoardstreamError, ValidationError) as error:
+        raise PipelineDeclarationError(f"--pipeline {name}: {error}") from error
+
+
 def deployed(parser: argparse.ArgumentParser, name: str) -> Deployed | None:
-    """The pipeline ``--pipeline`` names, on its declared topics; None for the shipped one,
-    which runs on the settings' topics."""
+    """A job's ``--pipeline``: as :func:`chosen`, None for the shipped one (the job builds it
+    from its own settings), and a refusal as the parser's error (exit 2)."""
     if name == SHIPPED_PIPELINE:
         return None
     try:
-        declared = pipelines.load_directory(Settings().pipelines_dir)
-        return Deployed.declared(pipelines.find(declared, name).pipeline)
-    except (BoardstreamError, ValidationError) as error:
-        parser.error(f"--pipeline {name}: {error}")
+        return chosen(name, Settings())
+    except PipelineDeclarationError as error:
+        parser.error(str(error))

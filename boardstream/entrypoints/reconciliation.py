@@ -24,6 +24,7 @@ from boardstream.settings import Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from boardstream.joins.topics import Deployed
     from boardstream.reconcile.checks.spark_checks import ReconcileOptions
     from boardstream.reconcile.target import ReconcileTarget
 
@@ -69,11 +70,9 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
     if not _reachable(settings, "reconcile"):
         return 2
     from boardstream.reconcile.checks.spark_checks import ReconcileOptions
-    from boardstream.reconcile.target import ReconcileTarget
     from boardstream.spark.session import spark_session
 
-    target = ReconcileTarget.shipped(settings) if chosen is None else ReconcileTarget.of(chosen)
-
+    target = _target(settings, chosen)
     options = ReconcileOptions(args.stall_after, args.unmatched_timeout)
     spark = spark_session(settings, "reconcile", short_lived=not args.full)
     spark.sparkContext.setLogLevel("WARN")
@@ -87,6 +86,14 @@ def reconcile_main(argv: Sequence[str] | None = None) -> int:
         reconcile.FULL if args.full else reconcile.INCREMENTAL,
         target,
     )
+
+
+def _target(settings: Settings, chosen: Deployed | None) -> ReconcileTarget:
+    """What ``--pipeline`` chose, to reconcile or repair: the shipped pipeline on the settings'
+    topics (None), else a declared one on its own."""
+    from boardstream.reconcile.target import ReconcileTarget
+
+    return ReconcileTarget.shipped(settings) if chosen is None else ReconcileTarget.of(chosen)
 
 
 def _reachable(settings: Settings, job: str) -> bool:
@@ -134,6 +141,7 @@ def repair_parser() -> argparse.ArgumentParser:
         "reconcile again.",
     )
     parser.add_argument("--run", type=positive, required=True, help="reconciliation run id")
+    add_pipeline_argument(parser)
     parser.add_argument("--join-checkpoint")
     parser.add_argument("--sink-checkpoint")
     parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
@@ -144,7 +152,9 @@ def repair_parser() -> argparse.ArgumentParser:
 def repair_main(argv: Sequence[str] | None = None) -> int:
     """``jobs/repair.py``: repair run RUN_ID's findings, then reconcile again; exit 0 when the
     new run passes."""
-    args = repair_parser().parse_args(argv)
+    parser = repair_parser()
+    args = parser.parse_args(argv)
+    chosen = deployed(parser, args.pipeline)
     configure(verbose_requested())
     settings = Settings()
     if not _reachable(settings, "board-detail-repair"):
@@ -153,18 +163,28 @@ def repair_main(argv: Sequence[str] | None = None) -> int:
     from boardstream.reconcile.evidence.run_ledger import RunLedger
     from boardstream.spark.session import spark_session
 
+    target = _target(settings, chosen)
     try:
         # An unknown run is a user's typo: say so before Spark takes its seconds to start.
-        runs = RunLedger.shipped(settings)
+        runs = RunLedger.of(target.pipeline.name)
         repairing.stored_snapshot(database.engine(settings.database), runs, args.run)
         spark = spark_session(settings, "repair")
         spark.sparkContext.setLogLevel("WARN")
-        done = reconcile.repair_run(spark, settings, args.run, args.join_mode, args.join_checkpoint)
+        done = reconcile.repair_run(
+            spark, settings, args.run, args.join_mode, args.join_checkpoint, target
+        )
     except BoardstreamError as error:
         print(f"repair: error: {error}", file=sys.stderr)
         return 1
     print(", ".join(f"{step}: {count:,}" for step, count in done.items()), flush=True)
     run_by = f"{args.run_by} (after repair of run {args.run})"
     return _run(
-        spark, settings, run_by, args.join_checkpoint, args.sink_checkpoint, None, reconcile.FULL
+        spark,
+        settings,
+        run_by,
+        args.join_checkpoint,
+        args.sink_checkpoint,
+        None,
+        reconcile.FULL,
+        target,
     )

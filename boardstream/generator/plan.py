@@ -1,66 +1,38 @@
-"""What the generator produces, in which order: a pure, seeded sequence of Kafka records.
+"""What the generator produces, in which order: a pure, seeded sequence of Kafka records for
+any pipeline, with every case of its join.
 
 Kept free of any Kafka client so the exact data a seed means can be unit-tested and compared.
-The order has four phases, chosen so each join case really happens on the broker:
+The plan decides which records come and in what order; a pipeline's :class:`Records` says what
+each record is (its key and bytes). The order has three phases, chosen so each join case really
+happens on the broker:
 
-1. members (all but the late ones), by member id;
-2. boards, shuffled, with member updates spread through them, member deletes (tombstones) at
+1. table rows (all but the late ones), by row number;
+2. stream records, shuffled, with row updates spread through them, row deletes (tombstones) at
    the halfway point and malformed records spread evenly;
-3. the late members, after every board that names them.
+3. the late rows, after every stream record that names them.
 
-Boards of a member deleted in phase 2 that come after its tombstone name a deleted member;
-orphan boards name member ids that are never produced.
+Stream records of a row deleted in phase 2 that come after its tombstone name a deleted row;
+orphans name rows that are never produced.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from typing import Protocol
 
 from boardstream.errors import InvalidOptionError
+from boardstream.generator.board_records import BoardRecords, board_kinds
+from boardstream.generator.declared_records import DeclaredRecords, kinds_of
+from boardstream.generator.kinds import malformed_kind
+from boardstream.generator.timeline import DEFAULT_START_MS, record_ms, row_version_ms
+from boardstream.joins.topics import SHIPPED_PIPELINE
+from boardstream.pipelines import Pipeline
 
-# 2025-01-01T00:00:00Z: payload times are derived from this, never from the wall clock, so a
-# seed always means the same bytes.
-DEFAULT_START_MS = 1_735_689_600_000
 PRODUCTION_MEMBERS = 442_128
 PRODUCTION_BOARDS = 447_017
-OVERSIZED_BODY_BYTES = 300_000
-
-CITIES = ("Seoul", "Busan", "Incheon", "Daegu", "Daejeon", "Gwangju", "Suwon", "Ulsan", "Jeju")
-NICK_PARTS = ("blue", "quiet", "swift", "lucky", "brave", "tiny", "sunny", "misty", "red", "wild")
-WORDS = (
-    "kafka",
-    "stream",
-    "table",
-    "join",
-    "spark",
-    "state",
-    "board",
-    "member",
-    "post",
-    "reply",
-    "review",
-    "city",
-    "weekend",
-    "market",
-    "coffee",
-    "train",
-    "river",
-    "photo",
-    "notice",
-    "question",
-    "answer",
-    "update",
-    "price",
-    "free",
-    "used",
-    "sale",
-    "trade",
-)
-MALFORMED_KINDS = ("not_json", "wrong_type", "missing_key_field", "member_id_text", "oversized")
+TABLE, STREAM = "table", "stream"
 
 
 @dataclass(frozen=True)
@@ -107,37 +79,70 @@ def production_scale() -> dict[str, int]:
 
 @dataclass(frozen=True)
 class PlannedRecord:
-    """One record to produce. ``kind`` names the manifest bucket it belongs to."""
+    """One record to produce. ``kind`` names the manifest bucket it belongs to; ``row`` is the
+    number of the table row it is or names (None: a malformed record); ``at_ms`` when it
+    happened on the generator's timeline (a row version's time, a stream record's event time,
+    a deletion's moment in the stream), which a test may stamp it with as its Kafka time."""
 
-    topic: str  # "member" or "board": the logical topic, mapped to a name by the producer
+    topic: str  # TABLE or STREAM: the pipeline's side, mapped to a topic by the producer
     key: bytes
     value: bytes | None
     kind: str
-    member_id: int | None = None
+    row: int | None = None
+    at_ms: int | None = None
 
 
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+class Records(Protocol):
+    """One pipeline's records, drawn from the plan's seeded generator in the order the plan
+    asks for them (so a seed means the same bytes)."""
 
+    @property
+    def flaws(self) -> tuple[str, ...]:
+        """The malformed records' flaws, in the order the plan cycles through them."""
+        ...
 
-def _dumps(payload: dict) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    def key(self, row: int) -> bytes:
+        """Row ``row``'s Kafka key (a tombstone's)."""
+        ...
+
+    def row(self, row: int, version: int) -> bytes:
+        """Row ``row``'s value, its ``version``-th (0: its first)."""
+        ...
+
+    def record(self, index: int, row: int) -> tuple[bytes, bytes, int]:
+        """The ``index``-th stream record (its key, its value, its event time), naming row
+        ``row``."""
+        ...
+
+    def malformed(self, flaw: str, number: int) -> tuple[bytes, bytes, int]:
+        """A stream record a consumer must dead-letter, not crash on (its key, its value, its
+        time): ``flaw`` is what is wrong with it."""
+        ...
 
 
 class Plan:
-    """Iterate to get the records; :attr:`size` says how many there will be."""
+    """Iterate to get ``pipeline``'s records (the shipped pipeline's if None: its own shapes of
+    member and board, :mod:`~boardstream.generator.board_records`; any other's from its
+    declaration, :mod:`~boardstream.generator.declared_records`); :attr:`size` says how many
+    there will be."""
 
-    def __init__(self, options: GeneratorOptions) -> None:
+    def __init__(self, options: GeneratorOptions, pipeline: Pipeline | None = None) -> None:
         self.options = options
         self.rng = random.Random(options.seed)
+        self.records: Records
+        if pipeline is None or pipeline.name == SHIPPED_PIPELINE:
+            self.records, self.kinds = BoardRecords(self.rng, options.start_ms), board_kinds()
+        else:
+            self.records = DeclaredRecords(pipeline, self.rng, options.start_ms)
+            self.kinds = kinds_of(pipeline)
         rng, o = self.rng, options
         ids = list(range(1, o.members + 1))
         picked = rng.sample(ids, o.late_members + o.deletes)
         self.late_ids = sorted(picked[: o.late_members])
         self.deleted_ids = sorted(picked[o.late_members :])
         self.updates = round(o.update_ratio * o.members)
-        # Updates go to members that exist for the whole board phase: an update of a late
-        # member would make it early, one of a deleted member would bring it back.
+        # Updates go to rows that exist for the whole stream phase: an update of a late row
+        # would make it early, one of a deleted row would bring it back.
         excluded = set(picked)
         self.updatable = [i for i in ids if i not in excluded]
         if self.updates and not self.updatable:
@@ -148,25 +153,25 @@ class Plan:
 
     def __iter__(self) -> Iterator[PlannedRecord]:
         late = set(self.late_ids)
-        for member_id in range(1, self.options.members + 1):
-            if member_id not in late:
-                yield self._member(member_id, "members", version=0)
-        yield from self._board_phase()
-        for member_id in self.late_ids:
-            yield self._member(member_id, "late_members", version=0)
+        for row in range(1, self.options.members + 1):
+            if row not in late:
+                yield self._row(row, self.kinds.rows, version=0)
+        yield from self._stream_phase()
+        for row in self.late_ids:
+            yield self._row(row, self.kinds.late_rows, version=0)
 
-    def _board_members(self) -> list[int]:
-        """The member id of each board, in production order."""
+    def _named_rows(self) -> list[int]:
+        """The row each stream record names, in production order."""
         o, rng = self.options, self.rng
-        owners = list(self.late_ids)  # every late member gets at least one board
-        owners += [o.members + 1 + i for i in range(o.orphans)]  # ids never produced
+        owners = list(self.late_ids)  # every late row gets at least one record
+        owners += [o.members + 1 + i for i in range(o.orphans)]  # rows never produced
         owners += [rng.randint(1, o.members) for _ in range(o.boards - len(owners))]
         rng.shuffle(owners)
         return owners
 
-    def _board_phase(self) -> Iterator[PlannedRecord]:
-        o, rng = self.options, self.rng
-        owners = self._board_members()
+    def _stream_phase(self) -> Iterator[PlannedRecord]:
+        o, rng, kinds = self.options, self.rng, self.kinds
+        owners = self._named_rows()
         orphan_floor = o.members + 1
         late = set(self.late_ids)
         deleted: set[int] = set()
@@ -175,90 +180,51 @@ class Plan:
         malformed_every = len(owners) / o.malformed if o.malformed else 0.0
         next_update, next_malformed = 0.0, 0.0
         updates_done = malformed_done = 0
-        for index, member_id in enumerate(owners):
+        for index, row in enumerate(owners):
             if index == half:
                 for deleted_id in self.deleted_ids:
                     deleted.add(deleted_id)
-                    yield PlannedRecord(
-                        "member", str(deleted_id).encode(), None, "member_deletes", deleted_id
-                    )
+                    yield self._tombstone(deleted_id, index)
             while updates_done < self.updates and index >= next_update:
                 updates_done += 1
                 next_update += update_every
                 target = rng.choice(self.updatable)
-                yield self._member(target, "member_updates", version=updates_done)
+                yield self._row(target, kinds.updates, version=updates_done)
             while malformed_done < o.malformed and index >= next_malformed:
-                yield self._malformed(
-                    MALFORMED_KINDS[malformed_done % len(MALFORMED_KINDS)], malformed_done
-                )
+                yield self._malformed(malformed_done)
                 malformed_done += 1
                 next_malformed += malformed_every
-            if member_id >= orphan_floor:
-                kind = "orphan_boards"
-            elif member_id in late:
-                kind = "late_boards"
-            elif member_id in deleted:
-                kind = "boards_of_deleted_members"
+            if row >= orphan_floor:
+                kind = kinds.orphans
+            elif row in late:
+                kind = kinds.late_records
+            elif row in deleted:
+                kind = kinds.of_deleted
             else:
-                kind = "boards"
-            yield self._board(index, member_id, kind)
-        if half == len(owners):  # no boards: deletes still happen
+                kind = kinds.records
+            key, value, at_ms = self.records.record(index, row)
+            yield PlannedRecord(STREAM, key, value, kind, row, at_ms)
+        if half == len(owners):  # no stream records: deletes still happen
             for deleted_id in self.deleted_ids:
-                yield PlannedRecord(
-                    "member", str(deleted_id).encode(), None, "member_deletes", deleted_id
-                )
+                yield self._tombstone(deleted_id, half)
         for _ in range(updates_done, self.updates):
-            yield self._member(rng.choice(self.updatable), "member_updates", version=self.updates)
+            yield self._row(rng.choice(self.updatable), kinds.updates, version=self.updates)
         for number in range(malformed_done, o.malformed):
-            yield self._malformed(MALFORMED_KINDS[number % len(MALFORMED_KINDS)], number)
+            yield self._malformed(number)
 
-    def _member(self, member_id: int, kind: str, version: int) -> PlannedRecord:
-        rng, start = self.rng, self.options.start_ms
-        created = start + member_id * 37_000
-        modified = created + version * 60_000
-        payload = {
-            "member_id": member_id,
-            "nickname": f"{rng.choice(NICK_PARTS)}_{rng.choice(NICK_PARTS)}{rng.randint(1, 9999)}",
-            "city": rng.choice(CITIES),
-            "phone": f"010-{rng.randint(0, 9999):04d}-{rng.randint(0, 9999):04d}",
-            "created_at": _iso(created),
-            "modified_at": _iso(modified),
-        }
-        return PlannedRecord("member", str(member_id).encode(), _dumps(payload), kind, member_id)
+    def _row(self, row: int, kind: str, version: int) -> PlannedRecord:
+        value = self.records.row(row, version)
+        at_ms = row_version_ms(self.options.start_ms, row, version)
+        return PlannedRecord(TABLE, self.records.key(row), value, kind, row, at_ms)
 
-    def _board_id(self) -> str:
-        return f"{self.rng.getrandbits(96):024x}"
+    def _tombstone(self, row: int, index: int) -> PlannedRecord:
+        """Deleted as the ``index``-th stream record's time begins: every record before it is
+        earlier, none after it is."""
+        at_ms = record_ms(self.options.start_ms, index)
+        return PlannedRecord(TABLE, self.records.key(row), None, self.kinds.deletes, row, at_ms)
 
-    def _board(self, index: int, member_id: int, kind: str) -> PlannedRecord:
-        rng = self.rng
-        board_id = self._board_id()
-        created_ts = self.options.start_ms + 20_000_000_000 + index * 1_000 + rng.randint(0, 999)
-        payload = {
-            "id": board_id,
-            "member_id": member_id,
-            "title": " ".join(rng.choices(WORDS, k=rng.randint(2, 6))),
-            "body": " ".join(rng.choices(WORDS, k=rng.randint(10, 60))),
-            "created_ts": created_ts,
-            "created_at": _iso(created_ts),
-            "modified_at": _iso(created_ts + rng.randint(0, 3) * 60_000),
-        }
-        return PlannedRecord("board", board_id.encode(), _dumps(payload), kind, member_id)
-
-    def _malformed(self, flaw: str, number: int) -> PlannedRecord:
-        """A record a consumer must dead-letter, not crash on: ``flaw`` says what is wrong."""
-        board_id = self._board_id()
-        created_ts = self.options.start_ms + 20_000_000_000 + number
-        good = {"id": board_id, "member_id": 1, "title": "t", "body": "b", "created_ts": created_ts}
-        good |= {"created_at": _iso(created_ts), "modified_at": _iso(created_ts)}
-        value: bytes
-        if flaw == "not_json":
-            value = b"\xff{not json " + board_id.encode()
-        elif flaw == "wrong_type":
-            value = _dumps(good | {"member_id": [1, 2], "created_ts": "yesterday"})
-        elif flaw == "missing_key_field":
-            value = _dumps({k: v for k, v in good.items() if k != "member_id"})
-        elif flaw == "member_id_text":
-            value = _dumps(good | {"member_id": "abc"})
-        else:
-            value = _dumps(good | {"body": "x" * OVERSIZED_BODY_BYTES})
-        return PlannedRecord("board", board_id.encode(), value, f"malformed:{flaw}")
+    def _malformed(self, number: int) -> PlannedRecord:
+        flaws = self.records.flaws
+        flaw = flaws[number % len(flaws)]
+        key, value, at_ms = self.records.malformed(flaw, number)
+        return PlannedRecord(STREAM, key, value, malformed_kind(flaw), at_ms=at_ms)

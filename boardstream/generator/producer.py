@@ -6,7 +6,8 @@ from pathlib import Path
 
 from boardstream.errors import BoardstreamError
 from boardstream.generator.manifest import Manifest
-from boardstream.generator.plan import GeneratorOptions, Plan
+from boardstream.generator.plan import STREAM, TABLE, GeneratorOptions, Plan
+from boardstream.joins.topics import Deployed
 from boardstream.kafka.clients import (
     DeliveryErrors,
     admin_client,
@@ -23,10 +24,14 @@ def produce(
     manifest_path: Path,
     progress_interval_s: float = 2.0,
     producer_overrides: dict | None = None,
+    deployed: Deployed | None = None,
 ) -> Manifest:
-    """Produce every planned record with acks=all and idempotence; fail if any was not acked."""
-    plan = Plan(options)
-    topics = {"member": settings.member_topic, "board": settings.board_topic}
+    """Produce every planned record of ``deployed`` (the shipped pipeline on the settings'
+    topics if None) to its table and stream topics, with acks=all and idempotence; fail if any
+    was not acked."""
+    deployed = Deployed.shipped(settings) if deployed is None else deployed
+    plan = Plan(options, deployed.pipeline)
+    topics = {TABLE: deployed.topics.table, STREAM: deployed.topics.stream}
     require_topics(admin_client(settings), settings, list(topics.values()))
     errors = DeliveryErrors()
     producer = reliable_producer(

@@ -109,3 +109,20 @@ def stateful_join(
         update,
     )
     return DataFrame(joined, spark)
+
+
+def rejoin(routed: DataFrame, layout: JoinLayout, options: JoinOptions, now_ms: int) -> DataFrame:
+    """Repair's join of ``routed`` (a batch: the stream records to join again and their table
+    rows' records) with the operator's own per-key logic (``JoinTables.rejoin``): one batch at
+    ``now_ms``, then one at ``now_ms`` plus the unmatched timeout, so a record whose row never
+    came is unmatched. Rows in :func:`output_ddl`, the dead letters' included."""
+    spark = routed.sparkSession
+    jvm = spark._jvm
+    joined = jvm.io.boardstream.join.JoinTables.rejoin(
+        routed.withColumn("join_key", join_key(layout))._jdf,
+        output_ddl(layout),
+        java_layout(jvm, layout),
+        java_options(jvm, options),
+        now_ms,
+    )
+    return DataFrame(joined, spark)

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from confluent_kafka.admin import AdminClient
 
@@ -26,6 +27,34 @@ from boardstream.settings import Settings
 log = logging.getLogger(__name__)
 
 UNLIMITED = -1  # Kafka's "no limit" for retention.ms and retention.bytes
+
+
+class PipelineTopics(Protocol):
+    """One pipeline's topics, as ``boardstream.joins.topics.JoinTopics`` names them (the joins
+    use this package, so it is named here by its shape). Where none is given, the settings'
+    topics: the shipped pipeline's."""
+
+    @property
+    def stream(self) -> str: ...
+    @property
+    def table(self) -> str: ...
+    @property
+    def tick(self) -> str: ...
+    @property
+    def joined(self) -> str: ...
+    @property
+    def unmatched(self) -> str: ...
+    @property
+    def dead_letters(self) -> str: ...
+
+
+def source_and_outputs(
+    settings: Settings, topics: PipelineTopics | None
+) -> tuple[str, tuple[str, ...]]:
+    """The stream topic whose records the outputs must outlive, and the outputs."""
+    if topics is None:
+        return settings.board_topic, settings.output_topics
+    return topics.stream, (topics.joined, topics.unmatched, topics.dead_letters)
 
 
 @dataclass(frozen=True)
@@ -145,23 +174,27 @@ class StreamRetention:
         return min(limits, default=None)
 
 
-def read_retention(admin: AdminClient, settings: Settings) -> StreamRetention:
-    """``board``'s and the outputs' effective retention; topics that do not exist are left out."""
+def read_retention(
+    admin: AdminClient, settings: Settings, topics: PipelineTopics | None = None
+) -> StreamRetention:
+    """The stream topic's and the outputs' effective retention; topics that do not exist are
+    left out."""
+    source, outputs = source_and_outputs(settings, topics)
     existing = cluster_metadata(admin, settings).topics
-    names = [name for name in (settings.board_topic, *settings.output_topics) if name in existing]
+    names = [name for name in (source, *outputs) if name in existing]
     found = {
         name: Retention.of({n: e.value for n, e in entries.items()})
         for name, entries in topic_configs(admin, settings, names).items()
     }
     return StreamRetention(
-        settings.board_topic,
-        found.pop(settings.board_topic, None),
-        {name: found[name] for name in settings.output_topics if name in found},
+        source, found.pop(source, None), {name: found[name] for name in outputs if name in found}
     )
 
 
-def expiry_risks(admin: AdminClient, settings: Settings) -> list[ExpiryRisk]:
-    return read_retention(admin, settings).risks
+def expiry_risks(
+    admin: AdminClient, settings: Settings, topics: PipelineTopics | None = None
+) -> list[ExpiryRisk]:
+    return read_retention(admin, settings, topics).risks
 
 
 def output_retention_ms(admin: AdminClient, settings: Settings) -> int | None:
@@ -169,11 +202,14 @@ def output_retention_ms(admin: AdminClient, settings: Settings) -> int | None:
 
 
 def warn_expiry(
-    admin: AdminClient, settings: Settings, topics: Collection[str]
+    admin: AdminClient,
+    settings: Settings,
+    names: Collection[str],
+    topics: PipelineTopics | None = None,
 ) -> list[ExpiryRisk]:
-    """The expiry risks involving ``topics`` (an output, or ``board``: every output), each
-    logged as a WARNING."""
-    found = [risk for risk in expiry_risks(admin, settings) if risk.involves(topics)]
+    """The expiry risks involving ``names`` (an output, or the stream topic: every output),
+    each logged as a WARNING."""
+    found = [risk for risk in expiry_risks(admin, settings, topics) if risk.involves(names)]
     for risk in found:
         log.warning("%s", risk)
     return found

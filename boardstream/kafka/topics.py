@@ -10,7 +10,12 @@ from confluent_kafka.admin import AdminClient, ConfigSource, NewTopic, OffsetSpe
 
 from boardstream.errors import BoardstreamError
 from boardstream.kafka.clients import cluster_metadata, require_topics, topic_configs
-from boardstream.kafka.retention import Retention, stream_retention
+from boardstream.kafka.retention import (
+    PipelineTopics,
+    Retention,
+    source_and_outputs,
+    stream_retention,
+)
 from boardstream.settings import Settings
 
 # A new topic's partitions answer these until their leader has loaded them.
@@ -40,26 +45,33 @@ class TopicSpec:
         return cls(name, partitions, settings.replication_factor, {**replication, **config})
 
 
-def platform_topics(settings: Settings, source: Retention | None = None) -> list[TopicSpec]:
-    """``member`` is a table (compacted: latest profile per key, null deletes); the rest are
-    streams with explicit retention: ``board`` the settings', the join's outputs at least as long
-    as ``board`` keeps its records (``source``: an existing ``board``'s retention), since they
-    are reconciliation's evidence (kafka/retention.py). The join's tick topic carries no data,
-    only a record per available-now run: one partition, kept a day."""
+def platform_topics(
+    settings: Settings, source: Retention | None = None, topics: PipelineTopics | None = None
+) -> list[TopicSpec]:
+    """A pipeline's topics (``topics``; the settings', the shipped pipeline's, by default). Its
+    table topic is compacted (the latest row per key, null deletes); the rest are streams with
+    explicit retention: the stream topic the settings', the join's outputs at least as long as
+    the stream topic keeps its records (``source``: an existing stream topic's retention), since
+    they are reconciliation's evidence (kafka/retention.py). The join's tick topic carries no
+    data, only a record per available-now run: one partition, kept a day."""
+    stream_topic, outputs = source_and_outputs(settings, topics)
+    table, tick = (
+        (settings.member_topic, settings.join_tick_topic)
+        if topics is None
+        else (topics.table, topics.tick)
+    )
     stream = {"cleanup.policy": "delete"}
-    board = {**stream, **stream_retention(settings)}
-    output = {**stream, **stream_retention(settings, source)}
     kinds = [
-        (settings.member_topic, {"cleanup.policy": "compact"}),
-        (settings.board_topic, board),
-        *((name, output) for name in settings.output_topics),
+        (table, {"cleanup.policy": "compact"}),
+        (stream_topic, {**stream, **stream_retention(settings)}),
+        *((name, {**stream, **stream_retention(settings, source)}) for name in outputs),
     ]
     specs = [
         TopicSpec.replicated(settings, name, settings.topic_partitions(name), config)
         for name, config in kinds
     ]
-    tick = {"cleanup.policy": "delete", "retention.ms": str(24 * 3600 * 1000)}
-    return [*specs, TopicSpec.replicated(settings, settings.join_tick_topic, 1, tick)]
+    tick_config = {"cleanup.policy": "delete", "retention.ms": str(24 * 3600 * 1000)}
+    return [*specs, TopicSpec.replicated(settings, tick, 1, tick_config)]
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,29 @@
-"""Repair what a reconciliation run found, with the stream's own code, then reconcile again.
+"""Repair what a reconciliation run found, with the stream's own code, then reconcile again,
+for any declared pipeline.
 
-Boards with no output at all are joined again in batch: the join's JVM-side parsing, then
-:class:`~boardstream.joins.member_table.MemberTable` (the join's semantics) fed with their
-members' records up to the snapshot, then the join's own Kafka serialization. Table findings
-are repaired from ``board-detail`` with the sink's own upsert. Every write is idempotent, so a
-repair that is interrupted or run twice does no harm.
+Stream records with no output at all are joined again in batch: the join's own parsing, then
+the JVM operator's per-key logic fed with their table rows' records up to the snapshot, then the
+join's own Kafka serialization. Table findings are repaired from the joined topic with the
+sink's own upsert. Every write is idempotent, so a repair that is interrupted or run twice does
+no harm.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import sqlalchemy as sa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
-from boardstream.joins.job import BOARD_DETAIL_LAYOUT, kafka_rows
-from boardstream.joins.member_table import LATEST, JoinOptions, MemberTable
-from boardstream.joins.parse import parse, routed
-from boardstream.joins.processor import OUTPUT_COLUMNS, OUTPUT_DDL, input_rows
-from boardstream.joins.topics import JoinTopics
+from boardstream.joins import jvm_operator
+from boardstream.joins.job import kafka_rows
+from boardstream.joins.layout import JoinLayout
+from boardstream.joins.member_table import LATEST, JoinOptions
+from boardstream.joins.parse import parse_declared, routed_declared
+from boardstream.joins.schema import Contract
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import describe_topics
 from boardstream.reconcile.checks.spark_checks import ReconcileOptions
@@ -32,7 +33,7 @@ from boardstream.reconcile.reads.snapshot import Snapshot
 from boardstream.reconcile.run import check_snapshot, checkpoints
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
-from boardstream.sink.job import BatchWriter, detail_rows
+from boardstream.sink.job import BatchWriter, SinkTarget, detail_rows
 
 MAX_RECORD_BYTES = 256 * 1024
 
@@ -56,11 +57,12 @@ def repair(
     run_id: int,
     join_mode: str = LATEST,
     join_checkpoint: str | Path | None = None,
+    target: ReconcileTarget | None = None,
 ) -> dict[str, int]:
-    """Fix the findings of run ``run_id`` with the join's own code (in ``join_mode``, reading
-    pending boards from ``join_checkpoint``, by default the join job's); returns how many ids
-    each step touched."""
-    target = ReconcileTarget.shipped(settings)
+    """Fix the findings of run ``run_id`` of ``target`` (by default the shipped pipeline) with
+    the join's own code (in ``join_mode``, reading pending records from ``join_checkpoint``, by
+    default the join job's); returns how many ids each step touched."""
+    target = ReconcileTarget.shipped(settings) if target is None else target
     join_checkpoint = checkpoints(settings, target, join_checkpoint)[0]
     options = JoinOptions(mode=join_mode)
     engine = database.engine(settings.database)
@@ -70,13 +72,13 @@ def repair(
         spark, engine, settings, target, seen, join_checkpoint, every
     )
     ids = {kind: f.examples for kind, f in found.findings.items()}
-    # A board whose output expired unread is joined again: its record is then evidence anew.
+    # A record whose output expired unread is joined again: its record is then evidence anew.
     lost = set(ids["missing"]) | set(ids["expired_unseen"])
-    rejoined = _rejoin(spark, settings, target.topics, snapshot, lost, options)
+    rejoined = _rejoin(spark, settings, target, snapshot, lost, options)
     reload = {
-        board_id
+        record_id
         for kind in ("missing_in_table", "mismatched", "stale_in_table", "duplicates")
-        for board_id in ids[kind]
+        for record_id in ids[kind]
     }
     _repair_table(spark, settings, target, reload | rejoined, set(ids["extra_in_table"]))
     return {
@@ -89,42 +91,37 @@ def repair(
 def _rejoin(
     spark: SparkSession,
     settings: Settings,
-    topics: JoinTopics,
+    target: ReconcileTarget,
     snapshot: Snapshot,
-    board_ids: set[str],
+    record_ids: set[str],
     options: JoinOptions,
 ) -> set[str]:
-    """Join ``board_ids`` again from the source topics as of the snapshot."""
-    if not board_ids:
+    """Join the stream records ``record_ids`` (Kafka keys) again from the source topics as of
+    the snapshot, with the table records of the keys they name: the stream's own parsing, the
+    operator's own per-key logic (:func:`~boardstream.joins.jvm_operator.rejoin`) and its own
+    Kafka rows. Returns the ids joined or unmatched."""
+    if not record_ids:
         return set()
-    board, member = topics.stream, topics.table
-    boards = read_topic(
-        spark, settings, board, snapshot.earliest[board], snapshot.join.of(board)
-    ).where(F.col("key").cast("string").isin(sorted(board_ids)))
-    parsed_boards = routed(parse(boards, member, board, MAX_RECORD_BYTES))
-    board_rows = parsed_boards.toPandas()
-    member_ids = sorted({int(m) for m in board_rows["member_id"].dropna()})
-    members = read_topic(
-        spark, settings, member, snapshot.earliest[member], snapshot.join.of(member)
-    ).where(F.col("key").cast("string").isin([str(m) for m in member_ids]))
-    member_rows = routed(parse(members, member, board, MAX_RECORD_BYTES))
-    rows = pd.concat([member_rows.toPandas(), board_rows], ignore_index=True)
-    valid = rows[rows["dead_letter"].isna()]
+    pipeline, topics = target.pipeline, target.topics
+    contract, layout = Contract.of(pipeline), JoinLayout.of(pipeline)
+
+    def routed(topic: str, keys: list[str]) -> DataFrame:
+        raw = read_topic(
+            spark, settings, topic, snapshot.earliest[topic], snapshot.join.of(topic)
+        ).where(F.col("key").cast("string").isin(keys))
+        parsed = parse_declared(raw, contract, topics.stream, topics.table, MAX_RECORD_BYTES)
+        return routed_declared(parsed, pipeline, layout)
+
+    stream = routed(topics.stream, sorted(record_ids)).cache()
+    named = stream.where(F.col("kind") == "stream").select("join_key").distinct().collect()
+    rows = stream.unionByName(routed(topics.table, sorted(str(row[0]) for row in named)))
     now = int(snapshot.taken_at.timestamp() * 1000)
-    table = MemberTable(options, {})
-    out, _ = table.apply(input_rows(valid), now)
-    out += table.expire(now + options.unmatched_timeout_ms)  # their members never came
-    dead = [
-        ("dead_letter", *([None] * (len(OUTPUT_COLUMNS) - 3)), key, letter)
-        for key, letter in rows.loc[
-            rows["dead_letter"].notna(), ["dead_key", "dead_letter"]
-        ].itertuples(index=False)
-    ]
-    frame = spark.createDataFrame([(*row, None, None) for row in out] + dead, OUTPUT_DDL)
-    kafka_rows(frame, topics, BOARD_DETAIL_LAYOUT).write.format("kafka").options(
+    joined = jvm_operator.rejoin(rows, layout, options, now).cache()
+    kafka_rows(joined, topics, layout).write.format("kafka").options(
         **settings.to_spark_kafka_sink_options()
     ).save()
-    return {row[2] for row in out}  # board_id
+    written = joined.where(F.col("outcome").isin("joined", "unmatched"))
+    return {str(row[0]) for row in written.select(layout.id_column).collect()}
 
 
 def _repair_table(
@@ -151,7 +148,7 @@ def _repair_table(
     raw = read_topic(spark, settings, detail, {}, _current_end(settings, detail)).where(
         F.col("key").cast("string").isin(sorted(reload))
     )
-    writer = BatchWriter(settings)
+    writer = BatchWriter(settings, target=SinkTarget(target.pipeline, target.topics))
     writer(detail_rows(raw, writer.target), -1)
 
 

@@ -261,7 +261,7 @@ def _run(
     snapshot = replace(snapshot, earlier=earlier)
     with _recording(engine, "its start"):
         last_verdict = store.runs.last_verdict_at(engine)
-    at_risk = _evidence_at_risk(admin, settings, last_verdict, snapshot)
+    at_risk = _evidence_at_risk(admin, settings, target, last_verdict, snapshot)
     run_id, interrupted = _start(engine, store, snapshot.to_json(), run_by, kind)
     notices = (*interrupted, *at_risk, *large)
     check = _full if kind == FULL else _incremental
@@ -354,11 +354,16 @@ def _start(
 
 
 def _evidence_at_risk(
-    admin: AdminClient, settings: Settings, last_verdict: datetime | None, snapshot: Snapshot
+    admin: AdminClient,
+    settings: Settings,
+    target: ReconcileTarget,
+    last_verdict: datetime | None,
+    snapshot: Snapshot,
 ) -> list[str]:
-    """Outputs that may expire before their source, and a reconciliation overdue against the
-    outputs' retention (the last verdict longer ago than it): evidence may age out unseen."""
-    kept = retention.read_retention(admin, settings)
+    """``target``'s outputs that may expire before their source, and a reconciliation overdue
+    against the outputs' retention (the last verdict longer ago than it): evidence may age out
+    unseen."""
+    kept = retention.read_retention(admin, settings, target.topics)
     found = [str(risk) for risk in kept.risks]
     overdue = retention.reconciliation_overdue(last_verdict, snapshot.taken_at, kept.shortest_ms)
     found += [overdue] if overdue else []

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from boardstream import failpoints, supervision
-from boardstream.generator.plan import GeneratorOptions, Plan
+from boardstream.generator.plan import STREAM, TABLE, GeneratorOptions, Plan
 from boardstream.locations import shown
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stream_progress import ProgressStore
@@ -99,9 +99,9 @@ class Scenario:
         start = int(time.time() * 1000)
         for ts, record in enumerate(records, start=start):
             s = self.settings
-            topic = s.member_topic if record.topic == "member" else s.board_topic
+            topic = s.member_topic if record.topic == TABLE else s.board_topic
             self.pipeline.producer.produce(topic, value=record.value, key=record.key, timestamp=ts)
-            if record.topic == "board":
+            if record.topic == STREAM:
                 self.boards.add(record.key.decode())
         assert self.pipeline.producer.flush(30) == 0
         self.records_in += len(records)

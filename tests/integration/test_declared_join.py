@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -19,6 +20,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 from boardstream import joins
+from boardstream.generator.plan import TABLE, GeneratorOptions, Plan
 from boardstream.joins.job import JoinJobConfig
 from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.topics import Deployed, JoinTopics
@@ -26,6 +28,7 @@ from boardstream.kafka.clients import admin_client
 from boardstream.pipelines import Pipeline, shipped
 from boardstream.reconcile.checks.spark_checks import BALANCE, FAILING
 from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL, RunLedger
+from boardstream.reconcile.repair import repair
 from boardstream.reconcile.run import reconcile_once
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
@@ -204,6 +207,8 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
         "rows": 3,
     }
 
+    repaired_from_a_copy(spark, settings, topics, checking, checkpoint, tmp_path)
+
     # An incremental run reads only what came since: a new order for c2, joined and loaded.
     send(topics.stream, "o7", order.format(id="o7", c="c2", amount="2", us=60_000_000), 60_000)
     assert producer.flush(30) == 0
@@ -234,6 +239,120 @@ def test_orders_join_with_their_customer_as_of_their_time(kafka, spark, tmp_path
     assert not sa.inspect(engine).has_table("board_detail_reconciliation_run")
 
 
+def repaired_from_a_copy(
+    spark, settings: Settings, topics: JoinTopics, checking, checkpoint: Path, tmp_path: Path
+) -> None:
+    """As if the join had skipped o5 (joined) and o3 (unmatched): copies of the two outputs
+    without them, loaded by their own sink into their own database, reconcile FAILED with both
+    missing; repair joins them again with the operator's own code, from the declaration alone,
+    to the same records, and the next run PASSES."""
+    copy = replace(topics, joined=f"{topics.joined}-copy", unmatched=f"{topics.unmatched}-copy")
+    admin = admin_client(settings)
+    created = admin.create_topics(
+        [
+            NewTopic(name, 2, 1, config={"retention.ms": "-1"})
+            for name in (copy.joined, copy.unmatched)
+        ]
+    )
+    for future in created.values():
+        future.result(30)
+    producer = Producer({**settings.to_confluent(), "acks": "all"})
+    for source, into, skipped in (
+        (topics.joined, copy.joined, b"o5"),
+        (topics.unmatched, copy.unmatched, b"o3"),
+    ):
+        for key, value in consume_all(settings, source):
+            if key != skipped:
+                producer.produce(into, key=key, value=value)
+    assert producer.flush(30) == 0
+    elsewhere = settings.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'copy.db'}"})
+    sink_config = SinkJobConfig(query="orders-copy-sink", checkpoint=tmp_path / "copy-sink")
+    run_sink(spark, elsewhere, sink_config, SinkTarget(ORDERS, copy))
+    target = ReconcileTarget.of(Deployed(ORDERS, copy))
+
+    def reconciled():
+        return reconcile_once(
+            spark, elsewhere, "test", checkpoint, tmp_path / "copy-sink", kind=FULL, target=target
+        )
+
+    found = reconciled()
+    findings = found.reconciliation.findings
+    assert {k: f.examples for k, f in findings.items() if f.count and k in FAILING} == {
+        "missing": ["o3", "o5"]
+    }
+    done = repair(spark, elsewhere, found.run_id, join_checkpoint=checkpoint, target=target)
+    assert done == {"rejoined": 2, "reloaded": 2, "deleted_extra": 0}
+    after = reconciled()
+    assert after.passed, "\n".join(after.summary())
+    for source, into, id_ in (
+        (topics.joined, copy.joined, b"o5"),
+        (topics.unmatched, copy.unmatched, b"o3"),
+    ):
+        assert [v for k, v in consume_all(settings, into) if k == id_] == [
+            v for k, v in consume_all(settings, source) if k == id_
+        ]  # the same join code gives the same record
+    assert not sa.inspect(sa.create_engine(elsewhere.database)).has_table("board_detail")
+
+
+def test_a_generated_data_set_has_the_outcomes_its_manifest_says(kafka, spark, tmp_path) -> None:
+    """The generator's seeded data set from orders' declaration alone (customers updated,
+    deleted and late, orders of customers never produced, malformed orders), each record
+    stamped with its time on the generator's timeline: every order in the outcome its kind
+    says, as-of, the joined ones loaded, and a full reconciliation PASSED with that balance."""
+    topics = topics_for(kafka)
+    options = GeneratorOptions(
+        members=40,
+        boards=80,
+        seed=3,
+        update_ratio=0.25,
+        deletes=4,
+        late_members=4,
+        orphans=4,
+        malformed=5,
+    )
+    plan = Plan(options, ORDERS)
+    producer = Producer({**kafka.to_confluent(), "acks": "all"})
+    kinds: dict[str, set[str]] = {}
+    for record in plan:
+        topic = topics.table if record.topic == TABLE else topics.stream
+        producer.produce(topic, key=record.key, value=record.value, timestamp=record.at_ms)
+        kinds.setdefault(record.kind, set()).add(record.key.decode())
+    assert producer.flush(30) == 0
+    named = plan.kinds
+    checkpoint = tmp_path / "join"
+    run(spark, kafka, topics, checkpoint)
+    run(spark, kafka, topics, checkpoint)  # its tick fires the waits that are over
+
+    joined = values(kafka, topics.joined)
+    assert set(joined) == kinds[named.records] | kinds[named.late_records]
+    reasons = {key: record["reason"] for key, record in values(kafka, topics.unmatched).items()}
+    assert reasons == {
+        **dict.fromkeys(kinds[named.orphans], "member_missing"),
+        **dict.fromkeys(kinds[named.of_deleted], "member_deleted"),
+    }
+    malformed = {k for kind, keys in kinds.items() if kind.startswith("malformed:") for k in keys}
+    assert {key.decode() for key, _ in consume_all(kafka, topics.dead_letters)} == malformed
+
+    settings = kafka.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'gen.db'}"})
+    target = SinkTarget(ORDERS, topics)
+    run_sink(spark, settings, SinkJobConfig(query="gen-sink", checkpoint=tmp_path / "sink"), target)
+    engine = sa.create_engine(settings.database)
+    with engine.connect() as connection:
+        loaded = connection.execute(sa.select(target.table.table.c.order_id)).scalars().all()
+    assert sorted(loaded) == sorted(joined)
+
+    checking = ReconcileTarget.of(Deployed(ORDERS, topics))
+    full = reconcile(spark, settings, checking, tmp_path, FULL)
+    assert full.passed, full.summary()
+    assert balance(full) == {
+        "source": options.boards + options.malformed,
+        "read": options.boards + options.malformed,
+        "joined": len(joined),
+        "unmatched": len(reasons),
+        "dead_lettered": options.malformed,
+    }
+
+
 def reconcile(spark, settings: Settings, target: ReconcileTarget, tmp_path: Path, kind: str):
     """A recorded run of ``target``, its checkpoints the test's."""
     join, sink = tmp_path / "join", tmp_path / "sink"
@@ -246,10 +365,10 @@ def balance(result) -> dict[str, int]:
 
 
 def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
-    """`boardstream job run board-detail-join -- --pipeline NAME`, the sink's and `boardstream
-    reconcile --pipeline NAME`, as docs/COMMANDS.md writes them: spark-submit, the pipeline read
-    from BOARDSTREAM_PIPELINES_DIR, its declared topics, its own queries, checkpoints and
-    store."""
+    """`boardstream job run board-detail-join -- --pipeline NAME`, the sink's, `boardstream
+    reconcile --pipeline NAME` and `boardstream repair --pipeline NAME`, as docs/COMMANDS.md
+    writes them: spark-submit, the pipeline read from BOARDSTREAM_PIPELINES_DIR, its declared
+    topics, its own queries, checkpoints and store."""
     declarations = tmp_path / "pipelines"
     declarations.mkdir()
     data = changed({"name": "orders_cli", "stream.topic": "named-orders", "table.topic": "named-c"})
@@ -286,15 +405,35 @@ def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
         rows = connection.execute(sa.text("select order_id, amount from order_customer")).all()
     assert [tuple(row) for row in rows] == [("o1", 2.5)]
 
-    # `boardstream reconcile --pipeline NAME`: orders_cli's checks, in orders_cli's own store.
+    # `boardstream reconcile --pipeline NAME`: orders_cli's checks, in orders_cli's own store,
+    # find the row deleted from its table; `boardstream repair --pipeline NAME` puts it back.
+    with engine.begin() as connection:
+        connection.execute(sa.text("delete from order_customer where order_id = 'o1'"))
+    checkpoints = ("--join-checkpoint", str(tmp_path / "join"))
+    checkpoints += ("--sink-checkpoint", str(tmp_path / "sink"))
     checked = cli(
         kafka,
-        *("reconcile", "--pipeline", "orders_cli", "--full"),
-        *("--join-checkpoint", str(tmp_path / "join"), "--sink-checkpoint", str(tmp_path / "sink")),
+        *("reconcile", "--pipeline", "orders_cli", "--full", *checkpoints),
         timeout=600,
         extra_env=env,
     )
-    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
-    assert "reconciliation run 1 (full): PASSED" in checked.stdout.splitlines(), checked.stdout
-    assert RunLedger.of("orders_cli").recent_runs(engine)[0]["status"] == "PASSED"
+    assert checked.returncode == 1, checked.stdout[-3000:] + checked.stderr[-3000:]
+    assert "reconciliation run 1 (full): FAILED" in checked.stdout.splitlines(), checked.stdout
+    assert "missing_in_table: o1" in checked.stdout
+    repaired = cli(
+        kafka,
+        *("repair", "--run", "1", "--pipeline", "orders_cli", *checkpoints),
+        timeout=600,
+        extra_env=env,
+    )
+    assert repaired.returncode == 0, repaired.stdout[-3000:] + repaired.stderr[-3000:]
+    assert "rejoined: 0, reloaded: 1, deleted_extra: 0" in repaired.stdout.splitlines()
+    assert "reconciliation run 2 (full): PASSED" in repaired.stdout.splitlines()
+    assert [r["status"] for r in RunLedger.of("orders_cli").recent_runs(engine)] == [
+        "PASSED",
+        "FAILED",
+    ]
+    with engine.connect() as connection:
+        rows = connection.execute(sa.text("select order_id, amount from order_customer")).all()
+    assert [tuple(row) for row in rows] == [("o1", 2.5)]
     assert not sa.inspect(engine).has_table(RunLedger.of("board_detail").run_table.name)

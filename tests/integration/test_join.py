@@ -11,7 +11,7 @@ import pytest
 
 from boardstream.entrypoints.argtypes import flag_message
 from boardstream.errors import BoardstreamError
-from boardstream.generator.plan import GeneratorOptions, Plan
+from boardstream.generator.plan import TABLE, GeneratorOptions, Plan
 from boardstream.joins.job import ENGINES, JoinJobConfig
 from boardstream.joins.job import QUERY_NAME as JOIN_QUERY
 from boardstream.pipelines import shipped
@@ -110,7 +110,7 @@ def test_malformed_records_go_to_the_dlq_and_the_job_keeps_going(pipeline, t0: i
     for ts, record in enumerate(plan, start=t0):
         topic = (
             pipeline.settings.member_topic
-            if record.topic == "member"
+            if record.topic == TABLE
             else pipeline.settings.board_topic
         )
         pipeline.send(topic, record.key, record.value, ts)
@@ -165,7 +165,7 @@ def test_every_source_board_is_joined_unmatched_or_dead_lettered(
     for ts, record in enumerate(Plan(options), start=t0):
         topic = (
             pipeline.settings.member_topic
-            if record.topic == "member"
+            if record.topic == TABLE
             else pipeline.settings.board_topic
         )
         pipeline.send(topic, record.key, record.value, ts)
@@ -224,7 +224,7 @@ def test_boards_waiting_across_batches_meet_their_members_beside_a_tick(pipeline
         members=1_500, boards=3_000, seed=20261125, update_ratio=0.2, late_members=15
     )
     for ts, record in enumerate(Plan(options), start=t0):
-        topic = pipeline.settings.member_topic if record.topic == "member" else None
+        topic = pipeline.settings.member_topic if record.topic == TABLE else None
         pipeline.producer.produce(
             topic or pipeline.settings.board_topic, record.value, record.key, timestamp=ts
         )

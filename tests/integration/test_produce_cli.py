@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from boardstream.joins.topics import JoinTopics
 from boardstream.kafka.clients import admin_client
 from boardstream.kafka.topics import create_topics, platform_topics
+from boardstream.pipelines import Pipeline
 from boardstream.settings import Settings
 from tests.fixtures import cli
+from tests.unit.pipelines.declarations import changed, write
 
 pytestmark = pytest.mark.integration
 log = logging.getLogger(__name__)
@@ -101,3 +104,47 @@ def test_the_example_load_prints_what_the_topics_hold(kafka: Settings, tmp_path:
     assert (members, EXAMPLE_COUNTS["member_updates"], boards) == (5_000, 1_000, 8_000)
     assert records_in(settings, settings.member_topic) == 5_000 + 1_000 + 50
     assert records_in(settings, settings.board_topic) == 8_000 + 10
+
+
+def test_a_declared_pipelines_data_set_onto_its_own_topics(kafka: Settings, tmp_path: Path) -> None:
+    """`produce --pipeline orders`, as docs/COMMANDS.md writes it, on a declaration of orders
+    with topics of its own: every join case in the numbers its flags ask for, the kinds named
+    after its topics, onto its table and stream topics."""
+    data = changed({"name": "pc_orders", "stream.topic": "pc-orders", "table.topic": "pc-cust"})
+    write(tmp_path, "pc_orders.yml", data)
+    declared = Pipeline.model_validate(data)
+    settings = kafka.model_copy(update={"var_dir": tmp_path})
+    topics = JoinTopics.declared(declared)
+    create_topics(admin_client(settings), settings, platform_topics(settings, topics=topics))
+    env = {"BOARDSTREAM_PIPELINES_DIR": str(tmp_path)}
+    result = cli(settings, "produce", *EXAMPLE, "--pipeline", "pc_orders", extra_env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    *counts, last = result.stdout.splitlines()
+    printed = dict(line.split(": ") for line in counts)
+    assert list(printed) == sorted(printed)
+    # The rows' kinds and the malformed as board_detail's for these flags; which records name a
+    # late or deleted row follows the seed's draws, which the records' own values take part in.
+    assert {kind: printed[kind] for kind in printed if "pc_order" not in kind} == {
+        "late_pc_custs": "40",
+        "malformed:key_of_other_type": "2",
+        "malformed:missing_key_field": "2",
+        "malformed:not_json": "2",
+        "malformed:oversized": "2",
+        "malformed:wrong_type": "2",
+        "pc_cust_deletes": "50",
+        "pc_cust_updates": "1,000",
+        "pc_custs": "4,960",
+    }
+    records = {kind: int(printed[kind].replace(",", "")) for kind in printed if "pc_order" in kind}
+    assert set(records) == {
+        "pc_orders",
+        "late_pc_orders",
+        "orphan_pc_orders",
+        "pc_orders_of_deleted_pc_custs",
+    }
+    assert sum(records.values()) == 8_000 and records["orphan_pc_orders"] == 25
+    assert records["late_pc_orders"] >= 40  # each late row named at least once
+    written = json.loads(Path(last.removeprefix("manifest: ")).read_text())
+    assert written["topics"] == {"table": "pc-cust", "stream": "pc-orders"}
+    assert records_in(settings, "pc-cust") == 5_000 + 1_000 + 50
+    assert records_in(settings, "pc-orders") == 8_000 + 10

@@ -18,6 +18,7 @@ from boardstream.kafka.retention import expiry_risks, output_retention_ms
 from boardstream.settings import Settings
 from tests.fixtures import cli
 from tests.pipeline import alter_topics
+from tests.unit.pipelines.declarations import changed, write
 
 
 def topic_state(settings: Settings, topic: str) -> tuple[int, dict[str, str]]:
@@ -266,3 +267,53 @@ def test_describe_prints_partitions_offsets_and_set_configs(kafka: Settings) -> 
     configs = everything.stdout.split("cld-board: ")[1].split("\ncld-board-detail: ")[0]
     assert "\n  cleanup.policy=delete\n" in configs
     assert "\n  segment.bytes=1073741824 (default)\n" in configs
+
+
+def test_a_declared_pipelines_topics_as_its_declaration_names_them(
+    kafka: Settings, tmp_path
+) -> None:
+    """`topics create --pipeline NAME`: the declared pipeline's six topics, its table topic
+    compacted, its outputs kept as long as its own stream; `topics describe --pipeline NAME`
+    warns of its outputs only, against its own stream; a name not declared is one line."""
+    data = changed({"name": "tp_orders", "stream.topic": "tp-orders", "table.topic": "tp-cust"})
+    write(tmp_path, "tp_orders.yml", data)
+    env = {"BOARDSTREAM_PIPELINES_DIR": str(tmp_path), "BOARDSTREAM_PARTITIONS": "2"}
+    made = cli(kafka, "topics", "create", "--pipeline", "tp_orders", extra_env=env)
+    assert (made.returncode, made.stderr) == (0, "")
+    kept = "retention.bytes=-1, retention.ms=604800000"
+    assert made.stdout == (
+        "tp-cust: created (2 partitions, compact)\n"
+        f"tp-orders: created (2 partitions, delete, {kept})\n"
+        f"tp_orders-joined: created (2 partitions, delete, {kept})\n"
+        f"tp_orders-unmatched: created (2 partitions, delete, {kept})\n"
+        f"tp_orders-dlq: created (2 partitions, delete, {kept})\n"
+        "tp_orders-join-tick: created (1 partitions, delete, retention.ms=86400000)\n"
+    )
+    assert topic_state(kafka, "tp-cust") == (2, {"cleanup.policy": "compact"})
+    alter_topics(kafka, {"tp_orders-unmatched": {"retention.ms": "3600000"}})
+    described = cli(kafka, "topics", "describe", "--pipeline", "tp_orders", extra_env=env)
+    assert described.returncode == 0, described.stderr
+    risk = (
+        "tp_orders-unmatched may expire before tp-orders: retention.ms=3600000 (1h00m) is shorter "
+        "than its 604800000 (168h00m)"
+    )
+    assert described.stdout.count("EXPIRY RISK") == 1
+    assert f"  EXPIRY RISK: {risk}\n" in described.stdout
+    assert [line for line in described.stdout.splitlines() if line[:1] != " "] == [
+        "tp-cust: 2 partitions, end offsets 0",
+        "tp-orders: 2 partitions, end offsets 0",
+        "tp_orders-joined: 2 partitions, end offsets 0",
+        "tp_orders-unmatched: 2 partitions, end offsets 0",
+        "tp_orders-dlq: 2 partitions, end offsets 0",
+        "tp_orders-join-tick: 1 partitions, end offsets 0",
+    ]
+    refused = cli(kafka, "topics", "create", "--pipeline", "nope", extra_env=env)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        "boardstream: error: --pipeline nope: no pipeline 'nope'; declared: tp_orders\n"
+    )
+    both = cli(kafka, "topics", "create", "--pipeline", "tp_orders", "--topic", "x", extra_env=env)
+    assert (both.returncode, both.stderr) == (
+        1,
+        "boardstream: error: --pipeline and --topic: give one or the other\n",
+    )

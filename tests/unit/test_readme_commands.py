@@ -79,6 +79,7 @@ RUN_BY: dict[str, str | None] = {
     f"{BS} reconcile --stall-after 30m --unmatched-timeout 10m": (
         "tests/integration/test_reconcile.py::test_reconcile_command_exit_code_is_the_verdict"
     ),
+    f"{BS} repair --run 3 --pipeline orders": DECLARED_BY_NAME,
     f"{BS} repair --run 7": (
         # an unknown run only: refused before Spark starts
         "tests/integration/test_repair_cli.py::test_repair_of_an_unknown_run_is_one_line"
@@ -155,6 +156,10 @@ RUN_BY: dict[str, str | None] = {
     "--config retention.ms=86400000": (
         "tests/integration/test_topics_cli.py::test_creates_any_topic_with_partitions_and_configs"
     ),
+    f"{BS} topics create --pipeline orders": (
+        "tests/integration/test_topics_cli.py::"
+        "test_a_declared_pipelines_topics_as_its_declaration_names_them"
+    ),
     f"{BS} topics describe [--topic board] [--all-configs]": (
         "tests/integration/test_topics_cli.py::"
         "test_describe_prints_partitions_offsets_and_set_configs"
@@ -162,6 +167,11 @@ RUN_BY: dict[str, str | None] = {
     f"{BS} produce --members 5000 --boards 8000 --late-members 40 --orphans 25 --deletes 50 "
     "--update-ratio 0.2 --malformed 10 --seed 42": (
         "tests/integration/test_produce_cli.py::test_the_example_load_prints_what_the_topics_hold"
+    ),
+    f"{BS} produce --members 5000 --boards 8000 --late-members 40 --orphans 25 --deletes 50 "
+    "--update-ratio 0.2 --malformed 10 --seed 42 --pipeline orders": (
+        "tests/integration/test_produce_cli.py::"
+        "test_a_declared_pipelines_data_set_onto_its_own_topics"
     ),
     f"{BS} produce --production-scale": (
         "tests/integration/test_produce_cli.py::test_production_scale_counts_match_the_topics"

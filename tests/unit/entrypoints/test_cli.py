@@ -25,6 +25,7 @@ from boardstream.entrypoints.cli import _reconcile, build_parser, main
 from boardstream.errors import BoardstreamError, InvalidOptionError
 from boardstream.generator.manifest import Manifest
 from boardstream.generator.plan import GeneratorOptions
+from boardstream.joins.topics import Deployed
 from boardstream.logs import VERBOSE_ENV, configure
 from boardstream.settings import Settings
 from boardstream.spark.submit import JOBS
@@ -226,7 +227,17 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> Submitted:
             ["repair", "--run", "7", "--join-mode", "as-of", "--sink-checkpoint", "/cp/sink"],
             (
                 "board-detail-repair",
-                ["--run", "7", "--join-mode", "as-of", "--sink-checkpoint", "/cp/sink"],
+                [
+                    *("--run", "7", "--join-mode", "as-of", "--pipeline", "board_detail"),
+                    *("--sink-checkpoint", "/cp/sink"),
+                ],
+            ),
+        ),
+        (
+            ["repair", "--run", "3", "--pipeline", "orders"],
+            (
+                "board-detail-repair",
+                ["--run", "3", "--join-mode", "latest", "--pipeline", "orders"],
             ),
         ),
     ],
@@ -414,10 +425,13 @@ def test_produce_prints_the_counts_and_where_the_manifest_went(
 ) -> None:
     from boardstream.generator import producer
 
-    produced = []
+    produced, pipelines = [], []
 
-    def produce(_settings: Settings, options: GeneratorOptions, path: Path) -> Manifest:
+    def produce(
+        _settings: Settings, options: GeneratorOptions, path: Path, deployed: Deployed
+    ) -> Manifest:
         produced.append((options, path))
+        pipelines.append(deployed.pipeline.name)
         manifest = Manifest.start(options, {})
         manifest.keys.update({"members": ["1", "2"], "boards": ["b1"] * 1234})
         return manifest
@@ -428,8 +442,9 @@ def test_produce_prints_the_counts_and_where_the_manifest_went(
     assert options == GeneratorOptions(members=442_128, boards=447_017, seed=7, orphans=2)
     assert path.parent == tmp_path / "manifests" and path.name.endswith("-seed7.json")
     assert capsys.readouterr().out == f"boards: 1,234\nmembers: 2\nmanifest: {path}\n"
-    main(["produce", "--manifest", str(tmp_path / "m.json")])
+    main(["produce", "--manifest", str(tmp_path / "m.json"), "--pipeline", "orders"])
     assert produced[-1] == (GeneratorOptions(), tmp_path / "m.json")
+    assert pipelines == ["board_detail", "orders"]
 
 
 @pytest.mark.parametrize(

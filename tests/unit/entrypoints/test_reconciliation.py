@@ -66,8 +66,9 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
             raise seen["outcome"]
         return seen["outcome"]
 
-    def repair_run(spark, _settings, run_id, join_mode, join_cp):
+    def repair_run(spark, _settings, run_id, join_mode, join_cp, target):
         seen["repairs"].append((spark, run_id, join_mode, join_cp))
+        seen["targets"].append(target)
         return {"rejoined": 1_234, "table": 2}
 
     def require(_settings, job: str) -> None:
@@ -198,6 +199,11 @@ def test_a_run_not_proven_exits_1_and_one_that_could_not_finish_2(calls, capsys)
             ["--run", "1", "--join-mode", "newest"],
             "argument --join-mode: invalid choice: 'newest'",
         ),
+        (
+            reconciliation.repair_main,
+            ["--run", "1", "--pipeline", "nope"],
+            "--pipeline nope: no pipeline 'nope'; declared: board_detail, orders",
+        ),
     ],
 )
 def test_bad_flags_exit_2_before_spark(main, argv, message, calls, capsys) -> None:
@@ -235,6 +241,16 @@ def test_a_repair_then_reconciles_again(calls, monkeypatch, capsys) -> None:
     calls["outcome"] = Result(True)
     assert reconciliation.repair_main(["--run", "7"]) == 0
     assert calls["repairs"][-1] == (Spark, 7, "latest", None)
+    assert {target.pipeline.name for target in calls["targets"]} == {"board_detail"}
+
+
+def test_a_repair_of_a_declared_pipeline_looks_in_its_own_runs(calls, capsys) -> None:
+    """``--pipeline orders``: orders' run ledger is asked for the run, before Spark starts."""
+    assert reconciliation.repair_main(["--run", "4", "--pipeline", "orders"]) == 1
+    assert capsys.readouterr().err == (
+        "repair: error: no reconciliation run 4 in orders_reconciliation_run\n"
+    )
+    assert calls["spark"] == []
 
 
 def test_a_refusal_waits_for_no_run_module() -> None:

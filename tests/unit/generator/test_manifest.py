@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 
 from boardstream.generator.manifest import Manifest, default_path
-from boardstream.generator.plan import GeneratorOptions, Plan, PlannedRecord
+from boardstream.generator.plan import STREAM, TABLE, GeneratorOptions, Plan, PlannedRecord
 
-TOPICS = {"member": "t-member", "board": "t-board"}
+TOPICS = {TABLE: "t-member", STREAM: "t-board"}
 
 
-def record(kind: str, key: str, topic: str = "board") -> PlannedRecord:
+def record(kind: str, key: str, topic: str = STREAM) -> PlannedRecord:
     return PlannedRecord(topic, key.encode(), b"{}", kind)
 
 
@@ -77,7 +77,7 @@ def test_a_plans_manifest_counts_what_the_plan_produces() -> None:
     for planned in records:
         made.add(planned)
     assert sum(made.counts.values()) == len(records)
-    boards = {r.key.decode() for r in records if r.topic == "board"}
+    boards = {r.key.decode() for r in records if r.topic == STREAM}
     assert made.board_ids() == boards and len(boards) == 5
 
 
@@ -94,7 +94,7 @@ def test_written_json_reads_back_the_same(tmp_path: Path) -> None:
     assert read.to_json() == made.to_json()
     read.add(record("boards", "b6"))  # a read manifest takes new keys like a new one
     assert read.keys["boards"] == ["b1", "b3", "b6"]
-    read.add(record("late_members", "7", topic="member"))
+    read.add(record("late_members", "7", topic=TABLE))
     assert read.counts["late_members"] == 1
 
 

@@ -14,7 +14,7 @@ import pytest
 from boardstream.errors import BoardstreamError
 from boardstream.generator import producer
 from boardstream.generator.manifest import Manifest
-from boardstream.generator.plan import GeneratorOptions, Plan
+from boardstream.generator.plan import STREAM, TABLE, GeneratorOptions, Plan
 from boardstream.settings import Settings
 
 OPTIONS = GeneratorOptions(members=4, boards=5, deletes=1, malformed=1)
@@ -90,7 +90,7 @@ def test_every_record_in_plan_order_then_the_manifest(fake, settings, tmp_path) 
     path = tmp_path / "out" / "manifest.json"
     manifest = producer.produce(settings, OPTIONS, path, producer_overrides={"linger.ms": 5})
     planned = list(Plan(OPTIONS))
-    topics = {"member": "t-member", "board": "t-board"}
+    topics = {TABLE: "t-member", STREAM: "t-board"}
     assert fake["checked"] == [("admin", ["t-member", "t-board"])]
     sent: Producer = fake["producer"]
     assert sent.sent == [(topics[r.topic], r.key, r.value) for r in planned]

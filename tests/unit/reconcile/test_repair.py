@@ -14,7 +14,6 @@ import sqlalchemy as sa
 from boardstream import database
 from boardstream.errors import BoardstreamError
 from boardstream.joins.member_table import JoinOptions
-from boardstream.joins.topics import JoinTopics
 from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
 from boardstream.reconcile.repair import _rejoin, _repair_table, stored_snapshot
 from boardstream.reconcile.target import ReconcileTarget
@@ -81,5 +80,6 @@ def test_foreign_rows_are_deleted_and_the_rest_kept(settings: Settings) -> None:
 
 
 def test_no_missing_boards_is_nothing_to_rejoin(settings: Settings) -> None:
-    rejoined = _rejoin(None, settings, JoinTopics.of(settings), SNAPSHOT, set(), JoinOptions())  # type: ignore[arg-type]
+    target = ReconcileTarget.shipped(settings)
+    rejoined = _rejoin(None, settings, target, SNAPSHOT, set(), JoinOptions())  # type: ignore[arg-type]
     assert rejoined == set()

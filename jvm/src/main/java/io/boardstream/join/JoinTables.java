@@ -9,14 +9,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * The stream operator's per-key logic and timers, driven batch by batch without Spark: each
  * {@link #batch} applies its records key by key, then fires the timers due by its time, as a
  * micro-batch of {@link JoinProcessor} does, and keeps each key's entry in two maps as that
  * keeps it in two state variables ({@link EntryState}). The property test holds its outputs
- * equal to the Python {@code MemberTable}'s.
+ * equal to the Python {@code MemberTable}'s; repair joins its records again with it
+ * ({@link #rejoin}).
  */
 public final class JoinTables {
   private final JoinOptions options;
@@ -36,18 +39,60 @@ public final class JoinTables {
    * null for a tombstone); returns the output rows without the dead-letter columns.
    */
   public List<List<Object>> batch(List<List<Object>> records, long nowMs) {
-    Map<Object, List<Input>> byKey = new LinkedHashMap<>();
+    List<Input> inputs = new ArrayList<>();
     for (List<Object> record : records) {
-      Input input = input(record);
-      byKey.computeIfAbsent(input.key(), id -> new ArrayList<>()).add(input);
+      inputs.add(input(record));
     }
     Outputs out = new Outputs(layout);
+    apply(inputs, nowMs, out);
+    List<List<Object>> result = new ArrayList<>();
+    for (Row row : out.rows) {
+      List<Object> values = new ArrayList<>();
+      for (int i = 0; i < row.length() - 2; i++) { // without the dead-letter columns
+        values.add(row.get(i));
+      }
+      result.add(values);
+    }
+    return result;
+  }
+
+  /**
+   * Repair's join: {@code routed} (the layout's routed rows: the stream records to join again
+   * and their table rows' records, read as of a snapshot) as one micro-batch at {@code nowMs},
+   * then the batch at {@code nowMs} plus the unmatched timeout, so a record whose row never
+   * came is unmatched; each row read as the stream's operator reads it. Returns the operator's
+   * rows in {@code outputDdl}, the dead letters' included.
+   */
+  public static Dataset<Row> rejoin(
+      Dataset<Row> routed, String outputDdl, Layout layout, JoinOptions options, long nowMs) {
+    JoinTables tables = new JoinTables(layout, options);
+    Outputs out = new Outputs(layout);
+    List<Input> inputs = new ArrayList<>();
+    for (Row row : routed.collectAsList()) {
+      if (!row.isNullAt(StreamTableJoin.DEAD_LETTER)) {
+        out.deadLetter(
+            row.getString(StreamTableJoin.DEAD_KEY), row.getString(StreamTableJoin.DEAD_LETTER));
+      } else if (!StreamTableJoin.TICK.equals(row.getString(StreamTableJoin.KIND))) {
+        inputs.add(StreamTableJoin.input(row, layout));
+      }
+    }
+    tables.apply(inputs, nowMs, out);
+    tables.apply(List.of(), nowMs + options.unmatchedTimeoutMs(), out);
+    return routed.sparkSession().createDataFrame(out.rows, StructType.fromDDL(outputDdl));
+  }
+
+  /** Apply {@code inputs} key by key, then fire the timers due by {@code nowMs}, into out. */
+  private void apply(List<Input> inputs, long nowMs, Outputs out) {
+    Map<Object, List<Input>> byKey = new LinkedHashMap<>();
+    for (Input input : inputs) {
+      byKey.computeIfAbsent(input.key(), id -> new ArrayList<>()).add(input);
+    }
     for (Map.Entry<Object, List<Input>> keyed : byKey.entrySet()) {
       Object key = keyed.getKey();
-      List<Input> inputs = keyed.getValue();
-      inputs.sort(KeyEntry.ORDER);
+      List<Input> keyInputs = keyed.getValue();
+      keyInputs.sort(KeyEntry.ORDER);
       KeyEntry entry = load(key);
-      if (entry.apply(inputs, nowMs, options, out)) {
+      if (entry.apply(keyInputs, nowMs, options, out)) {
         register(nowMs + options.unmatchedTimeoutMs(), key);
       }
       if (entry.changed()) { // as the stream's processor, which writes back changed entries only
@@ -65,15 +110,6 @@ public final class JoinTables {
         save(entry, timer.getKey());
       }
     }
-    List<List<Object>> result = new ArrayList<>();
-    for (Row row : out.rows) {
-      List<Object> values = new ArrayList<>();
-      for (int i = 0; i < row.length() - 2; i++) { // without the dead-letter columns
-        values.add(row.get(i));
-      }
-      result.add(values);
-    }
-    return result;
   }
 
   /** How many keys the table holds an entry of (what the state store would). */
