@@ -281,10 +281,9 @@ def _pipelines(args: argparse.Namespace, settings: Settings) -> int:
 def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
     """Run the reconcile (or repair) job under spark-submit; its exit code is the verdict."""
     if args.command == "repair":
-        job, job_args = (
-            "board-detail-repair",
-            ["--run", str(args.run), "--join-mode", args.join_mode],
-        )
+        job, job_args = "board-detail-repair", ["--run", str(args.run)]
+        if args.join_mode:
+            job_args += ["--join-mode", args.join_mode]
     else:
         job, job_args = "reconcile", []
         job_args += [
@@ -614,7 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     repair = parsers["repair"]
     repair.add_argument("--run", type=positive, required=True, help="reconciliation run id")
-    repair.add_argument("--join-mode", choices=["latest", "as-of"], default="latest")
+    repair.add_argument(
+        "--join-mode", choices=["latest", "as-of"], help="default: the pipeline's declared mode"
+    )
     for command in (reconcile, repair):
         add_pipeline_argument(command)
         command.add_argument("--join-checkpoint", help="default: the join job's")

@@ -144,7 +144,9 @@ def repair_parser() -> argparse.ArgumentParser:
     add_pipeline_argument(parser)
     parser.add_argument("--join-checkpoint")
     parser.add_argument("--sink-checkpoint")
-    parser.add_argument("--join-mode", choices=[LATEST, AS_OF], default=LATEST)
+    parser.add_argument(
+        "--join-mode", choices=[LATEST, AS_OF], help="default: the pipeline's declared mode"
+    )
     parser.add_argument("--run-by", default="cli")
     return parser
 

@@ -21,7 +21,7 @@ from boardstream.errors import BoardstreamError
 from boardstream.joins import jvm_operator
 from boardstream.joins.job import kafka_rows
 from boardstream.joins.layout import JoinLayout
-from boardstream.joins.member_table import LATEST, JoinOptions
+from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.parse import parse_declared, routed_declared
 from boardstream.joins.schema import Contract
 from boardstream.kafka.clients import admin_client
@@ -55,16 +55,18 @@ def repair(
     spark: SparkSession,
     settings: Settings,
     run_id: int,
-    join_mode: str = LATEST,
+    join_mode: str | None = None,
     join_checkpoint: str | Path | None = None,
     target: ReconcileTarget | None = None,
 ) -> dict[str, int]:
     """Fix the findings of run ``run_id`` of ``target`` (by default the shipped pipeline) with
-    the join's own code (in ``join_mode``, reading pending records from ``join_checkpoint``, by
-    default the join job's); returns how many ids each step touched."""
+    the join's own code (its declared join, in ``join_mode`` if given; reading pending records
+    from ``join_checkpoint``, by default the join job's); returns how many ids each step
+    touched."""
     target = ReconcileTarget.shipped(settings) if target is None else target
     join_checkpoint = checkpoints(settings, target, join_checkpoint)[0]
-    options = JoinOptions(mode=join_mode)
+    mode = {} if join_mode is None else {"mode": join_mode}
+    options = JoinOptions.of(target.pipeline.join, **mode)
     engine = database.engine(settings.database)
     every = ReconcileOptions(examples=None)  # every id of each finding, not a few examples
     seen = stored_snapshot(engine, RunLedger.of(target.pipeline.name), run_id)

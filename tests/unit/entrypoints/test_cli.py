@@ -237,7 +237,7 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> Submitted:
             ["repair", "--run", "3", "--pipeline", "orders"],
             (
                 "board-detail-repair",
-                ["--run", "3", "--join-mode", "latest", "--pipeline", "orders"],
+                ["--run", "3", "--pipeline", "orders"],
             ),
         ),
     ],

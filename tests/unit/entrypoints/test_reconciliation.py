@@ -240,7 +240,7 @@ def test_a_repair_then_reconciles_again(calls, monkeypatch, capsys) -> None:
     )
     calls["outcome"] = Result(True)
     assert reconciliation.repair_main(["--run", "7"]) == 0
-    assert calls["repairs"][-1] == (Spark, 7, "latest", None)
+    assert calls["repairs"][-1] == (Spark, 7, None, None)  # the declared mode
     assert {target.pipeline.name for target in calls["targets"]} == {"board_detail"}
 
 
