@@ -150,6 +150,7 @@ class Plan:
                 "update ratio needs members that are neither late nor deleted", "update ratio"
             )
         self.size = o.members + o.boards + self.updates + o.deletes + o.malformed
+        self.records.key(o.members + o.orphans)  # the highest row: refused now, not midway
 
     def __iter__(self) -> Iterator[PlannedRecord]:
         late = set(self.late_ids)

@@ -209,6 +209,22 @@ def test_well_formed_records_have_the_production_shape() -> None:
             assert record.key == payload["id"].encode()
 
 
+def test_keys_a_declared_key_cannot_hold_are_refused_before_any_record() -> None:
+    """A text key of at most 2 characters holds ``k1``..``k9``: 300 rows and 11 orphans are
+    refused when the plan is made, naming the key and the option, not midway through."""
+    narrow = ORDERS.model_copy(deep=True)
+    key = narrow.table.fields["id"].model_copy(update={"max_chars": 2})
+    narrow = narrow.model_copy(
+        update={
+            "table": narrow.table.model_copy(update={"fields": {**narrow.table.fields, "id": key}})
+        }
+    )
+    with pytest.raises(InvalidOptionError, match="id holds at most 2 characters") as refused:
+        Plan(OPTIONS, narrow)
+    assert "'k311' of row 311" in str(refused.value)
+    assert len(list(Plan(GeneratorOptions(members=9, boards=3, seed=1), narrow))) == 12
+
+
 def _declared_flaw(value: bytes) -> str:
     try:
         payload = json.loads(value)
