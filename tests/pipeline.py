@@ -6,22 +6,30 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 import time
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from boardstream import sink
+from boardstream.generator.declared_records import DeclaredRecords
 from boardstream.joins.job import JoinJobConfig, start_join
 from boardstream.joins.member_table import JoinOptions
+from boardstream.joins.topics import SHIPPED_PIPELINE, Deployed
 from boardstream.kafka.clients import DeliveryErrors, admin_client
 from boardstream.kafka.limits import topic_message_limits
 from boardstream.kafka.topics import create_topics, platform_topics
+from boardstream.pipelines import SHIPPED, query_name
+from boardstream.pipelines import Pipeline as Declaration
+from boardstream.pipelines.model import Outputs
 from boardstream.settings import Settings
 from boardstream.sink.job import SinkJobConfig, SinkTarget
+from boardstream.sink.table import SinkTable
 
 _names = itertools.count()
 
@@ -86,13 +94,29 @@ def run_sink(
     assert query.exception() is None, query.exception()
 
 
+def on_own_topics(name: str, prefix: str) -> dict[str, Any]:
+    """The shipped declaration ``name`` with every topic ``<prefix>-``'d: tests share one
+    broker, and no two may share a topic."""
+    data = yaml.safe_load((SHIPPED / f"{name}.yml").read_text())
+    for side in ("stream", "table"):
+        data[side]["topic"] = f"{prefix}-{data[side]['topic']}"
+    derived = Outputs.derived(data["name"])
+    data["outputs"] = {part: f"{prefix}-{topic}" for part, topic in derived.items()}
+    return data
+
+
 class Pipeline:
+    """One pipeline on topics of its own: the shipped board_detail on the settings' (prefixed)
+    topics by default, or another shipped declaration (``declared``) on its own prefixed
+    topics, so a suite runs unchanged against either."""
+
     def __init__(
         self,
         kafka: Settings,
         spark: Any,
         workdir: Path,
         engine: str = JoinJobConfig.engine,
+        declared: str = SHIPPED_PIPELINE,
         **settings: Any,
     ) -> None:
         self.engine = engine  # the join's stateful operator
@@ -100,8 +124,22 @@ class Pipeline:
         # would lose them at the broker's next retention check (every 10 s) mid-test. A test of
         # retention sets its own.
         settings.setdefault("topic_retention_ms", -1)
-        self.settings = kafka.with_topic_prefix(f"p{next(_names)}", **settings)
-        create_topics(admin_client(self.settings), self.settings, platform_topics(self.settings))
+        prefix = f"p{next(_names)}"
+        self.settings = kafka.with_topic_prefix(prefix, **settings)
+        self.declaration = None if declared == SHIPPED_PIPELINE else on_own_topics(declared, prefix)
+        self.deployed = (
+            Deployed.shipped(self.settings)
+            if self.declaration is None
+            else Deployed.declared(Declaration.model_validate(self.declaration))
+        )
+        self.topics = self.deployed.topics
+        self.table = SinkTable.of(self.deployed.pipeline)
+        self._drawn = DeclaredRecords(self.deployed.pipeline, random.Random(0), 0)
+        create_topics(
+            admin_client(self.settings),
+            self.settings,
+            platform_topics(self.settings, topics=self.topics),
+        )
         self.spark = spark
         self.workdir = workdir
         self.producer = Producer({**self.settings.to_confluent(), "acks": "all"})
@@ -142,6 +180,18 @@ class Pipeline:
         }
         self.send(self.settings.board_topic, board_id.encode(), json.dumps(payload).encode(), ts)
 
+    def send_row(self, row: int, ts: int, **fields: object) -> None:
+        """Table row ``row`` (its key from the declaration), version time ``ts``: ``fields`` as
+        given, the others drawn from the declared types."""
+        value = self._drawn.row_with(row, ts, **fields)
+        self.send(self.topics.table, self._drawn.key(row), value, ts)
+
+    def send_record(self, record_id: str, row: int, ts: int, **fields: object) -> None:
+        """A stream record naming table row ``row``, its event time ``ts``: ``fields`` as given,
+        the others drawn from the declared types."""
+        value = self._drawn.record_with(record_id, row, ts, **fields)
+        self.send(self.topics.stream, record_id.encode(), value, ts)
+
     def allow_records_up_to(self, topic: str, size: int) -> None:
         """Raise ``topic``'s max.message.bytes to ``size`` and wait until the broker applies it."""
         admin = admin_client(self.settings)
@@ -166,6 +216,28 @@ class Pipeline:
 
     # -- jobs -----------------------------------------------------------------------------
 
+    @property
+    def name(self) -> str:
+        return self.deployed.pipeline.name
+
+    @property
+    def shipped(self) -> bool:
+        """board_detail on the settings' topics, which the jobs join when given no pipeline."""
+        return self.name == SHIPPED_PIPELINE
+
+    def declare_in(self, directory: Path) -> Path:
+        """This pipeline's declaration (on its own topics) as a file in ``directory``, where the
+        commands find a pipeline that ``--pipeline NAME`` names."""
+        assert self.declaration is not None, "the shipped pipeline needs no file"
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{self.name}.yml"
+        path.write_text(yaml.safe_dump(self.declaration, sort_keys=False))
+        return path
+
+    def checkpoint(self, part: str) -> Path:
+        """The join's or the sink's (``part``) checkpoint."""
+        return self.workdir / f"{self.topics.stream}-{part}"
+
     def join(
         self,
         max_record_bytes: int = JoinJobConfig.max_record_bytes,
@@ -176,19 +248,23 @@ class Pipeline:
     ) -> None:
         config = JoinJobConfig(
             engine=engine or self.engine,
-            options=JoinOptions(**options),
+            options=JoinOptions.of(self.deployed.pipeline.join, **options),
             max_record_bytes=max_record_bytes,
             max_offsets_per_trigger=max_offsets_per_trigger,
-            checkpoint=self.workdir / f"{self.settings.board_topic}-join",
+            checkpoint=self.checkpoint("join"),
             state_buckets=state_buckets,
+            query=query_name(self.name, "join"),
         )
-        query = start_join(self.spark, self.settings, config)
+        query = start_join(self.spark, self.settings, config, self.deployed)
         query.awaitTermination()
         assert query.exception() is None, query.exception()
 
     def sink(self) -> None:
-        checkpoint = self.workdir / f"{self.settings.board_topic}-sink"
-        run_sink(self.spark, self.settings, SinkJobConfig(checkpoint=checkpoint))
+        config = SinkJobConfig(
+            checkpoint=self.checkpoint("sink"), query=query_name(self.name, "sink")
+        )
+        target = None if self.shipped else SinkTarget(self.deployed.pipeline, self.topics)
+        run_sink(self.spark, self.settings, config, target)
 
     # -- output ---------------------------------------------------------------------------
 

@@ -78,19 +78,30 @@ class DeclaredRecords:
         return text
 
     def row(self, row: int, version: int) -> bytes:
+        return self.row_with(row, row_version_ms(self.start_ms, row, version))
+
+    def row_with(self, row: int, at_ms: int, **fields: object) -> bytes:
+        """Row ``row``'s value, its version time ``at_ms`` (epoch ms): ``fields`` as given, the
+        others drawn."""
         table = self.pipeline.table
-        fixed = {
-            table.key: self._key_value(row),
-            table.version_time: row_version_ms(self.start_ms, row, version),
-        }
+        fixed = {table.key: self._key_value(row), table.version_time: at_ms, **fields}
         return _dumps(self._parts(table.fields, fixed))
 
     def record(self, index: int, row: int) -> tuple[bytes, bytes, int]:
-        stream = self.pipeline.stream
         record_id = self._id()
         at = record_ms(self.start_ms, index, self.rng.randint(0, 999))
-        fixed = {stream.id: record_id, stream.join_on: self._key_value(row), stream.event_time: at}
-        return str(record_id).encode(), _dumps(self._parts(stream.fields, fixed)), at
+        return str(record_id).encode(), self.record_with(record_id, row, at), at
+
+    def record_with(self, record_id: int | str, row: int, at_ms: int, **fields: object) -> bytes:
+        """A stream record's value naming row ``row``, its event time ``at_ms`` (epoch ms):
+        ``fields`` as given, the others drawn."""
+        stream = self.pipeline.stream
+        fixed = {
+            stream.id: record_id,
+            stream.join_on: self._key_value(row),
+            stream.event_time: at_ms,
+        }
+        return _dumps(self._parts(stream.fields, {**fixed, **fields}))
 
     def malformed(self, flaw: str, number: int) -> tuple[bytes, bytes, int]:
         stream = self.pipeline.stream

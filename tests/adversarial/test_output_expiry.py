@@ -97,8 +97,8 @@ def test_a_stale_row_whose_record_and_source_aged_out(expiring: Pipeline) -> Non
     an expected row besides, so Great Expectations' row count failed the run instead."""
     settings = expiring.settings
     assert reconcile_as(expiring, FULL).passed  # the ledger holds a copy of every record
-    older, newer = detail_records(settings, "upd")
-    load_row(settings, older)
+    older, newer = detail_records(expiring, "upd")
+    load_row(expiring, older)
     (_, _, _), source = records_of(settings, settings.board_topic, "upd")
     detail = (newer["detail_partition"], newer["detail_offset"])
     admin = admin_client(settings)  # held: a collected client fails its futures

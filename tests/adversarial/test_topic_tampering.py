@@ -5,32 +5,31 @@ one (:func:`tampered`)."""
 
 from __future__ import annotations
 
+import json
 import shutil
+from dataclasses import dataclass
 
 import pytest
 
+from boardstream.joins.topics import SHIPPED_PIPELINE
+from boardstream.pipelines import POSITIONS
 from boardstream.reconcile.run import RunResult
 from tests.adversarial.conftest import fresh_pipeline
 from tests.adversarial.world import (
     NOW,
-    board,
+    altered,
+    as_source_gave,
+    column,
+    content_column,
+    dead_letter,
     detail_records,
     failures,
     forge,
     reconcile,
     records_of,
-    source_position,
+    without_position,
 )
 from tests.pipeline import Pipeline
-
-
-def dead_letter(settings, partition: int, offset: int) -> dict:
-    return {
-        "error": "forged by another job",
-        "source_topic": settings.board_topic,
-        "partition": partition,
-        "offset": offset,
-    }
 
 
 def test_untouched_topics_give_no_finding(fresh: Pipeline) -> None:
@@ -44,154 +43,160 @@ def test_untouched_topics_give_no_finding(fresh: Pipeline) -> None:
 def test_a_second_different_join_of_one_board(fresh: Pipeline) -> None:
     """A replay is an exact copy; a second record of the same board at the same position with
     another member version (its profile consistent with that version) is not the join's."""
-    fresh.member(1, "m1-renamed", ts=NOW + 60, modified_at="2025-06-01T00:00:00")
-    (b1,) = detail_records(fresh.settings, "b1")
-    member_partition, member_offset, _ = records_of(
+    fresh.send_row(1, NOW + 60, nickname="m1-renamed")
+    (b1,) = detail_records(fresh, "b1")
+    member_partition, member_offset, member = records_of(
         fresh.settings, fresh.settings.member_topic, "1"
     )[-1]
-    forged = {k: v for k, v in b1.items() if k not in ("detail_partition", "detail_offset")}
-    forged.update(
-        nickname="m1-renamed",
-        member_modified_at="2025-06-01T00:00:00",
-        member_partition=member_partition,
-        member_offset=member_offset,
-    )
+    forged = as_source_gave(fresh, without_position(fresh, b1), "table", json.loads(member))
+    forged.update(member_partition=member_partition, member_offset=member_offset)
+    assert forged["nickname"] == "m1-renamed"
     forge(fresh.settings, fresh.settings.board_detail_topic, b"b1", forged)
     fresh.join()  # the join reads the member update too: nothing of its own changes
     assert failures(reconcile(fresh)) == {"conflicting": ["b1"]}
 
 
-# Tamperings of one board each, made together in one pipeline (:func:`tampered`): each test
-# asserts what its board's tampering gives, and one that nothing else is found. A check that
-# missed one kind, or found one where it should not, fails both.
+# Tamperings of one record each, made together in one pipeline per shipped declaration
+# (:func:`tampered`): each test asserts what its record's tampering gives, and one that nothing
+# else is found. A check that missed one kind, or found one where it should not, fails both.
 TAMPERED = {
     "replay": "b1",  # an exact copy of b1's record: a replay, reported, not failed
-    "imposter": "b2",  # another board's record at b2's position
+    "imposter": "b2",  # another record's joined record at b2's position
     "dead_letter": "b3",  # a dead letter for the joined b3
     "unmatched": "b4",  # an unmatched record for the joined b4
-    "title": "b6",  # b6's record with another title
-    "member": "b8",  # b8's record naming a member that never existed
+    "content": "b6",  # b6's record with another value of a stream field
+    "row": "b8",  # b8's record naming a table row that never existed
 }
 
 
-def _without_position(record: dict) -> dict:
-    return {k: v for k, v in record.items() if k not in ("detail_partition", "detail_offset")}
+@dataclass(frozen=True)
+class Tampered:
+    result: RunResult
+    label: str  # how a run names the stream record at partition 0, offset 10**9
+
+    def failures(self) -> dict[str, list[str]]:
+        return failures(self.result)
 
 
-@pytest.fixture(scope="module")
-def tampered(kafka, spark, postgres, tmp_path_factory, request) -> RunResult:
-    """One pipeline, every tampering above and two records naming no source board: a board
-    that never was (``ghost``) and a dead letter of an offset never written; reconciled by an
-    incremental run and a full one, which must agree (:func:`.world.reconcile`)."""
-    pipeline = fresh_pipeline(kafka, spark, postgres, tmp_path_factory.mktemp("tampered"), request)
-    settings = pipeline.settings
+@pytest.fixture(scope="module", params=[SHIPPED_PIPELINE, "orders"])
+def tampered(kafka, spark, postgres, tmp_path_factory, request) -> Tampered:
+    """One pipeline per shipped declaration, every tampering above and two records naming no
+    source record: one that never was (``ghost``) and a dead letter of an offset never
+    written; reconciled by an incremental run and a full one, which must agree
+    (:func:`.world.reconcile`)."""
+    workdir = tmp_path_factory.mktemp("tampered")
+    pipeline = fresh_pipeline(kafka, spark, postgres, workdir, request, request.param)
+    settings, topics = pipeline.settings, pipeline.topics
     detail = {
-        board_id: r for board_id in TAMPERED.values() for r in detail_records(settings, board_id)
+        record_id: without_position(pipeline, record)
+        for record_id in TAMPERED.values()
+        for record in detail_records(pipeline, record_id)
     }
-    forge(settings, settings.board_detail_topic, b"b1", _without_position(detail["b1"]))
-    imposter = {**_without_position(detail["b2"]), "board_id": "imposter"}
-    forge(settings, settings.board_detail_topic, b"imposter", imposter)
+    key = pipeline.table.key
+    joins = pipeline.deployed.pipeline.join_column
+    stream_partition, stream_offset = (column(pipeline, f"stream.{p}") for p in POSITIONS)
+    forge(settings, topics.joined, b"b1", detail["b1"])
+    forge(settings, topics.joined, b"imposter", {**detail["b2"], key: "imposter"})
     b3 = detail["b3"]
     forge(
         settings,
-        settings.dlq_topic,
+        topics.dead_letters,
         b"b3",
-        dead_letter(settings, b3["board_partition"], b3["board_offset"]),
+        dead_letter(pipeline, b3[stream_partition], b3[stream_offset]),
     )
-    unmatched = {**_without_position(detail["b4"]), "reason": "member_missing"}
-    forge(settings, settings.unmatched_topic, b"b4", unmatched)
+    forge(settings, topics.unmatched, b"b4", {**detail["b4"], "reason": "member_missing"})
+    content = content_column(pipeline, "stream")
     forge(
         settings,
-        settings.board_detail_topic,
+        topics.joined,
         b"b6",
-        {**_without_position(detail["b6"]), "title": "x"},
+        {**detail["b6"], content: altered(detail["b6"].get(content))},
     )
-    never = {**_without_position(detail["b8"]), "member_id": 777, "member_offset": 10**9}
-    forge(settings, settings.board_detail_topic, b"b8", never)
-    ghost = {"board_id": "ghost", "member_id": 1, "board_partition": 0, "board_offset": 10**9}
-    forge(settings, settings.board_detail_topic, b"ghost", ghost)
-    forge(settings, settings.dlq_topic, b"x", dead_letter(settings, 0, 10**9))
-    return reconcile(pipeline)
+    never = 777 if isinstance(detail["b8"][joins], int) else "never"
+    row_offset = column(pipeline, "table.ROWOFFSET")
+    forge(settings, topics.joined, b"b8", {**detail["b8"], joins: never, row_offset: 10**9})
+    ghost = {key: "ghost", joins: detail["b1"][joins], stream_partition: 0, stream_offset: 10**9}
+    forge(settings, topics.joined, b"ghost", ghost)
+    forge(settings, topics.dead_letters, b"x", dead_letter(pipeline, 0, 10**9))
+    return Tampered(reconcile(pipeline), f"{topics.stream}[0]@1000000000")
 
 
-def found_for(result: RunResult, *ids: str) -> dict[str, list[str]]:
+def found_for(tampered: Tampered, *ids: str) -> dict[str, list[str]]:
     """The failing findings naming any of ``ids``, with those ids."""
-    found = {kind: sorted(set(examples) & set(ids)) for kind, examples in failures(result).items()}
+    found = {
+        kind: sorted(set(examples) & set(ids)) for kind, examples in tampered.failures().items()
+    }
     return {kind: named for kind, named in found.items() if named}
 
 
-def test_nothing_but_the_tamperings_is_found(tampered: RunResult) -> None:
-    assert {kind: sorted(ids) for kind, ids in failures(tampered).items()} == {
-        "extra": ["board[0]@1000000000", "ghost", "imposter"],
+def test_nothing_but_the_tamperings_is_found(tampered: Tampered) -> None:
+    assert {kind: sorted(ids) for kind, ids in tampered.failures().items()} == {
+        "extra": sorted([tampered.label, "ghost", "imposter"]),
         "conflicting": ["b2", "b3", "b4", "b6", "b8"],
         "altered_output": ["b6", "b8"],
         "referential": ["b8"],
-    }, "\n".join(tampered.summary())
+    }, "\n".join(tampered.result.summary())
     # A second record at a position is reported as a replay, whatever it holds: b6's and b8's
     # fail besides.
-    assert tampered.reconciliation.findings["topic_replays"].examples == ["b1", "b6", "b8"]
+    replays = tampered.result.reconciliation.findings["topic_replays"]
+    assert replays.examples == ["b1", "b6", "b8"]
 
 
-def test_a_replayed_output_is_reported_not_failed(tampered: RunResult) -> None:
+def test_a_replayed_output_is_reported_not_failed(tampered: Tampered) -> None:
     """The Kafka sink is at-least-once: an exact copy of a record is a replay."""
     assert found_for(tampered, "b1") == {}
-    assert "b1" in tampered.reconciliation.findings["topic_replays"].examples
+    assert "b1" in tampered.result.reconciliation.findings["topic_replays"].examples
 
 
-def test_detail_naming_no_source_board(tampered: RunResult) -> None:
+def test_detail_naming_no_source_board(tampered: Tampered) -> None:
     assert found_for(tampered, "ghost") == {"extra": ["ghost"]}
 
 
-def test_detail_naming_another_boards_position(tampered: RunResult) -> None:
+def test_detail_naming_another_boards_position(tampered: Tampered) -> None:
     """The imposter is extra, and b2's position now holds two different joined records."""
     assert found_for(tampered, "imposter", "b2") == {"extra": ["imposter"], "conflicting": ["b2"]}
 
 
-def test_dead_letter_for_a_joined_board(tampered: RunResult) -> None:
+def test_dead_letter_for_a_joined_board(tampered: Tampered) -> None:
     """Another job dead-letters a position the join joined: source 1 = joined 1 + dead 1 was
     a pass before; now the position is in two outcomes."""
     assert found_for(tampered, "b3") == {"conflicting": ["b3"]}
-    counts = tampered.reconciliation.counts
+    counts = tampered.result.reconciliation.counts
     assert counts["read"] == sum(
         counts[k]
         for k in ("joined", "unmatched", "dead_lettered", "pending", "missing", "conflicting")
     )
 
 
-def test_unmatched_record_for_a_joined_board(tampered: RunResult) -> None:
+def test_unmatched_record_for_a_joined_board(tampered: Tampered) -> None:
     assert found_for(tampered, "b4") == {"conflicting": ["b4"]}
 
 
-def test_dead_letter_naming_no_source_board(tampered: RunResult) -> None:
-    assert found_for(tampered, "board[0]@1000000000") == {"extra": ["board[0]@1000000000"]}
+def test_dead_letter_naming_no_source_board(tampered: Tampered) -> None:
+    assert found_for(tampered, tampered.label) == {"extra": [tampered.label]}
 
 
-def test_output_with_altered_board_fields(tampered: RunResult) -> None:
-    """Same board, same provenance, another title: not what the join made of its source.
+def test_output_with_altered_board_fields(tampered: Tampered) -> None:
+    """Same record, same provenance, another value of a stream field: not what the join made
+    of its source.
     Not a replay either: b6's position now holds two different joined records."""
     assert found_for(tampered, "b6") == {"altered_output": ["b6"], "conflicting": ["b6"]}
 
 
-def test_output_naming_a_member_that_never_existed(tampered: RunResult) -> None:
+def test_output_naming_a_member_that_never_existed(tampered: Tampered) -> None:
     found = found_for(tampered, "b8")
     assert found == {"referential": ["b8"], "altered_output": ["b8"], "conflicting": ["b8"]}
 
 
 def forge_early_output(pipeline: Pipeline) -> None:
     """A board-detail record, member 1's profile, for board ``early``, which the join has not
-    read."""
-    board(pipeline, "early", 1, NOW + 50)
-    partition, offset = source_position(pipeline.settings, "early")
-    (b1,) = detail_records(pipeline.settings, "b1")  # member 1's profile, as early names it
-    forged = {k: v for k, v in b1.items() if k not in ("detail_partition", "detail_offset")}
-    forged.update(
-        board_id="early",
-        title="title early",
-        created_ts=NOW + 50,
-        board_partition=partition,
-        board_offset=offset,
-    )
-    forge(pipeline.settings, pipeline.settings.board_detail_topic, b"early", forged)
+    read: as the join would write it once it reads it."""
+    pipeline.send_record("early", 1, NOW + 50)
+    partition, offset, source = records_of(pipeline.settings, pipeline.topics.stream, "early")[-1]
+    (b1,) = detail_records(pipeline, "b1")  # member 1's profile, as early names it
+    forged = as_source_gave(pipeline, without_position(pipeline, b1), "stream", json.loads(source))
+    forged.update(board_partition=partition, board_offset=offset)
+    forge(pipeline.settings, pipeline.topics.joined, b"early", forged)
 
 
 def test_output_for_a_board_the_join_has_not_read(fresh: Pipeline) -> None:
@@ -219,8 +224,8 @@ def test_output_for_an_unread_board_beside_a_forged_next_batch(fresh: Pipeline) 
 
 def test_output_with_an_altered_member_profile(fresh: Pipeline) -> None:
     """The member fields must be those of the member version the record names."""
-    (b7,) = detail_records(fresh.settings, "b7")
-    forged = {k: v for k, v in b7.items() if k not in ("detail_partition", "detail_offset")}
+    (b7,) = detail_records(fresh, "b7")
+    forged = without_position(fresh, b7)
     forge(fresh.settings, fresh.settings.board_detail_topic, b"b7", {**forged, "city": "Busan"})
     expected = {"altered_output": ["b7"], "conflicting": ["b7"]}
     assert failures(reconcile(fresh)) == expected
@@ -232,13 +237,13 @@ def test_a_forged_sink_dead_letter_does_not_hide_an_altered_profile(fresh: Pipel
     """The member checks leave out a record the sink dead-lettered only when it names no member
     version (it did not parse): a dead letter forged for a well-formed joined record whose
     member fields were altered leaves it checked, and caught."""
-    (b7,) = detail_records(fresh.settings, "b7")
-    forged = {k: v for k, v in b7.items() if k not in ("detail_partition", "detail_offset")}
+    (b7,) = detail_records(fresh, "b7")
+    forged = without_position(fresh, b7)
     settings = fresh.settings
     forge(settings, settings.board_detail_topic, b"b7", {**forged, "city": "Busan"})
     partition, offset, _ = records_of(settings, settings.board_detail_topic, "b7")[-1]
     refused = {
-        **dead_letter(settings, partition, offset),
+        **dead_letter(fresh, partition, offset),
         "source_topic": settings.board_detail_topic,
     }
     forge(settings, settings.dlq_topic, b"b7", refused)

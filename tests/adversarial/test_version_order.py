@@ -48,7 +48,7 @@ def table_row(pipeline: Pipeline, board_id: str) -> tuple[str, int, int]:
 
 def versions(pipeline: Pipeline, board_id: str) -> dict[str, dict[str, Any]]:
     """``board_id``'s board-detail records by title."""
-    return {record["title"]: record for record in detail_records(pipeline.settings, board_id)}
+    return {record["title"]: record for record in detail_records(pipeline, board_id)}
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_a_row_of_the_older_version_at_the_later_offset_is_stale(rekeyed: Pipeli
     """The row forced back to v1, exactly as the sink would have loaded it: v1's board-detail
     offset is the higher one, its board offset the older. Repair reloads v2."""
     written = versions(rekeyed, REKEYED)
-    load_row(rekeyed.settings, written["v1"])
+    load_row(rekeyed, written["v1"])
     try:
         assert failures(reconcile(rekeyed)) == {"stale_in_table": [REKEYED]}
         found = reconcile_as(rekeyed, FULL)
@@ -109,7 +109,7 @@ def test_a_row_of_the_older_version_at_the_later_offset_is_stale(rekeyed: Pipeli
         after = reconcile(rekeyed)
         assert after.passed, "\n".join(after.summary())
     finally:
-        load_row(rekeyed.settings, written["v2"])
+        load_row(rekeyed, written["v2"])
 
 
 def test_a_board_whose_versions_moved_partition_is_a_finding(rekeyed: Pipeline) -> None:

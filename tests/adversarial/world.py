@@ -3,6 +3,7 @@ tamper with what a reconciliation reads and to reconcile exactly as production d
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -12,11 +13,12 @@ from typing import Any
 import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from boardstream.pipelines import POSITIONS
 from boardstream.reconcile.checks.spark_checks import FAILING, ReconcileOptions
 from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import RunResult, reconcile_once
+from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
-from boardstream.sink import table as sink_table
 from tests.pipeline import Pipeline
 
 NOW = int(time.time() * 1000)
@@ -54,15 +56,15 @@ def reconcile(pipeline: Pipeline, **options: Any) -> RunResult:
 
 
 def reconcile_as(pipeline: Pipeline, kind: str, **options: Any) -> RunResult:
-    settings = pipeline.settings
     return reconcile_once(
         pipeline.spark,
-        settings,
+        pipeline.settings,
         "adversarial",
-        join_checkpoint=pipeline.workdir / f"{settings.board_topic}-join",
-        sink_checkpoint=pipeline.workdir / f"{settings.board_topic}-sink",
+        join_checkpoint=pipeline.checkpoint("join"),
+        sink_checkpoint=pipeline.checkpoint("sink"),
         options=ReconcileOptions(**options),
         kind=kind,
+        target=None if pipeline.shipped else ReconcileTarget.of(pipeline.deployed),
     )
 
 
@@ -141,24 +143,139 @@ def records_of(settings: Settings, topic: str, key: str) -> list[tuple[int, int,
     return found
 
 
-def detail_records(settings: Settings, board_id: str) -> list[dict[str, Any]]:
-    """Every board-detail record of ``board_id``, oldest first, each as the table row it
-    loads into (with its own partition and offset)."""
+def detail_records(pipeline: Pipeline, record_id: str) -> list[dict[str, Any]]:
+    """Every joined record of ``record_id``, oldest first, each as the table row it loads into
+    (with its own partition and offset)."""
+    partition, offset = (column(pipeline, f"joined.{p}") for p in POSITIONS)
     return [
-        {**json.loads(value), "detail_partition": p, "detail_offset": offset}
-        for p, offset, value in records_of(settings, settings.board_detail_topic, board_id)
+        {**json.loads(value), partition: p, offset: at}
+        for p, at, value in records_of(pipeline.settings, pipeline.topics.joined, record_id)
     ]
 
 
-def load_row(settings: Settings, record: dict[str, Any]) -> None:
-    """``record`` (a :func:`detail_records` entry) as its board's row, exactly as the sink
-    would have loaded it, in place of the row the board has."""
-    engine = sa.create_engine(settings.database)
-    table = sink_table.board_detail
+def load_row(pipeline: Pipeline, record: dict[str, Any]) -> None:
+    """``record`` (a :func:`detail_records` entry) as its row, exactly as the sink would have
+    loaded it, in place of the row the record's id has."""
+    engine = sa.create_engine(pipeline.settings.database)
+    target = pipeline.table
+    table, key = target.table, target.key
     with engine.begin() as connection:
-        connection.execute(table.delete().where(table.c.board_id == record["board_id"]))
-        connection.execute(table.insert().values({c: record[c] for c in sink_table.COLUMNS}))
+        connection.execute(table.delete().where(table.c[key] == record[key]))
+        connection.execute(table.insert().values({c: record.get(c) for c in target.columns}))
     engine.dispose()
+
+
+# -- the columns a tampering aims at, found from the declaration ------------------------------
+
+
+def column(pipeline: Pipeline, source: str) -> str:
+    """The sink column keeping ``source`` (``stream.FIELD``, ``joined.ROWOFFSET``...)."""
+    found = pipeline.deployed.pipeline.sink.column_of(source)
+    assert found is not None, f"{pipeline.name} keeps no {source}"
+    return found
+
+
+def _sources(pipeline: Pipeline) -> list[tuple[str, str, str]]:
+    """(column, side, field) of every column the sink keeps, in the table's order."""
+    return [
+        (name, *source.split(".", 1))
+        for name, source in pipeline.deployed.pipeline.sink.columns.items()
+    ]
+
+
+def free_texts(pipeline: Pipeline) -> list[str]:
+    """The text columns kept from a field that is content alone: not the id, the key or its
+    reference, a time or a position (what a person editing a row would change)."""
+    declared = pipeline.deployed.pipeline
+    stream, table = declared.stream, declared.table
+    roles = {
+        ("stream", stream.id), ("stream", stream.join_on), ("stream", stream.event_time),
+        ("table", table.key), ("table", table.version_time),
+    }  # fmt: skip
+    text = [c.name for c in pipeline.table.table.columns if isinstance(c.type, sa.String)]
+    return [
+        name for name, *source in _sources(pipeline) if name in text and tuple(source) not in roles
+    ]
+
+
+def text_pair(pipeline: Pipeline) -> tuple[str, tuple[str, str]]:
+    """Two neighbouring text columns, the second of content alone, as (the first column,
+    (side, field) of the second): what moving text across a control character between two
+    columns would try to pass off as the same row."""
+    text = {c.name for c in pipeline.table.table.columns if isinstance(c.type, sa.String)}
+    sources = _sources(pipeline)
+    free = free_texts(pipeline)
+    return next(
+        (first[0], (second[1], second[2]))
+        for first, second in itertools.pairwise(sources)
+        if first[0] in text and second[0] in free
+    )
+
+
+def content_column(pipeline: Pipeline, side: str) -> str:
+    """The first column kept from a ``side`` (stream or table) field of content alone: what a
+    forger would change in a joined record."""
+    declared = pipeline.deployed.pipeline
+    roles = {declared.stream.id, declared.stream.join_on, declared.stream.event_time}
+    if side == "table":
+        roles = {declared.table.key, declared.table.version_time}
+    return next(
+        name
+        for name, of, field in _sources(pipeline)
+        if of == side and field not in roles and field not in POSITIONS
+    )
+
+
+def as_source_gave(
+    pipeline: Pipeline, joined: dict[str, Any], side: str, source: dict[str, Any]
+) -> dict[str, Any]:
+    """``joined`` (a joined record) with every field it keeps from ``side`` (stream or table)
+    as the ``source`` record of that side has it: left out where the source has none, as the
+    join leaves out a null."""
+    forged = dict(joined)
+    for name, of, field in _sources(pipeline):
+        if of != side or field in POSITIONS:
+            continue
+        if field in source:
+            forged[name] = source[field]
+        else:
+            forged.pop(name, None)
+    return forged
+
+
+def altered(value: Any) -> Any:
+    """Another value of ``value``'s JSON type (a missing text becomes one)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    return "x" if value != "x" else "y"
+
+
+def without_position(pipeline: Pipeline, record: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`detail_records` entry as its topic holds it: without its own position."""
+    own = {column(pipeline, f"joined.{p}") for p in POSITIONS}
+    return {k: v for k, v in record.items() if k not in own}
+
+
+def dead_letter(pipeline: Pipeline, partition: int, offset: int) -> dict[str, Any]:
+    """A dead letter, as another job might write one, for the stream record at a position."""
+    return {
+        "error": "forged by another job",
+        "source_topic": pipeline.topics.stream,
+        "partition": partition,
+        "offset": offset,
+    }
+
+
+def integer_column(pipeline: Pipeline) -> str:
+    """The first integer column that is not a position."""
+    positions = {name for name, _, field in _sources(pipeline) if field in POSITIONS}
+    return next(
+        c.name
+        for c in pipeline.table.table.columns
+        if isinstance(c.type, sa.BigInteger) and c.name not in positions
+    )
 
 
 def source_position(settings: Settings, board_id: str) -> tuple[int, int]:

@@ -24,7 +24,9 @@ from pathlib import Path
 
 from boardstream import failpoints, supervision
 from boardstream.generator.plan import STREAM, TABLE, GeneratorOptions, Plan
+from boardstream.joins.topics import SHIPPED_PIPELINE
 from boardstream.locations import shown
+from boardstream.pipelines import query_name
 from boardstream.settings import PROJECT_ROOT, Settings
 from boardstream.stream_progress import ProgressStore
 from tests.pipeline import Pipeline, consume_all, query
@@ -73,6 +75,7 @@ class Scenario:
     workdir: Path
     seed: int
     overrides: dict[str, object] = field(default_factory=dict)  # of the pipeline's settings
+    declared: str = SHIPPED_PIPELINE  # the shipped declaration the scenario runs
     boards: set[str] = field(default_factory=set)
     records_in: int = 0
     faults: int = 0
@@ -86,20 +89,26 @@ class Scenario:
             var_dir=self.workdir,
             database_url=self.database_url,
             lease_ttl_s=LEASE_TTL_S,
+            declared=self.declared,
             **self.overrides,
         )
         self.settings = self.pipeline.settings
         self.rng = random.Random(self.seed)
+        # Another pipeline than the jobs' default is declared where they look for one.
+        self.pipeline_args = [] if self.pipeline.shipped else ["--pipeline", self.pipeline.name]
+        if not self.pipeline.shipped:
+            self.pipeline.declare_in(self.workdir / "pipelines")
 
     # -- input -------------------------------------------------------------------------------
 
     def produce(self, options: GeneratorOptions | None = None, part: slice = slice(None)) -> None:
         """The seeded backlog (or the ``part`` of it), with increasing timestamps."""
-        records = list(Plan(options or backlog_options(self.seed)))[part]
+        plan = Plan(options or backlog_options(self.seed), self.pipeline.deployed.pipeline)
+        records = list(plan)[part]
         start = int(time.time() * 1000)
+        topics = self.pipeline.topics
         for ts, record in enumerate(records, start=start):
-            s = self.settings
-            topic = s.member_topic if record.topic == TABLE else s.board_topic
+            topic = topics.table if record.topic == TABLE else topics.stream
             self.pipeline.producer.produce(topic, value=record.value, key=record.key, timestamp=ts)
             if record.topic == STREAM:
                 self.boards.add(record.key.decode())
@@ -114,7 +123,14 @@ class Scenario:
             for n in JOB_SETTINGS
             if getattr(self.settings, n) is not None
         }
+        if not self.pipeline.shipped:
+            values["BOARDSTREAM_PIPELINES_DIR"] = str(self.workdir / "pipelines")
         return {**os.environ, **values, "BOARDSTREAM_SPARK_MASTER": "local[2]", **extra}
+
+    def query(self, job: str) -> str:
+        """The query (its progress lines' and checkpoint's name) ``job`` runs for this
+        scenario's pipeline: ``board-detail-join`` for board_detail, ``orders-join``..."""
+        return query_name(self.pipeline.name, job.rsplit("-", 1)[-1])
 
     def log(self, job: str) -> Path:
         return self.workdir / f"{job}.log"
@@ -125,7 +141,11 @@ class Scenario:
         """``boardstream job run JOB -- ARGS`` in its own process group (spark-submit, the JVM
         and the Python workers die together)."""
         return subprocess.Popen(
-            [sys.executable, "-m", "boardstream.entrypoints.cli", "job", "run", job, "--", *args],
+            [
+                *(sys.executable, "-m", "boardstream.entrypoints.cli", "job", "run", job, "--"),
+                *self.pipeline_args,
+                *args,
+            ],
             env=self.env(**(extra_env or {})),
             stdout=self.log(job).open("ab"),
             stderr=subprocess.STDOUT,
@@ -146,7 +166,7 @@ class Scenario:
         )
 
     def batches(self, job: str) -> int:
-        return len(ProgressStore(self.settings.database).read(job))
+        return len(ProgressStore(self.settings.database).read(self.query(job)))
 
     def await_batch(self, job: str, process: subprocess.Popen, before: int) -> None:
         deadline = time.monotonic() + 300
@@ -171,7 +191,7 @@ class Scenario:
         process = self.continuous(job, args, extra_env={failpoints.ENV: point})
         assert process.wait(timeout=300) == -signal.SIGKILL, self.tail(job)
         self.faults += 1
-        checkpoint = Path(shown(self.settings.checkpoint(job)))  # a local one: read directly
+        checkpoint = Path(shown(self.settings.checkpoint(self.query(job))))  # local: read directly
         planned = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
         assert not (checkpoint / "commits" / str(planned)).exists(), "no batch left to replay"
 
@@ -191,8 +211,9 @@ class Scenario:
     def reconcile_command(self, *options: str) -> list[str]:
         return [
             "reconcile",
-            f"--join-checkpoint={self.settings.checkpoint('board-detail-join')}",
-            f"--sink-checkpoint={self.settings.checkpoint('board-detail-sink')}",
+            f"--join-checkpoint={self.settings.checkpoint(self.query('join'))}",
+            f"--sink-checkpoint={self.settings.checkpoint(self.query('sink'))}",
+            *self.pipeline_args,
             *options,
         ]
 
@@ -207,8 +228,12 @@ class Scenario:
         )
 
     def table_counts(self) -> dict[str, int]:
-        rows = query(self.database_url, "select board_id, count(*) from board_detail group by 1")
-        return {board_id: count for board_id, count in rows if board_id in self.boards}
+        table = self.pipeline.table
+        rows = query(
+            self.database_url,
+            f"select {table.key}, count(*) from {table.table.name} group by 1",
+        )
+        return {record_id: count for record_id, count in rows if record_id in self.boards}
 
     def assert_nothing_lost(self, recover_s: float, **extra: object) -> None:
         """Every board exactly once in board_detail and in board-detail, reconciliation passes;
@@ -217,7 +242,7 @@ class Scenario:
         lost = len(self.boards - set(loaded))
         duplicated = sum(count - 1 for count in loaded.values())
         detail = [
-            key.decode() for key, _ in consume_all(self.settings, self.settings.board_detail_topic)
+            key.decode() for key, _ in consume_all(self.settings, self.pipeline.topics.joined)
         ]
         verdict = self.reconcile()
         record(

@@ -76,7 +76,7 @@ def steps(bounds: Bounds) -> dict[str, str]:
     snapshot = bounds.snapshot
     board, detail_topic = bounds.topics.stream, bounds.topics.joined
     queries = (
-        positions.holdings(),
+        positions.holdings(board),
         positions.classed(
             snapshot.join.of(board), snapshot.earliest[board], snapshot.join.under_way_of(board)
         ),

@@ -50,12 +50,13 @@ _RECORD = {
 }
 
 
-def holdings() -> str:
+def holdings(stream_topic: str) -> str:
     """Every record of every holder (holder, board_id, source position, and where the holder
     has them the board fields' digest and the whole record's), with how many records each
     holder has at its position (``n_<holder>``), the source's board id and digest there,
     whether the record is its holder's first there (by its own position in its topic), and
-    whether the position has joined records that differ: a query over the holders' views."""
+    whether the position has joined records that differ: a query over the holders' views. A
+    record naming no id is labelled by its position in ``stream_topic`` (``orders[0]@17``)."""
 
     def tagged(name: str) -> str:
         board_digest = "board_digest" if name in _BOARD_DIGEST else "CAST(NULL AS BIGINT)"
@@ -81,11 +82,12 @@ def holdings() -> str:
         "PARTITION BY source_partition, source_offset "
         "ORDER BY holder, record_partition, record_offset"
     )
-    # A dead letter names no board (its record could not be parsed): label it by position.
+    # A dead letter names no record id (its record could not be parsed): label it by its
+    # position, as the liveness checks name a record (a topic name needs no SQL quoting).
     return f"""
         SELECT
             holder,
-            coalesce(board_id, concat('board[', source_partition, ']@', source_offset))
+            coalesce(board_id, concat('{stream_topic}[', source_partition, ']@', source_offset))
                 AS board_id,
             source_partition,
             source_offset,
