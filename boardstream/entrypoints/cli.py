@@ -43,7 +43,7 @@ from boardstream.errors import (
 from boardstream.generator.plan import GeneratorOptions
 from boardstream.locations import checkpoint_uri, shown
 from boardstream.logs import VERBOSE_ENV, configure
-from boardstream.pipelines import Join, Reconcile
+from boardstream.pipelines import Join, Reconcile, query_name
 from boardstream.preflight import require
 from boardstream.settings import CLUSTER_SIZES, Settings
 from boardstream.spark.submit import JOBS, application, build_class_archive, run_submit
@@ -246,7 +246,12 @@ def _state(args: argparse.Namespace, settings: Settings) -> int:
     from boardstream.spark.session import spark_session
     from boardstream.spark.state import require_checkpoint, state_report
 
-    location = checkpoint_uri(args.checkpoint)
+    name = chosen(args.pipeline, settings).pipeline.name  # a name not declared: refused
+    location = (
+        settings.checkpoint(query_name(name, "join"))
+        if args.checkpoint is None
+        else checkpoint_uri(args.checkpoint)
+    )
     if urlsplit(location).scheme == "file" and not Path(shown(location)).is_dir():
         raise BoardstreamError(f"no checkpoint at {shown(location)}")  # before a JVM starts
     spark = spark_session(settings, "state-show", master="local[1]", progress=False)
@@ -430,7 +435,8 @@ _COMMANDS = {
     "state": _Command(
         _state,
         "show what a streaming job holds in its state store (from its checkpoint)",
-        "e.g. boardstream state show --checkpoint var/checkpoints/board-detail-join",
+        "e.g. boardstream state show --pipeline orders --key c17 (a pipeline's join), or "
+        "--checkpoint var/checkpoints/window-count-... (any stateful query)",
     ),
     "reconcile": _Command(
         _reconcile, "prove board-detail and board_detail hold every source board (exit 1 if not)"
@@ -585,8 +591,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     state = parsers["state"]
     state.add_argument("action", choices=["show"])
+    add_pipeline_argument(state)
     state.add_argument(
-        "--checkpoint", required=True, help="the query's checkpoint: a path or hdfs://… URI"
+        "--checkpoint",
+        help="the query's checkpoint: a path or hdfs://… URI; default: the pipeline's join's",
     )
     state.add_argument("--key", help="only the rows with this key")
     state.add_argument("--var", help="only this state variable (timers included)")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,12 @@ def _key_text(rows: DataFrame) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
+    """A state row's value as JSON can hold it: a decimal as its digits (``100.50``, not a
+    rounded double), a date or time in ISO 8601, as the declared fields write them."""
+    if isinstance(value, Decimal):
+        return f"{value:f}"
+    if isinstance(value, date):  # datetime included
+        return value.isoformat()
     if hasattr(value, "asDict"):
         value = value.asDict(recursive=True)
         if len(value) == 1:

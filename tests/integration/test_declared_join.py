@@ -368,9 +368,10 @@ def balance(result) -> dict[str, int]:
 
 def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
     """`boardstream job run board-detail-join -- --pipeline NAME`, the sink's, `boardstream
-    reconcile --pipeline NAME` and `boardstream repair --pipeline NAME`, as docs/COMMANDS.md
-    writes them: spark-submit, the pipeline read from BOARDSTREAM_PIPELINES_DIR, its declared
-    topics, its own queries, checkpoints and store."""
+    reconcile --pipeline NAME`, `boardstream repair --pipeline NAME` and `boardstream state
+    show --pipeline NAME`, as docs/COMMANDS.md writes them: spark-submit, the pipeline read
+    from BOARDSTREAM_PIPELINES_DIR, its declared topics, its own queries, default checkpoints
+    (``<name>-join``, ``<name>-sink``) and store."""
     declarations = tmp_path / "pipelines"
     declarations.mkdir()
     data = changed({"name": "orders_cli", "stream.topic": "named-orders", "table.topic": "named-c"})
@@ -391,12 +392,12 @@ def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
     env = {
         "BOARDSTREAM_PIPELINES_DIR": str(declarations),
         "BOARDSTREAM_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+        "BOARDSTREAM_VAR_DIR": str(tmp_path / "var"),  # the default checkpoints under it
     }
     for job in ("join", "sink"):
         run = cli(
             kafka,
             *("job", "run", f"board-detail-{job}", "--", "--pipeline", "orders_cli"),
-            *("--checkpoint", str(tmp_path / job)),
             timeout=600,
             extra_env=env,
         )
@@ -411,20 +412,19 @@ def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
     # find the row deleted from its table; `boardstream repair --pipeline NAME` puts it back.
     with engine.begin() as connection:
         connection.execute(sa.text("delete from order_customer where order_id = 'o1'"))
-    checkpoints = ("--join-checkpoint", str(tmp_path / "join"))
-    checkpoints += ("--sink-checkpoint", str(tmp_path / "sink"))
+    assert sorted(p.name for p in (tmp_path / "var" / "checkpoints").iterdir()) == [
+        "orders-cli-join",
+        "orders-cli-sink",
+    ]
     checked = cli(
-        kafka,
-        *("reconcile", "--pipeline", "orders_cli", "--full", *checkpoints),
-        timeout=600,
-        extra_env=env,
+        kafka, *("reconcile", "--pipeline", "orders_cli", "--full"), timeout=600, extra_env=env
     )
     assert checked.returncode == 1, checked.stdout[-3000:] + checked.stderr[-3000:]
     assert "reconciliation run 1 (full): FAILED" in checked.stdout.splitlines(), checked.stdout
     assert "missing_in_table: o1" in checked.stdout
     repaired = cli(
         kafka,
-        *("repair", "--run", "1", "--pipeline", "orders_cli", *checkpoints),
+        *("repair", "--run", "1", "--pipeline", "orders_cli"),
         timeout=600,
         extra_env=env,
     )
@@ -439,3 +439,14 @@ def test_the_jobs_run_a_declared_pipeline_by_name(kafka, tmp_path) -> None:
         rows = connection.execute(sa.text("select order_id, amount from order_customer")).all()
     assert [tuple(row) for row in rows] == [("o1", 2.5)]
     assert not sa.inspect(engine).has_table(RunLedger.of("board_detail").run_table.name)
+
+    # `boardstream state show --pipeline NAME`: its join's state, found by the table's key.
+    state = cli(kafka, *("state", "show", "--pipeline", "orders_cli", "--key", "c1"), extra_env=env)
+    assert state.returncode == 0, state.stdout[-3000:] + state.stderr[-3000:]
+    keyed = [line for line in state.stdout.splitlines() if line.startswith("    key ")]
+    assert len(keyed) == 1 and keyed[0].startswith("    key c1 → "), state.stdout
+    assert '"name": "Ann"' in keyed[0] or '"name":"Ann"' in keyed[0], keyed[0]
+    unknown = cli(kafka, *("state", "show", "--pipeline", "nope"), extra_env=env)
+    assert unknown.returncode == 2, unknown.stdout + unknown.stderr
+    (line,) = unknown.stderr.strip().splitlines()
+    assert line.startswith("boardstream: error: --pipeline nope: ") and "orders_cli" in line, line

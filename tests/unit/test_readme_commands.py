@@ -118,6 +118,7 @@ RUN_BY: dict[str, str | None] = {
         "tests/integration/test_job_cli.py::test_window_count_emit_final_and_updates"
     ),
     f"{BS} state show --checkpoint var/checkpoints/<job>-<output topic> [--key K]": STATE_SHOW,
+    f"{BS} state show --pipeline NAME [--key K]": DECLARED_BY_NAME,
     # docs/AGGREGATIONS.md's: on the join's checkpoint (an aggregation's state is read through
     # state_report, the function behind the command, in tests/integration/test_event_time_counts.py)
     f"{BS} state show --checkpoint var/checkpoints/window-count-board-detail-boards-per-city": (

@@ -7,6 +7,8 @@ and values are rendered. The session is a fake passed where the code takes one, 
 from __future__ import annotations
 
 import json
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +137,14 @@ def test_plain_values_lists_and_dicts_pass_through() -> None:
     assert _jsonable([Row(a=1), 2, {"k": Row(b=2, c=3)}]) == [1, 2, {"k": {"b": 2, "c": 3}}]
     assert _jsonable("text") == "text"
     assert _jsonable(None) is None
+
+
+def test_declared_types_are_shown_exactly() -> None:
+    """A decimal keeps its digits, a date and a time their ISO form (json.dumps raised on
+    orders' state before: a customer's credit limit, its ``since`` date)."""
+    value = Row(credit_limit=Decimal("100.50"), since=date(2020, 2, 29), at=datetime(2025, 1, 2))
+    assert _jsonable(value) == {
+        "credit_limit": "100.50",
+        "since": "2020-02-29",
+        "at": "2025-01-02T00:00:00",
+    }
