@@ -179,14 +179,18 @@ def join_output(
 
 def kafka_rows(joined: DataFrame, topics: JoinTopics, layout: JoinLayout) -> DataFrame:
     """The processor's output (``layout.output`` rows) as Kafka rows (topic, key, value),
-    routed by outcome; shared by the stream and by repair, so both write identical records."""
+    routed by outcome; shared by the stream and by repair, so both write identical records.
+    A record's key is its id as text (an int64 id's decimal digits, as the stream's own keys
+    are written), UTF-8 encoded."""
     outcome = F.col("outcome")
     return joined.select(
         F.when(outcome == "joined", topics.joined)
         .when(outcome == "unmatched", topics.unmatched)
         .otherwise(topics.dead_letters)
         .alias("topic"),
-        F.coalesce(F.unbase64("dead_key"), F.col(layout.id_column).cast("binary")).alias("key"),
+        F.coalesce(
+            F.unbase64("dead_key"), F.col(layout.id_column).cast("string").cast("binary")
+        ).alias("key"),
         F.coalesce(F.col("dead_letter"), F.to_json(F.struct(*layout.payload))).alias("value"),
     )
 

@@ -5,26 +5,40 @@ generator with every join case. Through the join's own parser and its operator's
 (in batch, as repair joins: no broker, no checkpoint), every record ends where its kind in the
 manifest says: joined, unmatched for a row never produced or deleted, or a dead letter. A
 field the generator writes that the parser refuses, or an operator that loses or misplaces a
-record, fails here with the declaration that shows it."""
+record, fails here with the declaration that shows it. And the reconciliation's balance of the
+join's outputs (its readers and its checks' one query, in process) is the manifest's: every
+record read, each in one outcome."""
 
 from __future__ import annotations
 
 import base64
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
 from boardstream.generator.plan import STREAM, GeneratorOptions, Plan
 from boardstream.joins import jvm_operator
+from boardstream.joins.job import kafka_rows
 from boardstream.joins.layout import JoinLayout
 from boardstream.joins.member_table import JoinOptions
 from boardstream.joins.parse import parse_declared, routed_declared
 from boardstream.joins.schema import Contract
-from boardstream.joins.topics import JoinTopics
-from boardstream.pipelines import Pipeline, shipped
-from boardstream.reconcile.reads.readers import KAFKA_COLUMNS
+from boardstream.joins.topics import Deployed, JoinTopics
+from boardstream.pipelines import Int64, Pipeline, shipped
+from boardstream.reconcile.checks import spark_checks
+from boardstream.reconcile.checks.spark_checks import CheckInputs, ReconcileOptions
+from boardstream.reconcile.reads import readers
+from boardstream.reconcile.reads.expired import EXPIRED
+from boardstream.reconcile.reads.readers import KAFKA_COLUMNS, TableRead
+from boardstream.reconcile.reads.snapshot import JobProgress, Snapshot
+from boardstream.reconcile.target import ReconcileTarget
+from boardstream.settings import Settings
 
 OPTIONS = dict(members=6, boards=14, update_ratio=0.5, deletes=1, late_members=1, orphans=2)
 MALFORMED = 5  # one of each flaw
@@ -142,14 +156,106 @@ def outcomes(
         layout,
     )
     join_options = JoinOptions.of(pipeline.join, unmatched_timeout_ms=1)
-    joined = jvm_operator.rejoin(routed, layout, join_options, 2_000_000_000_000).collect()
+    joined = jvm_operator.rejoin(routed, layout, join_options, 2_000_000_000_000).cache()
     actual = {}
-    for row in joined:
+    for row in joined.collect():
         if row["outcome"] == "dead_letter":
             actual[base64.b64decode(row["dead_key"]).decode()] = "dead_letter"
         else:
             actual[str(row[layout.id_column])] = row["reason"] or row["outcome"]
-    return actual, expected
+    outputs = [tuple(row) for row in kafka_rows(joined, topics, layout).collect()]
+    joined.unpersist()
+    return Outcomes(actual, expected, raw, outputs)
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    actual: dict[str, str]  # what the join made of each stream record: outcome or reason
+    expected: dict[str, str]  # what the manifest says it should
+    inputs: list[tuple]  # the stream's and the table's records, as Kafka rows
+    outputs: list[tuple]  # the join's records (topic, key, value), as it writes them
+
+
+def reconciled_balance(spark, pipeline: Pipeline, found: Outcomes, lost: int = 0) -> dict:
+    """The reconciliation's balance of the join's outputs (every output record in its
+    topic's order, partition 0; the first ``lost`` joined ones left out, as if lost on the
+    way): the readers and the checks' one query of a full run, in process (DuckDB), with
+    every record read by the join and the sink."""
+    topics = JoinTopics.declared(pipeline)
+    target = ReconcileTarget.of(Deployed.declared(pipeline))
+    at = datetime.fromtimestamp(0, UTC)
+    rows = list(found.inputs)
+    written: dict[str, int] = {}
+    for topic, key, value in found.outputs:
+        offset = written.setdefault(topic, 0)
+        written[topic] += 1
+        if topic == topics.joined and offset < lost:
+            continue
+        rows.append(
+            (key, value.encode() if isinstance(value, str) else value, topic, 0, offset, at)
+        )
+    raw = spark.createDataFrame(rows, KAFKA_COLUMNS)
+    ends = {topic: {0: 0} for topic in target.read}
+    for _, _, topic, _, offset, _ in rows:
+        ends[topic][0] = max(ends[topic][0], offset + 1)
+    for topic, count in written.items():
+        ends[topic][0] = count
+    frames = {topic: raw.where(F.col("topic") == topic) for topic in target.read}
+    inputs = CheckInputs(
+        sources=readers.sources(frames[topics.stream], target.layout),
+        details=_unexpired(readers.details(frames[topics.joined], target.layout)),
+        unmatched=_unexpired(readers.unmatched(frames[topics.unmatched], target.layout)),
+        board_dead_letters=_unexpired(
+            readers.dead_letters(frames[topics.dead_letters], topics.stream)
+        ),
+        sink_dead_letters=spark.createDataFrame([], "detail_partition int, detail_offset bigint"),
+        refused_members=spark.createDataFrame([], "member_partition int, member_offset bigint"),
+        members=readers.members(frames[topics.table], target.layout),
+        table=spark.createDataFrame(
+            [],
+            "board_id string, detail_partition int, detail_offset bigint, digest bigint, "
+            "typed boolean",
+        ),
+        waiting=spark.createDataFrame(
+            [],
+            "board_id string, source_partition int, source_offset bigint, "
+            f"member_id {_key_type(pipeline)}, arrived_ms bigint",
+        ),
+        table_read=TableRead(pa.table({}), []),
+    )
+    snapshot = Snapshot(
+        at,
+        {topic: {0: 0} for topic in ends},
+        ends,
+        JobProgress(0, {topics.stream: ends[topics.stream], topics.table: ends[topics.table]}),
+        JobProgress(0, {topics.joined: ends[topics.joined]}),
+    )
+    options = ReconcileOptions(unmatched_timeout_ms=1)
+    facts = spark_checks.evaluate(
+        inputs, Settings(), topics, snapshot, pipeline.join.mode, 0, options, in_process=True
+    )
+    _, balance = spark_checks.summarize(
+        spark_checks.fact_counts(facts), lambda kind: spark_checks.fact_examples(facts, kind, 5)
+    )
+    return {kind: count for kind, count in balance.get(0, {}).items() if count}
+
+
+def _unexpired(frame):
+    """Records read from their topic, none of them evidence kept of a deleted one."""
+    return frame.withColumn(EXPIRED, F.lit(False))
+
+
+def _key_type(pipeline: Pipeline) -> str:
+    """The Spark type the checks keep the table's key in."""
+    return "bigint" if isinstance(pipeline.table.fields[pipeline.table.key], Int64) else "string"
+
+
+def manifest_balance(found: Outcomes) -> dict[str, int]:
+    """The balance the manifest's outcomes give: every stream record read, in one outcome."""
+    outcome = {"joined": "joined", "dead_letter": "dead_lettered"}
+    counted = Counter(outcome.get(kind, "unmatched") for kind in found.expected.values())
+    total = len(found.expected)
+    return {"source": total, "read": total, **counted}
 
 
 @settings(
@@ -161,22 +267,29 @@ def outcomes(
 def test_any_declaration_joins_its_generated_data_as_its_manifest_says(
     spark, pipeline: Pipeline, seed: int
 ) -> None:
-    actual, expected = outcomes(spark, pipeline, seed)
-    assert actual == expected, pipeline.model_dump_json(exclude_defaults=True)
+    found = outcomes(spark, pipeline, seed)
+    assert found.actual == found.expected, pipeline.model_dump_json(exclude_defaults=True)
+    balance = reconciled_balance(spark, pipeline, found)
+    assert balance == manifest_balance(found), pipeline.model_dump_json(exclude_defaults=True)
 
 
 def test_the_comparison_can_fail(spark) -> None:
-    """The same comparison catches a join that lost the deletions: orders' tombstones withheld
-    from the join, it fails on exactly the orders of the deleted customers (joined, not
-    unmatched as deleted)."""
+    """The same comparisons catch a join that lost the deletions and outputs lost on the way:
+    orders' tombstones withheld from the join, it fails on exactly the orders of the deleted
+    customers (joined, not unmatched as deleted); two joined records left out of the outputs,
+    the reconciliation's balance has them missing, not joined."""
     orders = shipped("orders")
-    actual, expected = outcomes(spark, orders, seed=5)
-    assert actual == expected
+    found = outcomes(spark, orders, seed=5)
+    assert found.actual == found.expected
+    assert reconciled_balance(spark, orders, found) == manifest_balance(found)
+    short = reconciled_balance(spark, orders, found, lost=2)
+    manifest = manifest_balance(found)
+    assert short == {**manifest, "joined": manifest["joined"] - 2, "missing": 2}
+
     kinds = Plan(GeneratorOptions(**OPTIONS, seed=5, malformed=MALFORMED), orders).kinds
-    lost, expected = outcomes(spark, orders, seed=5, withheld={kinds.deletes})
-    assert {key for key in expected if lost[key] != expected[key]} == {
+    lost = outcomes(spark, orders, seed=5, withheld={kinds.deletes})
+    expected = lost.expected
+    assert {key for key in expected if lost.actual[key] != expected[key]} == {
         key for key, outcome in expected.items() if outcome == "member_deleted"
     }
-    assert {lost[key] for key, outcome in expected.items() if outcome == "member_deleted"} == {
-        "joined"
-    }
+    assert {lost.actual[key] for key, o in expected.items() if o == "member_deleted"} == {"joined"}

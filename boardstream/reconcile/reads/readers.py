@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from confluent_kafka import Message
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from boardstream import database
 from boardstream.errors import BoardstreamError
@@ -243,10 +244,19 @@ def member_digest(
     )
 
 
+def _parsed(columns: tuple[tuple[str, str], ...]) -> Column:
+    """A record's value parsed as JSON into ``columns``; none when the digest reads no field
+    of it (a sink that keeps none of the table's fields but its key), which JSON cannot be
+    parsed into."""
+    if not columns:
+        return F.lit(None).cast(StructType([]))
+    return F.from_json(F.col("value").cast("string"), schema.ddl(columns))
+
+
 def members(raw: DataFrame, layout: ReconcileLayout) -> DataFrame:
     """Table records: each version's position, its fields' digest (a tombstone's too) and
     whether it is a tombstone."""
-    record = F.from_json(F.col("value").cast("string"), schema.ddl(layout.table_fields))
+    record = _parsed(layout.table_fields)
     member_id = F.col("key").cast("string").try_cast(layout.key_type)
     in_record = tuple((name, name) for name, _ in layout.table_fields)
     return raw.select(
@@ -262,7 +272,7 @@ def members(raw: DataFrame, layout: ReconcileLayout) -> DataFrame:
 
 def sources(raw: DataFrame, layout: ReconcileLayout) -> DataFrame:
     """Stream records: the id (the key) at each source position, and its fields' digest."""
-    record = F.from_json(F.col("value").cast("string"), schema.ddl(layout.stream_fields))
+    record = _parsed(layout.stream_fields)
     board_id = F.col("key").cast("string")
     return raw.select(board_id.alias("board_id"), record.alias("d"), "partition", "offset").select(
         "board_id",
