@@ -119,7 +119,7 @@ _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def field_name(text: str) -> str:
-    """argparse type: a JSON field path like ``member_id`` or ``profile.city``."""
+    """argparse type: a JSON field path like ``customer_id`` or ``profile.region``."""
     if not _FIELD.match(text):
         raise argparse.ArgumentTypeError(f"not a field name (letters, digits, _ and .): {text!r}")
     return text

@@ -9,7 +9,7 @@ in its two state variables per table key, and emits.
   ``partition``, ``offset``, ``deleted``) and the stream records waiting for it (their fields but
   ``join_on``, the id under the sink's key column, then ``partition``, ``offset``,
   ``timestamp_ms``, ``arrived_ms``). An event time not in epoch milliseconds is kept beside them
-  as ``<field>_ms``. For ``board_detail`` these are the layouts its checkpoints hold.
+  as ``<field>_ms``. For the shipped pipeline these are the layouts its checkpoints hold.
 - **output**: ``outcome``, ``reason``, then :meth:`Pipeline.joined_columns` (the sink's columns
   and the stream record's Kafka timestamp), then the dead letter's key and envelope; each joined
   column is read from the join key, a field of either side, or a record's position

@@ -3,7 +3,7 @@ proof, one YAML file each (docs/PIPELINES.md).
 
 The front door: :class:`Pipeline` (the typed declaration), :func:`load_directory` (the
 directory a setting names, checked as a whole), :func:`check_file` and :func:`shipped` (the
-declarations installed with the package, ``board_detail`` the platform's own).
+declarations installed with the package, the platform's own among them).
 """
 
 from __future__ import annotations

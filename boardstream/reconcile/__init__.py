@@ -1,4 +1,4 @@
-"""Reconciliation: prove that board-detail and board_detail hold exactly every source board.
+"""Reconciliation: prove that a pipeline's outputs and table hold exactly every stream record.
 
 The front door: :func:`run_once` and :func:`repair_run` (not named ``run`` and ``repair``: the
 modules of those names would replace them as the package's attributes), called alike by the

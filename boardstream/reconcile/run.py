@@ -97,7 +97,7 @@ class RunResult:
     validation: ValidationReport
     kind: str = FULL
     covered: dict[str, dict[str, list[int]]] | None = None  # per topic and partition: [from, to)
-    table_slice: dict[str, Any] | None = None  # the rows of board_detail it looked at
+    table_slice: dict[str, Any] | None = None  # the rows of the sink table it looked at
     # Shown before the counts: runs found dead and closed by this one (ledger), outputs that
     # may expire before their source, reconciliation overdue against their retention.
     notices: tuple[str, ...] = ()
@@ -165,8 +165,8 @@ def reconcile_once(
     :class:`RecordingError`, and is closed as interrupted by a later run (its heartbeat stops).
     ``kind``: a full run reads everything and fills the digest ledger; an incremental one (#22)
     reads what arrived since the last run and the boards whose rows changed, and is a full one
-    while no full run has filled the ledger. ``target``: the pipeline checked (board_detail on
-    the settings' topics when None)."""
+    while no full run has filled the ledger. ``target``: the pipeline checked (the shipped one
+    on the settings' topics when None)."""
     if kind not in (FULL, INCREMENTAL):
         raise BoardstreamError(f"a reconciliation is {FULL} or {INCREMENTAL}, not {kind!r}")
     target = target or ReconcileTarget.shipped(settings)

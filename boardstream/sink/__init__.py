@@ -1,5 +1,5 @@
 """Loading a pipeline's joined topic into its sink table, idempotently (the shipped
-pipeline's: ``board-detail`` into ``board_detail``).
+pipeline's: its joined topic into its table, both named in its declaration).
 
 The front door is :func:`start`, imported lazily like the join's, and :func:`leased`: the
 sink's writes are fenced by its checkpoint's lease, so a query started outside it writes
