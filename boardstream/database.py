@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
+import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +27,7 @@ LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for a lock_timeout that ra
 # scale), so that the jobs, the live streams and a reconciliation started by hand share one
 # file. pysqlite's default, 5 s, failed a reconciliation beside a production-scale sink (#67).
 SQLITE_BUSY_TIMEOUT_S = 60.0
+WAL_SWITCH_POLL_S = 0.05  # between tries to switch a new database's journal to WAL
 
 T = TypeVar("T")
 # Values per IN list: under SQLite's oldest limit of 999 bound parameters.
@@ -112,9 +115,26 @@ def driver_said(error: Exception) -> str:
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Write-ahead logging, once another connection lets it. Switching a new database's
+    journal needs its exclusive lock, and SQLite answers "database is locked" at once while a
+    connection still in the old journal holds a write, without the busy timeout's wait: two
+    processes (or threads) making the same new database failed each other (two supervisors'
+    first start). The wait is bounded like the busy timeout's."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_SWITCH_POLL_S)
 
 
 def clock_ms(dialect: Dialect) -> sa.ColumnElement[int]:

@@ -5,11 +5,20 @@ under a temporary directory; a PostgreSQL URL is only parsed, never connected to
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
-from boardstream.database import SQLITE_BUSY_TIMEOUT_S, _sqlite_pragmas, chunks, engine
+from boardstream.database import (
+    SQLITE_BUSY_TIMEOUT_S,
+    _sqlite_pragmas,
+    _switch_to_wal,
+    chunks,
+    engine,
+)
 
 NORMAL = 1  # PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL
 
@@ -82,3 +91,36 @@ def test_sqlite_waits_the_platforms_busy_timeout_unless_its_url_says(tmp_path) -
             busy_ms = connection.exec_driver_sql("PRAGMA busy_timeout").scalar()
         made.dispose()
         assert busy_ms == waits * 1000
+
+
+def test_a_new_database_waits_for_another_connections_write_to_switch_to_wal(
+    tmp_path: Path,
+) -> None:
+    """Switching a new database to WAL needs its exclusive lock, which SQLite refuses at once
+    (no busy wait) while another connection, still in the old journal, holds a write: two
+    supervisors starting on one new database failed each other with "database is locked".
+    The switch now waits for the write (committed 0.3 s after our connect began)."""
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN")
+    holder.execute("CREATE TABLE made_first (x)")
+    later = threading.Timer(0.3, holder.execute, ["COMMIT"])
+    later.start()
+    try:
+        with engine(f"sqlite:///{path}").connect() as connection:
+            assert pragmas(connection) == ("wal", NORMAL)
+            assert connection.exec_driver_sql("SELECT count(*) FROM made_first").scalar() == 0
+    finally:
+        later.join()
+        holder.close()
+
+
+def test_the_wal_switch_gives_up_on_other_errors(tmp_path: Path) -> None:
+    """Only a lock is waited for: any other error is the caller's at once."""
+
+    class Refusing:
+        def execute(self, sql: str) -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        _switch_to_wal(Refusing())
