@@ -19,6 +19,7 @@ from boardstream.reconcile.evidence.run_ledger import FULL, INCREMENTAL
 from boardstream.reconcile.run import RunResult, reconcile_once
 from boardstream.reconcile.target import ReconcileTarget
 from boardstream.settings import Settings
+from boardstream.sink.ddl import kept_column
 from tests.pipeline import Pipeline
 
 NOW = int(time.time() * 1000)
@@ -170,9 +171,7 @@ def load_row(pipeline: Pipeline, record: dict[str, Any]) -> None:
 
 def column(pipeline: Pipeline, source: str) -> str:
     """The sink column keeping ``source`` (``stream.FIELD``, ``joined.ROWOFFSET``...)."""
-    found = pipeline.deployed.pipeline.sink.column_of(source)
-    assert found is not None, f"{pipeline.name} keeps no {source}"
-    return found
+    return kept_column(pipeline.deployed.pipeline, source)
 
 
 def _sources(pipeline: Pipeline) -> list[tuple[str, str, str]]:
